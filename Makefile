@@ -1,0 +1,66 @@
+# knobtop: `make lab` opens the live screen on a sandbox server; `make test` runs the suite.
+# Both set up what they need first (a .venv, and Debian packages via apt when run as root).
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+LAB_PKGS  := mariadb-server sysbench
+TEST_PKGS := mariadb-server sysbench openssh-server
+
+.PHONY: lab test check lint typecheck pytest bench setup deps-lab deps-test clean
+
+lab: deps-lab $(STAMP)
+	$(VENV)/bin/knobtop lab $(LAB_ARGS)
+
+test: deps-test $(STAMP) lint typecheck pytest
+
+check: test
+
+pytest: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check app tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/graph_repaint.py
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@python3 -c 'import ensurepip' 2>/dev/null || $(MAKE) --no-print-directory apt PKGS=python3-venv
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+deps-lab:
+	@$(MAKE) --no-print-directory apt PKGS="$(call missing,$(LAB_PKGS))"
+
+deps-test:
+	@$(MAKE) --no-print-directory apt PKGS="$(call missing,$(TEST_PKGS))"
+
+# The packages among $(1) whose program is not on this machine.
+missing = $(strip \
+  $(if $(filter mariadb-server,$(1)),$(if $(shell PATH=$$PATH:/usr/sbin command -v mariadbd),,mariadb-server)) \
+  $(if $(filter sysbench,$(1)),$(if $(shell command -v sysbench),,sysbench)) \
+  $(if $(filter openssh-server,$(1)),$(if $(wildcard /usr/sbin/sshd),,openssh-server)))
+
+# Install PKGS with apt as root; otherwise print the exact command and stop.
+apt:
+	@if [ -z "$(strip $(PKGS))" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing with apt: $(PKGS)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(PKGS); \
+	else \
+	  echo "knobtop needs these Debian packages: $(PKGS)"; \
+	  echo "Run:  sudo apt-get install -y $(PKGS)   and then this make command again."; \
+	  exit 1; \
+	fi
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

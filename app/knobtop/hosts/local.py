@@ -1,0 +1,159 @@
+"""LocalHost: commands as child processes of knobtop, OS metrics from psutil."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import tempfile
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path, PurePath
+
+import psutil
+
+from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if knobtop dies (even by kill -9), the kernel
+    sends the child SIGTERM, so no load generator is left behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class LocalProcess:
+    """A child process whose stdout is read as lines; stderr is kept (last lines)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, argv: Sequence[str]) -> None:
+        self._proc = proc
+        self.argv = tuple(argv)
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._stderr_task = asyncio.ensure_future(self._drain_stderr())
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    @property
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    async def _drain_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        async for raw in self._proc.stderr:
+            self._stderr.append(raw.decode(errors="replace"))
+
+    async def lines(self) -> AsyncIterator[str]:
+        assert self._proc.stdout is not None
+        async for raw in self._proc.stdout:
+            yield raw.decode(errors="replace").rstrip("\r\n")
+
+    async def wait(self) -> int:
+        rc = await self._proc.wait()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stderr_task
+        return rc
+
+    async def stop(self, grace: float = 3.0) -> int | None:
+        """SIGTERM the process group we created, then SIGKILL after ``grace`` seconds."""
+        if self._proc.returncode is not None:
+            return self._proc.returncode
+        pgid = self._proc.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(self.wait(), grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+            return await self.wait()
+
+
+class LocalHost:
+    """This machine."""
+
+    def __init__(self, name: str = "local") -> None:
+        self.name = name
+
+    async def run(self, argv: Sequence[str], *, limit: float = 60.0) -> CommandResult:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except FileNotFoundError:
+            raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH") from None
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), limit)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise HostError(
+                f"{self.name}: '{' '.join(argv[:2])}' did not finish within {limit:.0f} s"
+            ) from None
+        assert proc.returncode is not None
+        return CommandResult(
+            tuple(argv), proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+        )
+
+    async def stream(self, argv: Sequence[str]) -> LocalProcess:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        except FileNotFoundError:
+            raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH") from None
+        return LocalProcess(proc, argv)
+
+    async def which(self, program: str) -> str | None:
+        return shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+    async def read_file(self, path: PurePath) -> bytes:
+        return await asyncio.to_thread(Path(path).read_bytes)
+
+    async def write_file_atomic(self, path: PurePath, data: bytes, mode: int = 0o600) -> None:
+        await asyncio.to_thread(write_atomic, Path(path), data, mode)
+
+    def cpu_times(self) -> list[float]:
+        times = psutil.cpu_times()
+        return [round(float(getattr(times, f, 0.0)), 2) for f in HOST_CPU_FIELDS]
+
+    async def close(self) -> None:
+        return None
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write via a temp file in the same directory and rename, so readers never
+    see half a file; the previous version is kept as ``NAME.prev``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        if path.exists():
+            # A hard link keeps the old version without a moment where ``path`` is missing.
+            prev = path.with_name(path.name + ".prev")
+            prev.unlink(missing_ok=True)
+            os.link(path, prev)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,88 @@
+"""Append-only journal writer: one write per event, fsync at least once a second, mode 0600."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from knobtop.journal.events import Event, Header, to_dict
+
+REDACTED = b"[redacted]"
+
+
+class JournalWriter:
+    """Writes a header, then events, each as one line in a single ``write``.
+
+    A line reaches the OS before ``append`` returns, so a ``kill -9`` loses
+    nothing that was appended; a background thread fsyncs dirty data at least
+    once a second so an OS crash loses at most that second.  Any registered
+    secret found in a line is replaced before it touches the disk.
+    """
+
+    def __init__(self, path: Path, header: Header, *, fsync_interval: float = 1.0) -> None:
+        self.path = path
+        self.header = header
+        self.events_written = 0
+        self._secrets: list[bytes] = []
+        self._lock = threading.Lock()
+        self._dirty = False
+        self._closed = False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: a journal is never appended to by a second session by accident.
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._write_line(orjson.dumps(to_dict(header)))
+        self._stop = threading.Event()
+        self._syncer = threading.Thread(
+            target=self._sync_loop, args=(fsync_interval,), name="journal-fsync", daemon=True
+        )
+        self._syncer.start()
+
+    def add_secret(self, secret: str) -> None:
+        """Never write this string (a password, a token) to the journal."""
+        if secret:
+            self._secrets.append(secret.encode())
+
+    def append(self, event: Event) -> None:
+        self._write_line(orjson.dumps(to_dict(event)))
+        self.events_written += 1
+
+    def _write_line(self, line: bytes) -> None:
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, REDACTED)
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"journal {self.path} is closed")
+            os.write(self._fd, line + b"\n")
+            self._dirty = True
+
+    def _sync_loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.sync()
+
+    def sync(self) -> None:
+        with self._lock:
+            if self._closed or not self._dirty:
+                return
+            self._dirty = False
+            fd = self._fd
+        os.fsync(fd)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._syncer.join(timeout=5)
+        with self._lock:
+            if self._closed:
+                return
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._closed = True
+
+
+def default_journal_path(directory: Path, profile: str, when: float | None = None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
+    return directory / f"{profile}-{stamp}.knobtop.jsonl"

@@ -1,0 +1,290 @@
+"""The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from knobtop.server.link import ConnectionInfo
+
+LAB_USER = "knobtop"
+LAB_DB = "sbtest"
+
+
+class LabError(RuntimeError):
+    """The sandbox could not start; the message names the step and the fix."""
+
+
+def default_lab_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "knobtop" / "lab"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def find_program(*names: str) -> str | None:
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/local/sbin"
+    for name in names:
+        found = shutil.which(name, path=path)
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class Sandbox:
+    """A private server: ``datadir``, ``my.cnf``, a ``conf.d/`` drop-in dir owned by
+    knobtop (for static knobs), a unix socket and a free port on 127.0.0.1.
+
+    The password of the lab user lives in ``client.cnf`` (mode 0600) and in
+    memory; it is handed to the journal writer as a secret.
+    """
+
+    root: Path
+    port: int = 0
+    started_here: bool = False
+
+    @property
+    def datadir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "mysqld.sock"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "mysqld.pid"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "my.cnf"
+
+    @property
+    def dropin_dir(self) -> Path:
+        return self.root / "conf.d"
+
+    @property
+    def error_log(self) -> Path:
+        return self.root / "error.log"
+
+    @property
+    def secret_file(self) -> Path:
+        return self.root / "client.cnf"
+
+    # -- set-up ---------------------------------------------------------------
+
+    def wipe(self) -> None:
+        if self.running_pid() is not None:
+            raise LabError(f"the sandbox in {self.root} is running; stop it before --fresh")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def password(self) -> str:
+        if not self.secret_file.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            pw = secrets.token_urlsafe(18)
+            fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"[client]\nuser={LAB_USER}\npassword={pw}\n")
+            return pw
+        for line in self.secret_file.read_text().splitlines():
+            if line.startswith("password="):
+                return line.split("=", 1)[1]
+        raise LabError(f"{self.secret_file} has no password= line; remove the lab with --fresh")
+
+    def connection(self, *, use_socket: bool = False) -> ConnectionInfo:
+        return ConnectionInfo(
+            host="127.0.0.1",
+            port=self.port,
+            user=LAB_USER,
+            password=self.password(),
+            socket=str(self.socket) if use_socket else None,
+        )
+
+    def _write_config(self) -> None:
+        self.dropin_dir.mkdir(parents=True, exist_ok=True)
+        user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
+        self.config.write_text(
+            "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
+            "[mysqld]\n"
+            f"datadir={self.datadir}\n"
+            f"socket={self.socket}\n"
+            f"pid-file={self.pid_file}\n"
+            f"log-error={self.error_log}\n"
+            "bind-address=127.0.0.1\n"
+            f"{user}"
+            "innodb_buffer_pool_size=128M\n"
+            "innodb_log_file_size=96M\n"
+            "max_connections=300\n"
+            "skip-name-resolve\n"
+            f"!includedir {self.dropin_dir}\n"
+        )
+
+    def _install_db(self) -> None:
+        install = find_program("mariadb-install-db", "mysql_install_db")
+        if install is None:
+            raise LabError(
+                "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
+            )
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        args = [
+            install,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+        ]
+        if os.geteuid() == 0:
+            args.append(f"--user={getpass.getuser()}")
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            raise LabError(f"mariadb-install-db failed:\n{proc.stdout[-800:]}{proc.stderr[-800:]}")
+
+    # -- run ------------------------------------------------------------------
+
+    def running_pid(self) -> int | None:
+        """The pid of a server already running on this datadir, if any."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        return pid if str(self.config) in cmdline else None
+
+    def start(self, *, timeout: float = 60.0) -> ConnectionInfo:
+        """Start (or join) the sandbox server and return how to reach it."""
+        server = find_program("mariadbd", "mysqld")
+        if server is None:
+            raise LabError(
+                "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        pid = self.running_pid()
+        if pid is not None:
+            self.port = self._port_of_running()
+            self._wait_ready(timeout, pid)
+            return self.connection()
+        fresh = not (self.datadir / "mysql").is_dir()
+        self._write_config()
+        if fresh:
+            self._install_db()
+        self.port = self.port or free_port()
+        self.error_log.unlink(missing_ok=True)
+        with open(os.devnull, "wb") as devnull:
+            proc = subprocess.Popen(
+                [server, f"--defaults-file={self.config}", f"--port={self.port}"],
+                stdin=subprocess.DEVNULL,
+                stdout=devnull,
+                stderr=devnull,
+                start_new_session=True,
+            )
+        self.started_here = True
+        (self.root / "port").write_text(str(self.port))
+        self._wait_ready(timeout, proc.pid, proc)
+        if fresh:
+            self._create_lab_user()
+        return self.connection()
+
+    def _port_of_running(self) -> int:
+        try:
+            return int((self.root / "port").read_text())
+        except (FileNotFoundError, ValueError):
+            raise LabError(
+                f"a sandbox server runs in {self.root} but its port is unknown; stop it "
+                f"(kill $(cat {self.pid_file})) and start again"
+            ) from None
+
+    def _client(self, sql: str, *, user: str = "root") -> subprocess.CompletedProcess[str]:
+        client = find_program("mariadb", "mysql")
+        if client is None:
+            raise LabError("no mariadb client: run `sudo apt-get install -y mariadb-client`")
+        return subprocess.run(
+            [client, "--no-defaults", f"--socket={self.socket}", f"--user={user}", "-N", "-e", sql],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    def _wait_ready(
+        self, timeout: float, pid: int, proc: subprocess.Popen[bytes] | None = None
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise LabError(f"the sandbox server exited at start:\n{self._log_tail()}")
+            if self.socket.exists():
+                with socket.socket(socket.AF_UNIX) as s:
+                    try:
+                        s.connect(str(self.socket))
+                        if s.recv(1):  # the server greets first: it is ready
+                            return
+                    except OSError:
+                        pass
+            time.sleep(0.05)
+        raise LabError(
+            f"the sandbox server did not answer within {timeout:.0f} s:\n{self._log_tail()}"
+        )
+
+    def _log_tail(self) -> str:
+        try:
+            return "\n".join(self.error_log.read_text(errors="replace").splitlines()[-15:])
+        except FileNotFoundError:
+            return f"(no error log at {self.error_log})"
+
+    def _create_lab_user(self) -> None:
+        pw = self.password().replace("'", "''")
+        sql = (
+            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'localhost' IDENTIFIED BY '{pw}';"
+            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+            f"GRANT ALL PRIVILEGES ON *.* TO '{LAB_USER}'@'localhost' WITH GRANT OPTION;"
+            f"GRANT ALL PRIVILEGES ON *.* TO '{LAB_USER}'@'127.0.0.1' WITH GRANT OPTION;"
+            f"CREATE DATABASE IF NOT EXISTS {LAB_DB};"
+        )
+        result = self._client(sql)
+        if result.returncode != 0:
+            raise LabError(f"could not create the lab user: {result.stderr.strip()}")
+
+    def stop(self, *, timeout: float = 60.0) -> None:
+        """Stop the server cleanly (SIGTERM, which InnoDB treats as a normal shutdown)."""
+        pid = self.running_pid()
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
+                break
+            time.sleep(0.05)
+        else:
+            raise LabError(f"the sandbox server (pid {pid}) did not stop within {timeout:.0f} s")
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        self.started_here = False
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"

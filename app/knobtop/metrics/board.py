@@ -1,0 +1,149 @@
+"""Folds journal events into bounded plotted series and change markers (live, replay, follow)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from knobtop.journal.events import Change, Error, Event, Header, Knobs, Load, Phase, Sample
+from knobtop.metrics.derive import Snapshot, derive
+
+DEFAULT_CAPACITY = 3600
+
+
+class Series:
+    """The last ``capacity`` points of one metric; ``None`` values are gaps."""
+
+    __slots__ = ("_t", "_v")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._t: deque[float] = deque(maxlen=capacity)
+        self._v: deque[float | None] = deque(maxlen=capacity)
+
+    def append(self, t: float, value: float | None) -> None:
+        self._t.append(t)
+        self._v.append(value)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def points(self, since: float | None = None) -> Iterator[tuple[float, float | None]]:
+        pairs = zip(self._t, self._v, strict=True)
+        if since is None:
+            return pairs
+        return ((t, v) for t, v in pairs if t >= since)
+
+    @property
+    def last(self) -> float | None:
+        for value in reversed(self._v):
+            if value is not None:
+                return value
+        return None
+
+    @property
+    def last_t(self) -> float | None:
+        return self._t[-1] if self._t else None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A vertical line on every graph: a knob or the load changed at ``t``."""
+
+    t: float
+    kind: str  # "change" | "load" | "gap"
+    label: str
+
+
+# Metrics derived from samples, plus the load driver's own numbers.
+SAMPLE_METRICS = (
+    "tps",
+    "qps",
+    "hit_ratio",
+    "dirty_pct",
+    "history_len",
+    "checkpoint_age",
+    "row_lock_waits",
+    "threads_running",
+    "cpu",
+    "iowait",
+)
+LOAD_METRICS = ("load_tps", "load_qps", "load_p95", "load_err")
+
+
+class MetricBoard:
+    """The state every view draws from, rebuilt by applying events in order."""
+
+    def __init__(self, header: Header, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.header = header
+        self.series: dict[str, Series] = {
+            name: Series(capacity) for name in SAMPLE_METRICS + LOAD_METRICS
+        }
+        self.markers: deque[Marker] = deque(maxlen=256)
+        self.latest: dict[str, float | None] = {}
+        self.knob_values: dict[str, str | None] = {}
+        self.load_running = False
+        self.load_label = ""
+        self.samples = 0
+        self.version = 0  # bumped on every change, so views know when to repaint
+        self._prev: Snapshot | None = None
+
+    @property
+    def now(self) -> float:
+        """The time of the newest sample or load report."""
+        times = [s.last_t for s in self.series.values() if s.last_t is not None]
+        return max(times) if times else 0.0
+
+    def apply(self, event: Event) -> None:
+        self.version += 1
+        if isinstance(event, Sample):
+            self._apply_sample(event)
+        elif isinstance(event, Load):
+            self._apply_load(event)
+        elif isinstance(event, Change):
+            if event.result == "ok":
+                self.knob_values[event.knob] = event.new
+                for knob, (_old, new) in event.side_effects.items():
+                    self.knob_values[knob] = new
+                self.markers.append(Marker(event.t, "change", f"{event.knob}={event.new}"))
+        elif isinstance(event, Phase):
+            self._apply_phase(event)
+        elif isinstance(event, Error) and event.gap:
+            self.markers.append(Marker(event.t, "gap", event.source))
+        elif isinstance(event, Knobs):
+            self.knob_values.update(event.values)
+
+    def _apply_sample(self, event: Sample) -> None:
+        snap = Snapshot.from_values(
+            event.t, self.header.counters, event.v, event.host, reconnect=event.re
+        )
+        values = derive(self._prev, snap, self.header.host_fields)
+        self._prev = snap
+        self.samples += 1
+        for name in SAMPLE_METRICS:
+            value = values.get(name)
+            self.series[name].append(event.t, value)
+            self.latest[name] = value
+
+    def _apply_load(self, event: Load) -> None:
+        for name, value in (
+            ("load_tps", event.tps),
+            ("load_qps", event.qps),
+            ("load_p95", event.lat),
+            ("load_err", event.err),
+        ):
+            self.series[name].append(event.t, value)
+            self.latest[name] = value
+
+    def _apply_phase(self, event: Phase) -> None:
+        if event.action == "start":
+            self.load_running = True
+            self.load_label = f"{event.workload} x{event.threads}"
+            self.markers.append(Marker(event.t, "load", f"load {self.load_label}"))
+        else:
+            self.load_running = False
+            self.markers.append(Marker(event.t, "load", f"load {event.action}"))
+            # A stopped load leaves no flat line behind: the next point is a gap.
+            for name in LOAD_METRICS:
+                self.series[name].append(event.t, None)
+                self.latest[name] = None

@@ -1,0 +1,141 @@
+"""Per-interval values from two raw samples: rates from deltas, ratios of deltas, gauges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+Number = int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One sample, with counters by name."""
+
+    t: float
+    counters: Mapping[str, Number | None]
+    host_cpu: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    reconnect: bool = False
+
+    @classmethod
+    def from_values(
+        cls,
+        t: float,
+        names: Sequence[str],
+        values: Sequence[Number | None],
+        host_cpu: Mapping[str, Sequence[float]] | None = None,
+        reconnect: bool = False,
+    ) -> Snapshot:
+        return cls(t, dict(zip(names, values, strict=False)), host_cpu or {}, reconnect)
+
+
+def _get(snap: Snapshot, name: str) -> Number | None:
+    return snap.counters.get(name)
+
+
+def _delta(prev: Snapshot, cur: Snapshot, *names: str) -> Number | None:
+    """Sum of the named counters' increases, or None if any is missing."""
+    total: Number = 0
+    for name in names:
+        a, b = _get(prev, name), _get(cur, name)
+        if a is None or b is None:
+            return None
+        total += b - a
+    return total
+
+
+def _rate(prev: Snapshot, cur: Snapshot, dt: float, *names: str) -> float | None:
+    d = _delta(prev, cur, *names)
+    return None if d is None else d / dt
+
+
+def _first(snap: Snapshot, *names: str) -> Number | None:
+    for name in names:
+        value = _get(snap, name)
+        if value is not None:
+            return value
+    return None
+
+
+def cpu_percent(
+    prev: Sequence[float], cur: Sequence[float], fields: Sequence[str]
+) -> tuple[float, float] | None:
+    """(busy %, iowait %) of all CPUs over the interval, from cumulative CPU times
+    laid out as ``fields`` (the journal header's ``host_fields``)."""
+    deltas = [b - a for a, b in zip(prev, cur, strict=False)]
+    total = sum(deltas)
+    if total <= 0:
+        return None
+    idle = deltas[fields.index("idle")]
+    iowait = deltas[fields.index("iowait")] if "iowait" in fields else 0.0
+    return 100.0 * (total - idle - iowait) / total, 100.0 * iowait / total
+
+
+def server_tps(prev: Snapshot, cur: Snapshot, dt: float) -> float | None:
+    """Transactions per second as the server counts them.
+
+    Explicit transactions (COMMIT/ROLLBACK statements) when the load uses
+    them; otherwise autocommit statements, which only Handler_commit counts
+    (Com_commit reads 0 for oltp_point_select, REFERENCE.md section 2).
+    Handler_commit is not used for explicit transactions: it also counts each
+    statement inside them (about 19 per oltp_read_write transaction).
+    """
+    explicit = _delta(prev, cur, "Com_commit", "Com_rollback")
+    if explicit:
+        return explicit / dt
+    return _rate(prev, cur, dt, "Handler_commit", "Handler_rollback")
+
+
+def derive(
+    prev: Snapshot | None, cur: Snapshot, host_fields: Sequence[str] = ()
+) -> dict[str, float | None]:
+    """Everything the live screen plots, for the interval ending at ``cur``.
+
+    Rates need a previous sample from the same server run: none across a
+    reconnect or when Uptime went backwards (the server restarted).  Gauges
+    (dirty %, history length, checkpoint age) only need ``cur``.
+    """
+    out: dict[str, float | None] = {}
+    pages_total = _get(cur, "Innodb_buffer_pool_pages_total")
+    dirty = _get(cur, "Innodb_buffer_pool_pages_dirty")
+    out["dirty_pct"] = (
+        100.0 * dirty / pages_total if dirty is not None and pages_total else None
+    )
+    hll = _first(cur, "Innodb_history_list_length", "im:trx_rseg_history_len")
+    out["history_len"] = None if hll is None else float(hll)
+    age = _first(cur, "Innodb_checkpoint_age", "im:log_lsn_checkpoint_age")
+    out["checkpoint_age"] = None if age is None else float(age)
+    running = _get(cur, "Threads_running")
+    out["threads_running"] = None if running is None else float(running)
+
+    comparable = prev is not None and not cur.reconnect and cur.t > prev.t
+    if prev is not None and comparable:
+        up_a, up_b = _get(prev, "Uptime"), _get(cur, "Uptime")
+        if up_a is not None and up_b is not None and up_b < up_a:
+            comparable = False
+    if prev is None or not comparable:
+        for key in ("tps", "qps", "hit_ratio", "row_lock_waits", "cpu", "iowait"):
+            out[key] = None
+        return out
+
+    dt = cur.t - prev.t
+    out["tps"] = server_tps(prev, cur, dt)
+    out["qps"] = _rate(prev, cur, dt, "Questions")
+    requests = _delta(prev, cur, "Innodb_buffer_pool_read_requests")
+    reads = _delta(prev, cur, "Innodb_buffer_pool_reads")
+    hit = None
+    if requests is not None and reads is not None and requests > 0:
+        hit = 100.0 * (1.0 - reads / requests)
+    out["hit_ratio"] = hit
+    out["row_lock_waits"] = _rate(prev, cur, dt, "Innodb_row_lock_waits")
+    out["cpu"] = out["iowait"] = None
+    if "idle" not in host_fields:
+        return out
+    for host, cpu in cur.host_cpu.items():
+        before = prev.host_cpu.get(host)
+        pct = cpu_percent(before, cpu, host_fields) if before is not None else None
+        if pct is not None:
+            out[f"cpu:{host}"], out[f"iowait:{host}"] = pct
+            if out["cpu"] is None:  # the first host listed is the target's
+                out["cpu"], out["iowait"] = pct
+    return out

@@ -1,0 +1,295 @@
+"""Knob facts from the server, value validation, and the SET GLOBAL applier."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knobtop.server.link import ServerError, ServerLink, ServerVersion
+
+# The knobs the seed experiments flip (REFERENCE.md section 1).
+SEED_KNOBS: tuple[str, ...] = (
+    "innodb_flush_log_at_trx_commit",
+    "innodb_io_capacity",
+    "innodb_io_capacity_max",
+    "innodb_max_dirty_pages_pct",
+    "innodb_max_dirty_pages_pct_lwm",
+    "innodb_flush_neighbors",
+    "innodb_adaptive_flushing",
+    "innodb_lru_scan_depth",
+    "innodb_buffer_pool_size",
+    "innodb_buffer_pool_instances",
+    "innodb_thread_concurrency",
+    "innodb_doublewrite",
+    "innodb_page_cleaners",
+    "innodb_mtflush_threads",
+    "innodb_use_mtflush",
+    "innodb_write_io_threads",
+    "innodb_read_io_threads",
+    "innodb_purge_threads",
+    "sort_buffer_size",
+)
+
+# Why a seed knob is missing, by flavor (REFERENCE.md section 1).
+ABSENT_NOTES: dict[tuple[str, str], str] = {
+    ("mariadb", "innodb_thread_concurrency"): "removed in MariaDB 10.6.0 (ignored since 10.5.5)",
+    ("mariadb", "innodb_page_cleaners"): "removed in MariaDB 10.6.0 (ignored since 10.5)",
+    ("mariadb", "innodb_buffer_pool_instances"): "removed in MariaDB 10.6.0",
+    ("mariadb", "innodb_mtflush_threads"): "removed in MariaDB 10.3.2",
+    ("mariadb", "innodb_use_mtflush"): "removed in MariaDB 10.3.2",
+    ("mysql", "innodb_mtflush_threads"): "MariaDB 10.1-10.2 only",
+    ("mysql", "innodb_use_mtflush"): "MariaDB 10.1-10.2 only",
+}
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_TRUE = {"on", "1", "true", "yes"}
+_FALSE = {"off", "0", "false", "no"}
+
+
+class KnobError(ValueError):
+    """A knob name or value that cannot be applied; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class KnobFacts:
+    """What the server says about one variable, plus its current global value."""
+
+    name: str
+    present: bool
+    value: str | None = None
+    dynamic: bool = False
+    type: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    block_size: int | None = None
+    choices: tuple[str, ...] = ()
+    default: str | None = None
+    note: str = ""
+
+    @property
+    def status(self) -> str:
+        if not self.present:
+            return "absent"
+        return "dynamic" if self.dynamic else "static"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "present": self.present,
+            "dynamic": self.dynamic,
+            "type": self.type,
+            "min": self.minimum,
+            "max": self.maximum,
+            "choices": list(self.choices),
+            "default": self.default,
+            "note": self.note,
+        }
+
+
+def _num(raw: object) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return float(str(raw))
+    except ValueError:
+        return None
+
+
+async def load_facts(link: ServerLink, names: Iterable[str]) -> dict[str, KnobFacts]:
+    """Facts for ``names`` from the server; names it does not know come back absent."""
+    wanted = [n.lower() for n in names]
+    for name in wanted:
+        if not _NAME.match(name):
+            raise KnobError(f"'{name}' is not a server variable name")
+    version = link.version
+    assert version is not None
+    if not wanted:
+        return {}
+    placeholders = ", ".join(["%s"] * len(wanted))
+    found: dict[str, KnobFacts] = {}
+    if version.flavor == "mariadb" and version.at_least(10, 1):
+        rows = await link.query(
+            "SELECT LOWER(VARIABLE_NAME), GLOBAL_VALUE, READ_ONLY, VARIABLE_TYPE, "
+            "NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE, NUMERIC_BLOCK_SIZE, ENUM_VALUE_LIST, "
+            "DEFAULT_VALUE FROM information_schema.SYSTEM_VARIABLES "
+            f"WHERE VARIABLE_SCOPE IN ('GLOBAL', 'SESSION') AND VARIABLE_NAME IN ({placeholders})",
+            wanted,
+        )
+        for name, value, ro, vtype, vmin, vmax, block, enums, default in rows:
+            found[name] = KnobFacts(
+                name=name,
+                present=True,
+                value=None if value is None else str(value),
+                dynamic=str(ro).upper() != "YES",
+                type=str(vtype or ""),
+                minimum=_num(vmin),
+                maximum=_num(vmax),
+                block_size=int(block) if _num(block) else None,
+                choices=tuple(str(enums).split(",")) if enums else (),
+                default=None if default is None else str(default),
+            )
+    else:
+        # MySQL: values only here; its catalog (variables_info + flavor table) is issue #4.
+        rows = await link.query(
+            "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM performance_schema.global_variables "
+            f"WHERE VARIABLE_NAME IN ({placeholders})",
+            wanted,
+        )
+        for name, value in rows:
+            found[name] = KnobFacts(name=name, present=True, value=str(value), dynamic=True)
+    for name in wanted:
+        if name not in found:
+            fallback = f"not a variable on this {version.flavor}"
+            note = ABSENT_NOTES.get((version.flavor, name), fallback)
+            found[name] = KnobFacts(name=name, present=False, note=note)
+    return found
+
+
+def validate(facts: KnobFacts, raw: str) -> int | float | str:
+    """The value to send for ``raw``, checked against the knob's type and range."""
+    name = facts.name
+    if not facts.present:
+        raise KnobError(f"{name} does not exist on this server ({facts.note})")
+    if not facts.dynamic:
+        raise KnobError(
+            f"{name} is read-only at runtime (static): it needs a config change and a "
+            "restart, which arrives with static-knob support; nothing was changed"
+        )
+    text = raw.strip()
+    if not text:
+        raise KnobError(f"{name}: give a value")
+    vtype = facts.type.upper()
+    if vtype in ("BOOLEAN",):
+        low = text.lower()
+        if low in _TRUE:
+            return "ON"
+        if low in _FALSE:
+            return "OFF"
+        raise KnobError(f"{name} is ON or OFF, not '{text}'")
+    if vtype in ("ENUM", "SET") and facts.choices:
+        choices = {c.upper(): c for c in facts.choices}
+        parts = [p.strip() for p in text.split(",")] if vtype == "SET" else [text]
+        bad = [p for p in parts if p.upper() not in choices and not p.isdigit()]
+        if bad:
+            raise KnobError(f"{name} takes one of {', '.join(facts.choices)}; not '{bad[0]}'")
+        return ",".join(choices.get(p.upper(), p) for p in parts)
+    if "INT" in vtype:
+        m = _SIZE.match(text)
+        if not m:
+            raise KnobError(
+                f"{name} takes a whole number (sizes may end in K, M or G), not '{text}'"
+            )
+        number = float(m.group(1)) * _MULT[m.group(2).lower()]
+        if number != int(number):
+            raise KnobError(f"{name} takes a whole number, not '{text}'")
+        _check_range(facts, number, text)
+        value = int(number)
+        if facts.block_size and facts.block_size > 1 and value % facts.block_size:
+            raise KnobError(
+                f"{name} must be a multiple of {facts.block_size}; "
+                f"try {value - value % facts.block_size}"
+            )
+        return value
+    if vtype in ("DOUBLE", "FLOAT", "DECIMAL"):
+        try:
+            number = float(text)
+        except ValueError:
+            raise KnobError(f"{name} takes a number, not '{text}'") from None
+        _check_range(facts, number, text)
+        return number
+    return text
+
+
+def _check_range(facts: KnobFacts, number: float, text: str) -> None:
+    lo, hi = facts.minimum, facts.maximum
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        raise KnobError(
+            f"{facts.name}: {text} is out of range; use a value from "
+            f"{_fmt(lo)} to {_fmt(hi)}"
+        )
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return str(int(x)) if x == int(x) else str(x)
+
+
+@dataclass(slots=True)
+class ChangeOutcome:
+    knob: str
+    requested: str
+    old: str | None
+    new: str | None
+    result: str  # "ok" | "refused" | "failed"
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    duration: float = 0.0
+    side_effects: dict[str, list[str | None]] = field(default_factory=dict)
+
+
+class SetGlobalApplier:
+    """Applies a dynamic knob: validate, SET GLOBAL, read back, surface warnings.
+
+    The variable name is interpolated only after it matched the server's own
+    catalog; the value is always sent as a bound parameter.
+    """
+
+    method = "set_global"
+
+    def __init__(self, link: ServerLink, watched: Sequence[str] = SEED_KNOBS) -> None:
+        self.link = link
+        self.watched = tuple(watched)
+
+    async def apply(self, name: str, raw: str) -> ChangeOutcome:
+        name = name.strip().lower()
+        start = time.monotonic()
+        if not _NAME.match(name):
+            return ChangeOutcome(
+                name, raw, None, None, "refused",
+                f"'{name}' is not a server variable name; pick one from the knob panel",
+            )
+        watched = tuple(dict.fromkeys((*self.watched, name)))
+        before = await load_facts(self.link, watched)
+        facts = before[name]
+        try:
+            value = validate(facts, raw)
+        except KnobError as exc:
+            return ChangeOutcome(name, raw, facts.value, facts.value, "refused", str(exc))
+        try:
+            await self.link.query(f"SET GLOBAL {name} = %s", (value,))
+            warnings = await self.link.warnings()
+        except ServerError as exc:
+            after = await self._read_back(name)
+            return ChangeOutcome(
+                name, raw, facts.value, after, "refused", f"the server refused it: {exc}",
+                duration=time.monotonic() - start,
+            )
+        after_all = await load_facts(self.link, watched)
+        new = after_all[name].value
+        side = {
+            k: [before[k].value, after_all[k].value]
+            for k in watched
+            if k != name and before[k].value != after_all[k].value
+        }
+        message = ""
+        if side:
+            message = "also changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in side.items())
+        return ChangeOutcome(
+            name, raw, facts.value, new, "ok", message, warnings,
+            time.monotonic() - start, side,
+        )
+
+    async def _read_back(self, name: str) -> str | None:
+        try:
+            return (await load_facts(self.link, [name]))[name].value
+        except ServerError:
+            return None
+
+
+def describe_version(version: ServerVersion) -> dict[str, Any]:
+    return {"flavor": version.flavor, "version": version.short, "version_text": version.text}

@@ -1,0 +1,459 @@
+"""The live loop: sampler, load driver and knob applier; every action becomes a journal event."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import platform
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psutil
+
+from knobtop import __version__
+from knobtop.hosts.base import HOST_CPU_FIELDS, Host
+from knobtop.journal.events import (
+    FORMAT_VERSION,
+    Change,
+    End,
+    Error,
+    Event,
+    Header,
+    Knobs,
+    Load,
+    Mark,
+    Note,
+    Phase,
+    Sample,
+)
+from knobtop.journal.writer import JournalWriter
+from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
+from knobtop.load.sysbench import Sysbench
+from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
+from knobtop.metrics.counters import SERVER_COUNTERS
+from knobtop.server.knobs import SEED_KNOBS, KnobFacts, SetGlobalApplier, load_facts
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
+
+MIN_INTERVAL = 0.1
+T = TypeVar("T")
+Listener = Callable[[Event], None]
+
+
+@dataclass
+class SessionConfig:
+    profile: str
+    connection: ConnectionInfo
+    journal_path: Path
+    interval: float = 1.0
+    load: LoadSpec = field(default_factory=LoadSpec)
+    knobs: tuple[str, ...] = SEED_KNOBS
+
+    def check(self) -> None:
+        if not MIN_INTERVAL <= self.interval <= 60:
+            raise ValueError(
+                f"sampling interval {self.interval} s is out of range; use 0.1 to 60 seconds"
+            )
+
+
+def host_facts(host: Host) -> dict[str, Any]:
+    return {
+        "name": host.name,
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "memory": psutil.virtual_memory().total,
+        "os": platform.platform(),
+    }
+
+
+class Session:
+    """One experiment against one server.
+
+    Two connections: the sampler's (never waits behind a slow SET GLOBAL or a
+    buffer-pool resize) and the actions'.  Each event is written to the
+    journal before listeners (the screen) see it.
+    """
+
+    def __init__(self, config: SessionConfig, host: Host, driver: LoadDriver | None) -> None:
+        config.check()
+        self.config = config
+        self.host = host
+        self.driver = driver
+        self.listeners: list[Listener] = []
+        self.journal: JournalWriter | None = None
+        self.version: ServerVersion | None = None
+        self.knob_facts: dict[str, KnobFacts] = {}
+        self.samples = 0
+        self.late_samples = 0
+        self.phase = 0
+        self.load_spec: LoadSpec | None = None
+        self._phase_reports: list[IntervalReport] = []
+        self._sampler_link = ServerLink(config.connection)
+        self._action_link = ServerLink(config.connection)
+        self._sampler: asyncio.Task[None] | None = None
+        self._t0 = time.monotonic()
+        self._closed = False
+        self._action_lock = asyncio.Lock()
+
+    # -- time and events ------------------------------------------------------
+
+    def now(self) -> float:
+        return round(time.monotonic() - self._t0, 4)
+
+    @staticmethod
+    def wall() -> float:
+        return round(time.time(), 3)
+
+    def emit(self, event: Event) -> None:
+        if self.journal is not None:
+            self.journal.append(event)
+        for listener in list(self.listeners):
+            listener(event)
+
+    # -- open and close -------------------------------------------------------
+
+    async def open(self) -> Header:
+        """Connect, write the header and the starting knob values, start sampling.
+
+        Nothing is written if the server cannot be reached: a failed start
+        leaves no empty journal behind.
+        """
+        self.version = await self._sampler_link.connect()
+        try:
+            await self._action_link.connect()
+            self.knob_facts = await load_facts(self._action_link, self.config.knobs)
+        except ServerError:
+            await self._sampler_link.close()
+            raise
+        header = Header(
+            format=FORMAT_VERSION,
+            knobtop=__version__,
+            profile=self.config.profile,
+            started_wall=self.wall(),
+            interval=self.config.interval,
+            server={
+                "flavor": self.version.flavor,
+                "version": self.version.short,
+                "version_text": self.version.text,
+                **self.config.connection.describe(),
+            },
+            hosts={self.host.name: host_facts(self.host)},
+            counters=list(SERVER_COUNTERS),
+            host_fields=list(HOST_CPU_FIELDS),
+        )
+        self._t0 = time.monotonic()
+        self.journal = JournalWriter(self.config.journal_path, header)
+        self.journal.add_secret(self.config.connection.password)
+        self.emit(
+            Knobs(
+                t=self.now(),
+                wall=self.wall(),
+                values={k: f.value for k, f in self.knob_facts.items()},
+                facts={k: f.to_json() for k, f in self.knob_facts.items()},
+            )
+        )
+        self._sampler = asyncio.create_task(self._sample_loop(), name="knobtop-sampler")
+        return header
+
+    async def close(self, reason: str = "quit") -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.driver is not None and self.driver.running:
+            await self.stop_load()
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+        if self.journal is not None:
+            self.emit(End(t=self.now(), wall=self.wall(), reason=reason, samples=self.samples))
+            self.journal.close()
+        await self._sampler_link.close()
+        await self._action_link.close()
+        await self.host.close()
+
+    # -- sampling -------------------------------------------------------------
+
+    async def _sample_loop(self) -> None:
+        """Keep the schedule: polls are due on a fixed grid and never overlap.
+
+        A poll that overruns its slot skips the slots it missed instead of
+        bunching up; each sample is stamped with the time it was taken.
+        """
+        from knobtop.server.status import StatusPoller
+
+        interval = self.config.interval
+        link = self._sampler_link
+        poller = StatusPoller(link, SERVER_COUNTERS)
+        next_due = time.monotonic()
+        down_since: float | None = None
+        backoff = 0.5
+        reconnected = False
+        while True:
+            delay = next_due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            sent = time.monotonic()
+            try:
+                if not link.connected:
+                    await link.connect()
+                    poller = StatusPoller(link, SERVER_COUNTERS)
+                    reconnected = True
+                values = await asyncio.wait_for(poller.poll(), timeout=max(5.0, 3 * interval))
+            except (ServerError, TimeoutError) as exc:
+                if down_since is None:
+                    down_since = sent
+                    message = str(exc) or "the status poll timed out"
+                    self.emit(Error(t=self.now(), wall=self.wall(), source="sampler",
+                                    message=f"sampling paused: {message}", gap=True))
+                if link.connected and isinstance(exc, TimeoutError):
+                    await link.close()
+                next_due = time.monotonic() + backoff
+                backoff = min(backoff * 2, 5.0)
+                continue
+            done = time.monotonic()
+            cpu = self.host.cpu_times()
+            stamp = round((sent + done) / 2 - self._t0, 4)
+            self.samples += 1
+            self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
+                             host={self.host.name: cpu}, re=reconnected))
+            if down_since is not None:
+                self.emit(Error(t=self.now(), wall=self.wall(), source="sampler",
+                                message=f"sampling resumed after {done - down_since:.1f} s"))
+                down_since = None
+                backoff = 0.5
+            reconnected = False
+            next_due += interval
+            now = time.monotonic()
+            if next_due < now:
+                self.late_samples += 1
+                skipped = int((now - next_due) / interval) + 1
+                next_due += skipped * interval
+
+    # -- knobs ----------------------------------------------------------------
+
+    async def _ensure_action_link(self) -> ServerLink:
+        if not self._action_link.connected:
+            await self._action_link.connect()
+        return self._action_link
+
+    async def set_knob(self, name: str, value: str) -> Change:
+        """Validate and apply a dynamic knob; refusals are journaled like successes."""
+        async with self._action_lock:
+            start = self.now()
+            try:
+                link = await self._ensure_action_link()
+                outcome = await SetGlobalApplier(link, self.config.knobs).apply(name, value)
+            except ServerError as exc:
+                event = Change(t=start, wall=self.wall(), knob=name, requested=value, old=None,
+                               new=None, method="set_global", result="failed", message=str(exc))
+                self.emit(event)
+                return event
+            event = Change(
+                t=start, wall=self.wall(), knob=outcome.knob, requested=outcome.requested,
+                old=outcome.old, new=outcome.new, method=SetGlobalApplier.method,
+                result=outcome.result, message=outcome.message, warnings=outcome.warnings,
+                duration=round(outcome.duration, 4), side_effects=outcome.side_effects,
+            )
+            if outcome.result == "ok":
+                for knob in (outcome.knob, *outcome.side_effects):
+                    if knob in self.knob_facts:
+                        facts = self.knob_facts[knob]
+                        new = outcome.new if knob == outcome.knob else outcome.side_effects[knob][1]
+                        self.knob_facts[knob] = _with_value(facts, new)
+            self.emit(event)
+            return event
+
+    # -- notes ----------------------------------------------------------------
+
+    def note(self, text: str) -> Note:
+        event = Note(t=self.now(), wall=self.wall(), text=text)
+        self.emit(event)
+        return event
+
+    def mark(self, label: str) -> Mark:
+        event = Mark(t=self.now(), wall=self.wall(), label=label)
+        self.emit(event)
+        return event
+
+    # -- load -----------------------------------------------------------------
+
+    async def start_load(self, workload: str | None = None, threads: int | None = None) -> Phase:
+        if self.driver is None:
+            raise LoadError("no load driver in this session")
+        base = self.load_spec or self.config.load
+        spec = LoadSpec(
+            workload=workload or base.workload,
+            threads=threads or base.threads,
+            tables=base.tables,
+            table_size=base.table_size,
+            duration=base.duration,
+        )
+        spec.check()
+        if self.driver.running:
+            await self.stop_load()
+        self.phase += 1
+        self.load_spec = spec
+        self._phase_reports = []
+        phase = self.phase
+        try:
+            await self.driver.start(spec, self._on_report, lambda ex: self._on_exit(phase, ex))
+        except LoadError as exc:
+            event = Phase(t=self.now(), wall=self.wall(), action="failed", phase=phase,
+                          driver=self.driver.name, workload=spec.workload, threads=spec.threads,
+                          host=self.driver.host_name, message=str(exc))
+            self.emit(event)
+            raise
+        event = Phase(t=self.now(), wall=self.wall(), action="start", phase=phase,
+                      driver=self.driver.name, workload=spec.workload, threads=spec.threads,
+                      host=self.driver.host_name)
+        self.emit(event)
+        return event
+
+    async def stop_load(self) -> None:
+        if self.driver is not None:
+            await self.driver.stop()
+
+    async def set_threads(self, threads: int) -> Phase:
+        """A new thread count is a new phase: stop, then start with the same workload."""
+        return await self.start_load(threads=threads)
+
+    def _on_report(self, report: IntervalReport) -> None:
+        self._phase_reports.append(report)
+        driver = self.driver
+        src = f"{driver.name}@{driver.host_name}" if driver else "load"
+        self.emit(Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report)))
+
+    async def _on_exit(self, phase: int, exit: LoadExit) -> None:
+        spec = self.load_spec or self.config.load
+        summary: dict[str, Any] = _phase_stats(self._phase_reports)
+        if exit.summary is not None:
+            summary["sysbench"] = exit.summary.to_event()
+        failed = bool(exit.error) and not exit.stopped
+        driver = self.driver
+        self.emit(
+            Phase(t=self.now(), wall=self.wall(), action="failed" if failed else "stop",
+                  phase=phase, driver=driver.name if driver else "", workload=spec.workload,
+                  threads=spec.threads, host=driver.host_name if driver else "",
+                  message=exit.error, summary=summary)
+        )
+        if failed:
+            self.emit(Error(t=self.now(), wall=self.wall(), source="load",
+                            message=f"load stopped: {exit.error}"))
+
+
+def _with_value(facts: KnobFacts, value: str | None) -> KnobFacts:
+    from dataclasses import replace
+
+    return replace(facts, value=value)
+
+
+def _load_fields(report: IntervalReport) -> dict[str, Any]:
+    return report.to_event()
+
+
+def _phase_stats(reports: list[IntervalReport]) -> dict[str, Any]:
+    if not reports:
+        return {"intervals": 0}
+    tps = [r.tps for r in reports]
+    lat = [r.latency_ms for r in reports]
+    return {
+        "intervals": len(reports),
+        "tps_median": round(statistics.median(tps), 2),
+        "tps_mean": round(statistics.fmean(tps), 2),
+        "p95_median": round(statistics.median(lat), 2),
+    }
+
+
+async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
+    """True when sbtest1..N exist with exactly ``table_size`` rows (ids are 1..N)."""
+    rows = await link.query(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,)
+    )
+    present = {str(r[0]) for r in rows}
+    for i in range(1, spec.tables + 1):
+        name = f"sbtest{i}"
+        if name not in present:
+            return False
+        top = await link.query(f"SELECT COUNT(*), MAX(id) FROM `{database}`.`{name}`")
+        if top[0][0] != spec.table_size or top[0][1] != spec.table_size:
+            return False
+    return True
+
+
+async def prepare_tables(
+    info: ConnectionInfo,
+    driver: Sysbench,
+    spec: LoadSpec,
+    progress: Callable[[PrepareProgress], None] | None = None,
+) -> bool:
+    """Load sysbench's tables unless they are already there at the asked size.
+
+    Returns True when it loaded them.  Tables of another size are dropped first.
+    """
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        await link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")
+        if await tables_ready(link, driver.database, spec):
+            return False
+        rows = await link.query(
+            "SELECT TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME LIKE 'sbtest%%'",
+            (driver.database,),
+        )
+        for (name,) in rows:
+            await link.query(f"DROP TABLE `{driver.database}`.`{name}`")
+    finally:
+        await link.close()
+    await driver.prepare(spec, progress)
+    return True
+
+
+class SessionThread:
+    """Runs a Session on its own event loop in its own thread.
+
+    The screen's loop can be busy painting while load saturates the box; the
+    sampler must not wait for it.  Calls cross over with ``submit``; events
+    come back through the session's listeners (called on this thread).
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="knobtop-session", daemon=True)
+        self._started = False
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def start(self) -> None:
+        if not self._started:
+            self._thread.start()
+            self._started = True
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def call(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        async def wrapper() -> T:
+            return fn()
+
+        return self.submit(wrapper())
+
+    def stop(self, reason: str = "quit", timeout: float = 30.0) -> None:
+        if not self._started:
+            return
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            self.submit(self.session.close(reason)).result(timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._started = False

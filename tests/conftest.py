@@ -1,0 +1,83 @@
+"""Real parts for every test: a sandbox mariadbd, sshd on loopback, sysbench."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness.binaries import require_binary
+from harness.sshd import SshServer
+from knobtop.journal.events import Event
+from knobtop.lab import Sandbox
+from knobtop.server.link import ConnectionInfo
+
+DATA = Path(__file__).parent / "data"
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("KNOBTOP_SHARED")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A real mariadbd in a temporary datadir on a free loopback port (whole test run)."""
+    require_binary("mariadbd", "mariadb-server")
+    require_binary("mariadb-install-db", "mariadb-server")
+    sandbox = Sandbox(tmp_path_factory.mktemp("mariadb"))
+    sandbox.start()
+    yield sandbox
+    sandbox.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_info(mariadb: Sandbox) -> ConnectionInfo:
+    return mariadb.connection()
+
+
+@pytest.fixture(scope="session")
+def sysbench_path() -> str:
+    return require_binary("sysbench", "sysbench")
+
+
+@pytest.fixture(scope="session")
+def sshd_server() -> Iterator[SshServer]:
+    """A real sshd on 127.0.0.1 with its own host key, client key and known_hosts."""
+    sshd = require_binary("sshd", "openssh-server")
+    with SshServer(sshd) as server:
+        yield server
+
+
+class EventCollector:
+    """A session listener that lets a test wait for a condition on the events so far."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._changed = asyncio.Event()
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+        self._changed.set()
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+    async def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate(self.events):
+                self._changed.clear()
+                await self._changed.wait()
+
+
+@pytest.fixture
+def collector() -> EventCollector:
+    return EventCollector()

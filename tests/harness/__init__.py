@@ -1,0 +1,1 @@
+"""Test harness helpers: real external binaries (sshd, ...) for integration tests."""

@@ -1,0 +1,241 @@
+"""A real OpenSSH ``sshd`` running on 127.0.0.1 in a temporary directory, for tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import asyncssh
+
+_PRIVSEP_DIR = "/run/sshd"
+
+
+class SshServerError(RuntimeError):
+    """sshd could not be started (or did not become ready in time)."""
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+class SshServer:
+    """Start a throwaway sshd accepting one generated ed25519 client key.
+
+    Use as ``with SshServer("/usr/sbin/sshd") as srv: ...`` or call ``start()``/``stop()``.
+    """
+
+    host = "127.0.0.1"
+
+    def __init__(
+        self,
+        sshd_path: str = "/usr/sbin/sshd",
+        *,
+        startup_timeout: float = 10.0,
+        log_level: str = "VERBOSE",
+        start_attempts: int = 3,
+    ) -> None:
+        self.sshd_path = sshd_path
+        self.startup_timeout = startup_timeout
+        self.log_level = log_level
+        self.start_attempts = start_attempts
+        self.user = pwd.getpwuid(os.getuid()).pw_name
+        self.port = 0
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.dir = Path()
+        self.host_key_path = Path()
+        self.client_key_path = Path()
+        self.authorized_keys_path = Path()
+        self.known_hosts_path = Path()
+        self.config_path = Path()
+        self.log_path = Path()
+        self.host_public_key = ""
+        self.host_key_fingerprint = ""
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> Self:
+        if self._proc is not None:
+            raise SshServerError("SshServer already started")
+        self._tmp = tempfile.TemporaryDirectory(prefix="knobtop-sshd-")
+        try:
+            self.dir = Path(self._tmp.name)
+            self._write_keys()
+            if os.geteuid() == 0:
+                # sshd refuses to start as root without its privilege-separation dir.
+                os.makedirs(_PRIVSEP_DIR, mode=0o755, exist_ok=True)
+            for attempt in range(1, self.start_attempts + 1):
+                self.port = _free_port(self.host)
+                self._write_config_and_known_hosts()
+                try:
+                    self._spawn_and_wait()
+                    return self
+                except SshServerError:
+                    if attempt < self.start_attempts and "Address already in use" in self.log():
+                        continue
+                    raise
+            raise SshServerError("unreachable")  # pragma: no cover
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        tmp, self._tmp = self._tmp, None
+        if tmp is not None:
+            tmp.cleanup()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def log(self) -> str:
+        """sshd's stderr (``-e``) so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def client_options(self, **overrides: Any) -> dict[str, Any]:
+        """Keyword arguments for ``asyncssh.connect(srv.host, **srv.client_options())``.
+
+        Hermetic: no ssh-agent and no ~/.ssh/config. ``overrides`` replace/add keys.
+        """
+        options: dict[str, Any] = {
+            "port": self.port,
+            "username": self.user,
+            "client_keys": [str(self.client_key_path)],
+            "known_hosts": str(self.known_hosts_path),
+            "agent_path": None,
+            "config": [],
+        }
+        options.update(overrides)
+        return options
+
+    # -- internals ---------------------------------------------------------------
+
+    def _write_keys(self) -> None:
+        host_key = asyncssh.generate_private_key("ssh-ed25519", comment="knobtop-test-host")
+        client_key = asyncssh.generate_private_key("ssh-ed25519", comment="knobtop-test-client")
+        self.host_key_path = self.dir / "ssh_host_ed25519_key"
+        self.client_key_path = self.dir / "id_ed25519"
+        self.authorized_keys_path = self.dir / "authorized_keys"
+        self.known_hosts_path = self.dir / "known_hosts"
+        self.config_path = self.dir / "sshd_config"
+        self.log_path = self.dir / "sshd.log"
+        _write_private(self.host_key_path, host_key.export_private_key("openssh"))
+        _write_private(self.client_key_path, client_key.export_private_key("openssh"))
+        host_pub = host_key.export_public_key("openssh").decode().strip()
+        client_pub = client_key.export_public_key("openssh").decode().strip()
+        (self.dir / "ssh_host_ed25519_key.pub").write_text(host_pub + "\n")
+        (self.dir / "id_ed25519.pub").write_text(client_pub + "\n")
+        self.authorized_keys_path.write_text(client_pub + "\n")
+        self.host_public_key = host_pub
+        self.host_key_fingerprint = host_key.get_fingerprint("sha256")
+
+    def _write_config_and_known_hosts(self) -> None:
+        key_type_and_blob = " ".join(self.host_public_key.split()[:2])
+        self.known_hosts_path.write_text(f"[{self.host}]:{self.port} {key_type_and_blob}\n")
+        self.config_path.write_text(
+            "\n".join(
+                [
+                    f"Port {self.port}",
+                    f"ListenAddress {self.host}",
+                    f"HostKey {self.host_key_path}",
+                    f"PidFile {self.dir / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {self.authorized_keys_path}",
+                    "StrictModes no",
+                    "UsePAM no",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PubkeyAuthentication yes",
+                    "PermitRootLogin prohibit-password",
+                    "PrintMotd no",
+                    "Subsystem sftp internal-sftp",
+                    f"LogLevel {self.log_level}",
+                    "",
+                ]
+            )
+        )
+
+    def _spawn_and_wait(self) -> None:
+        with open(self.log_path, "wb") as log:
+            self._proc = subprocess.Popen(
+                [self.sshd_path, "-D", "-e", "-f", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        proc = self._proc
+        deadline = time.monotonic() + self.startup_timeout
+        last_error = "no attempt made"
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._proc = None
+                raise SshServerError(
+                    f"sshd exited with status {proc.returncode} before becoming ready.\n"
+                    f"--- sshd stderr ---\n{self.log()}"
+                )
+            try:
+                banner = self._read_banner()
+            except OSError as exc:
+                last_error = repr(exc)
+            else:
+                if banner.startswith(b"SSH-2.0-"):
+                    return
+                last_error = f"unexpected banner {banner!r}"
+            # Poll interval doubles as exit detection: returns early if sshd dies.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+        proc.kill()
+        proc.wait(timeout=5)
+        self._proc = None
+        raise SshServerError(
+            f"sshd on {self.host}:{self.port} not ready after {self.startup_timeout}s "
+            f"(last error: {last_error}).\n--- sshd stderr ---\n{self.log()}"
+        )
+
+    def _read_banner(self) -> bytes:
+        with socket.create_connection((self.host, self.port), timeout=1.0) as sock:
+            data = b""
+            while b"\n" not in data and len(data) < 256:
+                chunk = sock.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+            return data
