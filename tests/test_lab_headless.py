@@ -1,0 +1,85 @@
+"""`knobtop lab --headless` end to end: real sandbox, real sysbench, a real journal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knobtop.journal import Change, End, JournalReader, Knobs, Load, Phase, Sample
+from knobtop.lab import Sandbox
+
+pytestmark = pytest.mark.integration
+
+
+def knobtop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "knobtop", *args],
+        capture_output=True, text=True, timeout=timeout, env=env, check=False,
+    )
+
+
+def test_headless_lab_records_samples_load_phases_and_a_change(
+    tmp_path: Path, sysbench_path: str
+) -> None:
+    lab_dir = tmp_path / "lab"
+    journal = tmp_path / "run.knobtop.jsonl"
+    result = knobtop(
+        "lab", "--dir", str(lab_dir), "--headless", "--duration", "6", "--journal", str(journal),
+        "--tables", "2", "--table-size", "2000", "--threads", "2",
+        "--set", "innodb_flush_log_at_trx_commit=2@3",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Loaded 2 sysbench tables x 2000 rows" in result.stderr
+    reader = JournalReader(journal)
+    events = list(reader)
+    assert reader.header.profile == "lab"
+    assert reader.header.server["flavor"] == "mariadb"
+    kinds = [e.kind for e in events]
+    assert isinstance(events[0], Knobs) and isinstance(events[-1], End)
+    assert kinds.count("sample") >= 5
+    assert kinds.count("load") >= 3
+    phases = [e for e in events if isinstance(e, Phase)]
+    assert [p.action for p in phases] == ["start", "stop"]
+    assert phases[0].workload == "oltp_read_write" and phases[0].threads == 2
+    change = next(e for e in events if isinstance(e, Change))
+    assert (change.knob, change.new, change.result) == ("innodb_flush_log_at_trx_commit", "2", "ok")
+    loads = [e for e in events if isinstance(e, Load)]
+    assert all(ld.tps > 0 and ld.thds == 2 for ld in loads)
+    samples = [e for e in events if isinstance(e, Sample)]
+    assert samples[-1].t - samples[0].t >= 4
+    # The lab's password never reaches the journal, and the server was stopped.
+    password = Sandbox(lab_dir).password()
+    assert password not in journal.read_text()
+    assert Sandbox(lab_dir).running_pid() is None
+    assert oct(journal.stat().st_mode & 0o777) == "0o600"
+
+    # Second run reuses the datadir and skips loading the tables.
+    again = knobtop(
+        "lab", "--dir", str(lab_dir), "--headless", "--duration", "1", "--load", "none",
+        "--journal", str(tmp_path / "again.knobtop.jsonl"), "--tables", "2",
+        "--table-size", "2000",
+    )
+    assert again.returncode == 0, again.stderr
+    assert "Loaded" not in again.stderr
+    assert not [e for e in JournalReader(tmp_path / "again.knobtop.jsonl") if e.kind == "phase"]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--headless"], "--headless needs --duration"),
+        (["--interval", "0.01", "--headless", "--duration", "1"], "sampling interval 0.01 s"),
+        (["--threads", "0", "--headless", "--duration", "1"], "threads must be between 1"),
+        (["--set", "innodb_io_capacity", "--headless", "--duration", "1"], "write KNOB=VALUE"),
+    ],
+)
+def test_bad_lab_arguments_name_the_problem(tmp_path: Path, args: list[str], says: str) -> None:
+    result = knobtop("lab", "--dir", str(tmp_path / "lab"), *args, timeout=120)
+    assert result.returncode == 2
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr
