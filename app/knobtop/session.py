@@ -288,15 +288,9 @@ class Session:
     async def start_load(self, workload: str | None = None, threads: int | None = None) -> Phase:
         if self.driver is None:
             raise LoadError("no load driver in this session")
-        base = self.load_spec or self.config.load
-        spec = LoadSpec(
-            workload=workload or base.workload,
-            threads=threads or base.threads,
-            tables=base.tables,
-            table_size=base.table_size,
-            duration=base.duration,
-        )
-        spec.check()
+        previous = self.load_spec
+        spec = self.plan_load(workload, threads)
+        self.load_spec = previous
         if self.driver.running:
             await self.stop_load()
         self.phase += 1
@@ -316,6 +310,20 @@ class Session:
                       host=self.driver.host_name)
         self.emit(event)
         return event
+
+    def plan_load(self, workload: str | None = None, threads: int | None = None) -> LoadSpec:
+        """Choose the next load without starting it."""
+        base = self.load_spec or self.config.load
+        spec = LoadSpec(
+            workload=workload or base.workload,
+            threads=threads or base.threads,
+            tables=base.tables,
+            table_size=base.table_size,
+            duration=base.duration,
+        )
+        spec.check()
+        self.load_spec = spec
+        return spec
 
     async def stop_load(self) -> None:
         if self.driver is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from knobtop.journal.events import Change, Error, Event, Header, Knobs, Load, Phase, Sample
@@ -28,11 +27,17 @@ class Series:
     def __len__(self) -> int:
         return len(self._t)
 
-    def points(self, since: float | None = None) -> Iterator[tuple[float, float | None]]:
-        pairs = zip(self._t, self._v, strict=True)
+    def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
+        """Points at or after ``since``, oldest first; walks back only as far as needed."""
         if since is None:
-            return pairs
-        return ((t, v) for t, v in pairs if t >= since)
+            return list(zip(self._t, self._v, strict=True))
+        out: list[tuple[float, float | None]] = []
+        for t, v in zip(reversed(self._t), reversed(self._v), strict=True):
+            if t < since:
+                break
+            out.append((t, v))
+        out.reverse()
+        return out
 
     @property
     def last(self) -> float | None:

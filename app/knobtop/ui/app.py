@@ -1,0 +1,303 @@
+"""KnobtopApp: the live screen over a Session running on its own thread, or over given events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
+
+from textual.app import App
+from textual.binding import Binding
+
+from knobtop.journal.events import Change, Event, Header, Knobs
+from knobtop.load.base import WORKLOADS, LoadError
+from knobtop.metrics.board import MetricBoard
+from knobtop.server.link import ServerError
+from knobtop.session import Session, SessionThread
+from knobtop.ui.messages import JournalEvent
+from knobtop.ui.screens.live import LiveScreen
+from knobtop.ui.screens.prompt import PromptScreen
+from knobtop.ui.widgets.graph_grid import GraphGrid
+from knobtop.ui.widgets.journal_pane import JournalPane
+from knobtop.ui.widgets.knob_panel import KnobPanel
+from knobtop.ui.widgets.status_bar import StatusBar
+
+T = TypeVar("T")
+PAINT_INTERVAL = 0.5  # graphs repaint at most twice a second, whatever the sample rate
+
+
+class KnobtopApp(App[int]):
+    """A view of the journal event stream.
+
+    Live: ``session`` runs on a SessionThread; its events arrive as
+    JournalEvent messages and keys call it through ``submit``.  Without a
+    session the app shows ``events`` under ``header`` (tests, later replay).
+    """
+
+    TITLE = "knobtop"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("k", "focus_knobs", "Knobs", id="knob.focus"),
+        Binding("l", "toggle_load", "Load", id="load.toggle"),
+        Binding("w", "next_workload", "Workload", id="load.workload"),
+        Binding("plus,equals_sign", "threads(2)", "Threads+", id="load.threads_up"),
+        Binding("minus", "threads(0.5)", "Threads-", id="load.threads_down"),
+        Binding("t", "ask_threads", "Threads", id="load.threads"),
+        Binding("n", "note", "Note", id="journal.note"),
+        Binding("m", "mark", "Mark", id="journal.mark"),
+    ]
+
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        start_load: bool = False,
+        header: Header | None = None,
+        events: Iterable[Event] = (),
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.start_load = start_load
+        self.runner = SessionThread(session) if session is not None else None
+        self.board: MetricBoard | None = MetricBoard(header) if header is not None else None
+        self._initial = list(events)
+        self._painted = -1
+        self._marks = 0
+        self._state = ""
+        self._journal_name = ""
+        self.live = LiveScreen()
+        self._live_ready = False
+        self._unshown: list[Event] = []
+
+    # -- start and stop ---------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.push_screen(self.live)
+        for event in self._initial:
+            self._apply(event)
+        self.set_interval(PAINT_INTERVAL, self.paint)
+        if self.runner is not None and self.session is not None:
+            self.session.listeners.append(self._from_session)
+            self.runner.start()
+            self.run_worker(self._open(), name="open", exclusive=True)
+
+    def _from_session(self, event: Event) -> None:
+        """Called on the session's thread; post_message is thread-safe."""
+        self.post_message(JournalEvent(event))
+
+    async def _open(self) -> None:
+        assert self.session is not None
+        try:
+            await self._submit(self.session.open())
+        except (ServerError, OSError) as exc:
+            self.exit(2, message=f"knobtop: {exc}")
+            return
+        if self.session.journal is not None:
+            self._journal_name = self.session.journal.path.name
+        if self.start_load:
+            await self._call(self.session.start_load())
+
+    async def action_quit(self) -> None:
+        if self.runner is not None:
+            self._state = "stopping ..."
+            self.paint(force=True)
+            await asyncio.to_thread(self.runner.stop, "quit")
+        self.exit(0)
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+        assert self.runner is not None
+        return asyncio.wrap_future(self.runner.submit(coro))
+
+    async def _call(self, coro: Coroutine[Any, Any, T]) -> T | None:
+        """Run a session call on its thread; a failure becomes a visible notice."""
+        try:
+            return await self._submit(coro)
+        except (LoadError, ServerError, ValueError) as exc:
+            self.notify(str(exc), title="knobtop", severity="error", timeout=8)
+            return None
+
+    # -- events -----------------------------------------------------------------
+
+    def on_journal_event(self, message: JournalEvent) -> None:
+        self._apply(message.event)
+
+    def _apply(self, event: Event) -> None:
+        if self.board is None:
+            journal = self.session.journal if self.session else None
+            if journal is None:
+                return
+            self.board = MetricBoard(journal.header)
+        self.board.apply(event)
+        self._unshown.append(event)
+        if self._live_ready:
+            self._show_events()
+
+    def on_live_screen_ready(self, _message: LiveScreen.Ready) -> None:
+        self._live_ready = True
+        self._show_events()
+        self.paint(force=True)
+
+    def _show_events(self) -> None:
+        """Hand events that the panes list to them (even while a dialog is on top)."""
+        pane = self.live.query_one(JournalPane)
+        panel = self.live.query_one(KnobPanel)
+        events, self._unshown = self._unshown, []
+        for event in events:
+            pane.add_event(event)
+            if isinstance(event, Knobs):
+                panel.set_knobs(event.values, event.facts)
+            elif isinstance(event, Change) and event.result == "ok":
+                panel.set_value(event.knob, event.new)
+                for knob, (_old, new) in event.side_effects.items():
+                    panel.set_value(knob, new)
+
+    def paint(self, force: bool = False) -> None:
+        """Redraw graphs and status from the board if anything changed since last time."""
+        if not self._live_ready:
+            return
+        version = self.board.version if self.board is not None else 0
+        if version == self._painted and not force:
+            return
+        self._painted = version
+        self.live.query_one(StatusBar).show(self.board, self._journal_name, self._state)
+        if self.board is not None:
+            self.live.query_one(GraphGrid).draw(self.board)
+
+    # -- knobs ------------------------------------------------------------------
+
+    def action_focus_knobs(self) -> None:
+        self.live.query_one(KnobPanel).focus()
+
+    def on_knob_panel_edit_requested(self, message: KnobPanel.EditRequested) -> None:
+        panel = self.live.query_one(KnobPanel)
+        facts = panel.facts.get(message.knob, {})
+        status = panel.status_of(message.knob)
+        if status == "absent":
+            self.notify(f"{message.knob} is absent here: {facts.get('note', '')}",
+                        severity="warning")
+            return
+        if status == "static":
+            self.notify(f"{message.knob} is static: it changes only with a config edit and a "
+                        "restart (coming with static-knob support)", severity="warning")
+            return
+        if self.session is None:
+            self.notify("this view is read-only", severity="warning")
+            return
+        current = self.board.knob_values.get(message.knob) if self.board else None
+        self.push_screen(
+            PromptScreen(f"Set {message.knob}", knob_help(facts, current), current or ""),
+            lambda value: self._set_knob(message.knob, value),
+        )
+
+    def _set_knob(self, knob: str, value: str | None) -> None:
+        if value is None or self.session is None:
+            return
+        session = self.session
+
+        async def apply() -> None:
+            change = await self._call(session.set_knob(knob, value))
+            if change is None:
+                return
+            if change.result == "ok":
+                extra = f"\n{change.message}" if change.message else ""
+                warn = "\n".join(change.warnings)
+                self.notify(f"{knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
+                            severity="warning" if change.warnings else "information")
+            else:
+                self.notify(change.message, title=f"{knob} not changed", severity="error",
+                            timeout=10)
+
+        self.run_worker(apply(), group="knobs")
+
+    # -- load -------------------------------------------------------------------
+
+    def _need_session(self) -> Session | None:
+        if self.session is None:
+            self.notify("this view is read-only", severity="warning")
+        return self.session
+
+    def action_toggle_load(self) -> None:
+        session = self._need_session()
+        if session is None or self.board is None:
+            return
+        if self.board.load_running:
+            self.run_worker(self._call(session.stop_load()), group="load")
+        else:
+            self.run_worker(self._call(session.start_load()), group="load")
+
+    def action_next_workload(self) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+        spec = session.load_spec or session.config.load
+        nxt = WORKLOADS[(WORKLOADS.index(spec.workload) + 1) % len(WORKLOADS)]
+        self._change_load(session, workload=nxt)
+
+    def action_threads(self, factor: float) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+        spec = session.load_spec or session.config.load
+        self._change_load(session, threads=max(1, min(1024, round(spec.threads * factor))))
+
+    def action_ask_threads(self) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+        spec = session.load_spec or session.config.load
+
+        def chosen(value: str | None) -> None:
+            if value is None:
+                return
+            if not value.isdigit() or not 1 <= int(value) <= 1024:
+                self.notify(f"threads must be a number from 1 to 1024, not '{value}'",
+                            severity="error")
+                return
+            self._change_load(session, threads=int(value))
+
+        self.push_screen(PromptScreen("sysbench threads", "1 to 1024", str(spec.threads)), chosen)
+
+    def _change_load(
+        self, session: Session, workload: str | None = None, threads: int | None = None
+    ) -> None:
+        """Running load restarts as a new phase; stopped load just remembers the choice."""
+        if self.board is not None and self.board.load_running:
+            self.run_worker(self._call(session.start_load(workload, threads)), group="load")
+        else:
+            spec = session.plan_load(workload, threads)
+            self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)")
+
+    # -- notes ------------------------------------------------------------------
+
+    def action_note(self) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+
+        def write(text: str | None) -> None:
+            if text and self.runner is not None:
+                self.runner.call(lambda: session.note(text))
+
+        self.push_screen(PromptScreen("Note for the journal"), write)
+
+    def action_mark(self) -> None:
+        session = self._need_session()
+        if session is None or self.runner is None:
+            return
+        self._marks += 1
+        label = f"mark {self._marks}"
+        self.runner.call(lambda: session.mark(label))
+
+
+def knob_help(facts: dict[str, Any], current: str | None) -> str:
+    parts = [f"now {current}"]
+    if facts.get("type"):
+        parts.append(str(facts["type"]).lower())
+    if facts.get("choices"):
+        parts.append("one of " + ", ".join(facts["choices"]))
+    elif facts.get("min") is not None:
+        lo, hi = facts["min"], facts["max"]
+        parts.append(f"{lo:g} to {hi:g}")
+    if facts.get("default") is not None:
+        parts.append(f"default {facts['default']}")
+    return " · ".join(parts)

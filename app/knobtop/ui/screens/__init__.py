@@ -1,0 +1,1 @@
+"""Screens: the live screen and its dialogs."""

@@ -1,0 +1,55 @@
+"""PromptScreen: a small dialog that asks for one line of text (knob value, note, threads)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Enter returns the text; Escape returns None."""
+
+    DEFAULT_CSS = """
+    PromptScreen {
+        align: center middle;
+    }
+    PromptScreen > Vertical {
+        width: 64;
+        max-width: 100%;
+        height: auto;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    PromptScreen .prompt-title {
+        text-style: bold;
+        color: $text-accent;
+    }
+    PromptScreen .prompt-help {
+        color: $text-muted;
+    }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
+
+    def __init__(self, title: str, help_text: str = "", value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.help_text = help_text
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="prompt-title")
+            if self.help_text:
+                yield Static(self.help_text, classes="prompt-help")
+            yield Input(value=self.value, id="prompt-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

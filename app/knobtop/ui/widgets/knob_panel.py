@@ -1,0 +1,103 @@
+"""KnobPanel: the seed knobs on this server, their values and whether they can change live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+STATUS_TEXT = {"dynamic": "live", "static": "restart", "absent": "absent"}
+STATUS_SHORT = {"dynamic": "live", "static": "rst", "absent": "n/a"}
+
+
+class KnobPanel(DataTable[str]):
+    """One row per knob; Enter asks to edit the highlighted one."""
+
+    DEFAULT_CSS = """
+    KnobPanel {
+        height: 1fr;
+        border: round $primary 50%;
+        border-title-color: $text-accent;
+    }
+    KnobPanel:focus {
+        border: round $primary;
+    }
+    """
+
+    BINDINGS = [Binding("enter,e", "edit", "Edit knob", id="knob.edit")]
+
+    class EditRequested(Message):
+        def __init__(self, knob: str) -> None:
+            super().__init__()
+            self.knob = knob
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self.border_title = "Knobs"
+        self.facts: dict[str, dict[str, Any]] = {}
+        self.values: dict[str, str | None] = {}
+        self.compact = False
+
+    def on_mount(self) -> None:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        self.add_column("knob", key="knob", width=23 if self.compact else 30)
+        self.add_column("value", key="value", width=10)
+        self.add_column("", key="status", width=4 if self.compact else 7)
+
+    def set_compact(self, compact: bool) -> None:
+        """Narrow screens drop the ``innodb_`` prefix so the value still fits."""
+        if compact == self.compact:
+            return
+        self.compact = compact
+        self.clear(columns=True)
+        self._add_columns()
+        self._fill()
+
+    def set_knobs(self, values: dict[str, str | None], facts: dict[str, dict[str, Any]]) -> None:
+        self.facts = dict(facts)
+        self.values = dict(values)
+        self.clear()
+        self._fill()
+
+    def _fill(self) -> None:
+        # Changeable knobs first, then restart-only, then absent: what you can flip is on top.
+        order = {"dynamic": 0, "static": 1, "absent": 2}
+        for name in sorted(self.values, key=lambda n: (order[self.status_of(n)], n)):
+            label = name.removeprefix("innodb_") if self.compact else name
+            status = (STATUS_SHORT if self.compact else STATUS_TEXT)[self.status_of(name)]
+            self.add_row(label, self._show(self.values[name]), status, key=name)
+
+    def status_of(self, name: str) -> str:
+        facts = self.facts.get(name, {})
+        if not facts.get("present", True):
+            return "absent"
+        return "dynamic" if facts.get("dynamic", True) else "static"
+
+    def set_value(self, name: str, value: str | None) -> None:
+        self.values[name] = value
+        if name in self.rows:
+            self.update_cell(name, "value", self._show(value))
+
+    @staticmethod
+    def _show(value: str | None) -> str:
+        if value is None:
+            return "—"
+        if value.endswith(".000000"):
+            return value[: -len(".000000")]
+        return value
+
+    @property
+    def highlighted_knob(self) -> str | None:
+        if not self.row_count:
+            return None
+        key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return key.value
+
+    def action_edit(self) -> None:
+        knob = self.highlighted_knob
+        if knob is not None:
+            self.post_message(self.EditRequested(knob))

@@ -1,0 +1,526 @@
+"""A braille line plot of one time series with vertical change markers (``MetricGraph``).
+
+Layout at 40x6 (a ramp with a gap at 60-70 s, markers at 40 s and 90 s)::
+
+    tps 1.20K/s                    ▼ 0-1.20K   <- title, latest value+unit, newest marker, y range
+    1.20K            │             │ ⢀⣀⡠⠤⠔⠒⠉   <- margin: y max on the top plot row ...
+                     │        ⢀⣀⡠⠤⠒│⠉⠁
+                     │ ⢀⣀⡠⠤  ⠈⠁    │
+                ⢀⣀⠤⠤⠒│⠉⠁           │
+        0 ⣀⠤⠔⠒⠊⠉⠁    │             │           <- ... and the y minimum (usually 0) at the bottom
+
+Everything the widget shows is computed by the pure module-level helpers below
+(``column_means`` -> ``y_range`` -> ``rasterize`` -> braille text), so they can be tested
+without an app.  The widget itself only turns their output into pre-styled ``Strip``s, once per
+(data version, size), and serves them from ``render_line``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import ClassVar, NamedTuple
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
+
+MARGIN = 6
+"""Left margin in cells: a 5-cell y label plus one space.  Fixed (not fitted to the labels) so
+that graphs stacked in a column share the same x axis and a knob change lines up across them."""
+LABEL_WIDTH = MARGIN - 1
+MIN_PLOT_COLS = 10  # below MARGIN + this many cells the margin is dropped
+MARKER_GLYPH = "│"  # not a braille glyph, so markers stay distinct without colour (NO_COLOR)
+NEWEST_GLYPH = "▼"
+RANGE_SEP = "\u2013"  # en dash between the y range labels, "0-1.50K"
+NO_VALUE = "\u2013"  # the latest point is a gap (e.g. the load was stopped)
+BRAILLE_BASE = 0x2800
+
+# Bit of each dot of a braille cell, indexed [dot row 0..3][dot column 0..1] (Unicode numbers
+# the dots 1-2-3 down the left, 4-5-6 down the right, then 7 and 8 on the bottom row).
+_DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
+# Cell text for each 8-bit dot mask.  An empty cell is a space rather than U+2800 so that a gap
+# copies as blank and never carries a glyph.
+_CELL_TEXT = tuple(" " if mask == 0 else chr(BRAILLE_BASE + mask) for mask in range(256))
+
+_NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+_STEP_MANTISSAS = (1.0, 2.0, 2.5, 5.0, 10.0)
+_SUFFIXES = (("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))
+
+Point = tuple[float, float | None]
+Column = tuple[int, float, bool]  # (dot column, mean value, joined to the previous column)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------------------------
+def _si(value: float, sig: int) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    sign = "-" if value < 0 else ""
+    a = abs(value)
+    if a < 1.0 - 0.5 * 10.0 ** -(sig - 1):  # rounds to below 1: fixed decimals, no suffix
+        text = f"{a:.{sig - 1}f}"
+        return text if text.strip("0.") == "" else sign + text
+    for suffix, scale in _SUFFIXES:
+        x = a / scale
+        for decimals in range(sig - 1, 0, -1):
+            if x < 10.0 ** (sig - decimals) - 0.5 * 10.0**-decimals:
+                return f"{sign}{x:.{decimals}f}{suffix}"
+        if x < 999.5:
+            return f"{sign}{x:.0f}{suffix}"
+    return f"{sign}{a / 1e12:.0f}T"
+
+
+def default_fmt(value: float) -> str:
+    """Three significant digits with a K/M/G/T suffix: 1234 -> "1.23K", 0.5 -> "0.50"."""
+    return _si(value, 3)
+
+
+def axis_label(
+    value: float, fmt: Callable[[float], str] = default_fmt, width: int = LABEL_WIDTH
+) -> str:
+    """A y-axis label of at most ``width`` cells.
+
+    Tries ``fmt``, then ``default_fmt``, then two significant digits ("-1.2K"), then crops.
+    Zero is always "0".
+    """
+    if value == 0:
+        return "0"
+    text = ""
+    for candidate in (fmt(value), default_fmt(value), _si(value, 2)):
+        text = candidate
+        if cell_len(text) <= width:
+            return text
+    return set_cell_size(text, width)
+
+
+def _nice(value: float, mantissas: tuple[float, ...]) -> float:
+    exp = math.floor(math.log10(value))
+    for mantissa in mantissas:
+        nice = float(f"{mantissa}e{exp}")  # decimal parse: 3e-1 is 0.3, not 0.30000000000000004
+        if nice >= value * (1.0 - 1e-12):
+            return nice
+    return float(f"1e{exp + 1}")
+
+
+def nice_max(value: float) -> float:
+    """Smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k >= value (1.0 if value <= 0)."""
+    if not (value > 0 and math.isfinite(value)):
+        return 1.0
+    return _nice(value, _NICE_MANTISSAS)
+
+
+def nice_step(value: float) -> float:
+    """Smallest of 1, 2, 2.5, 5 x 10^k that is >= value (1.0 if value <= 0): a tick step."""
+    if not (value > 0 and math.isfinite(value)):
+        return 1.0
+    return _nice(value, _STEP_MANTISSAS)
+
+
+def y_range(values: Sequence[float]) -> tuple[float, float]:
+    """The y axis (lo, hi) for the plotted values.
+
+    The baseline is 0, so a 20 % throughput drop looks like 20 % of the plot height and the
+    axis never exaggerates noise.  Only when every value sits in the upper half of [0, max]
+    (a 99.2-99.9 % hit ratio, a steady 950-1000 tps) would a 0 baseline squash the line into
+    the top row; then the axis is zoomed to whole tick steps around [min, max], and the bottom
+    label (and the "lo-hi" range in the title row) shows that minimum instead of 0, so the
+    zoom is never hidden.  Data below 0 get a nice floor below 0.
+    """
+    if not values:
+        return 0.0, 1.0
+    lo, hi = min(values), max(values)
+    if lo >= 0:
+        if hi > lo > hi / 2:
+            step = nice_step((hi - lo) / 4)
+            return math.floor(lo / step) * step, math.ceil(hi / step) * step
+        return 0.0, nice_max(hi)
+    if hi <= 0:
+        return -nice_max(-lo), 0.0
+    step = nice_step((hi - lo) / 4)
+    return math.floor(lo / step) * step, math.ceil(hi / step) * step
+
+
+def time_to_col(t: float, t_start: float, t_end: float, ncols: int) -> int | None:
+    """Column (0..ncols-1) of time ``t`` on an axis spanning [t_start, t_end]; None outside."""
+    if ncols <= 0 or not t_end > t_start or not t_start <= t <= t_end:
+        return None
+    return min(ncols - 1, int((t - t_start) / (t_end - t_start) * ncols))
+
+
+def scale_to_row(value: float, lo: float, hi: float, dot_rows: int) -> int:
+    """Dot row (0 = top) of ``value``: ``hi`` on row 0, ``lo`` on row dot_rows-1, clamped."""
+    if dot_rows <= 1 or not hi > lo:
+        return max(0, dot_rows - 1)
+    row = int((hi - value) / (hi - lo) * (dot_rows - 1) + 0.5)
+    return 0 if row < 0 else min(row, dot_rows - 1)
+
+
+def column_means(points: Sequence[Point], t_start: float, t_end: float, ncols: int) -> list[Column]:
+    """Bucket ``points`` (sorted by t) into ``ncols`` dot columns over [t_start, t_end].
+
+    Returns ``(column, mean, joined)`` for every column holding at least one value; ``joined``
+    is False when a gap (a None or non-finite value, or the start of the data) precedes the
+    column, so no line is drawn into it.  Points outside [t_start, t_end] are ignored.
+
+    Mean, not max: for throughput the mean of the samples in a column *is* the throughput over
+    that slice of time, so the line's level does not depend on how many samples share a column
+    (window length / widget width).  Max would drift upward with noise, make a knob that adds
+    jitter look like a win, and erase one-second stalls (tps dropping to 0 during a checkpoint)
+    entirely; the mean still shows them as a dip.
+    """
+    if ncols <= 0 or not t_end > t_start:
+        return []
+    scale = ncols / (t_end - t_start)
+    last = ncols - 1
+    out: list[Column] = []
+    col, total, n, joined, broken = -1, 0.0, 0, False, True
+    isfinite = math.isfinite
+    for t, v in points:
+        if t < t_start or t > t_end:
+            continue
+        if v is None or not isfinite(v):
+            broken = True
+            continue
+        c = int((t - t_start) * scale)
+        if c > last:
+            c = last
+        if c != col:
+            if n:
+                out.append((col, total / n, joined))
+            col, total, n, joined = c, v, 1, not broken
+        else:
+            total += v
+            n += 1
+        broken = False
+    if n:
+        out.append((col, total / n, joined))
+    return out
+
+
+def braille_mask(left: int, right: int) -> int:
+    """Dot mask of a braille cell from two 4-bit column bitmaps (bit 0 = top dot row)."""
+    mask = 0
+    for row, (left_bit, right_bit) in enumerate(_DOT_BITS):
+        if left >> row & 1:
+            mask |= left_bit
+        if right >> row & 1:
+            mask |= right_bit
+    return mask
+
+
+def braille_char(left: int, right: int) -> str:
+    """The braille character for two 4-bit column bitmaps; a space when no dot is set."""
+    return _CELL_TEXT[braille_mask(left, right)]
+
+
+# braille_mask for every (left | right << 4) pair of column nibbles.
+_PAIR_MASK = bytes(braille_mask(i & 15, i >> 4) for i in range(256))
+
+
+def column_bitmaps(
+    columns: Sequence[Column], lo: float, hi: float, dot_cols: int, dot_rows: int
+) -> list[int]:
+    """Draw ``columns`` (from ``column_means``) as a line: one bitmap per dot column.
+
+    Bit y of entry x is the dot at column x, row y (row 0 at the top).  Joined columns are
+    connected: empty columns in between are interpolated and a vertical jump is split between
+    the two columns at its midpoint, so steep edges stay continuous.
+    """
+    bitmaps = [0] * max(0, dot_cols)
+    if dot_rows <= 0:
+        return bitmaps
+    px = py = -1
+    for x, value, joined in columns:
+        if not 0 <= x < dot_cols:
+            continue
+        y = scale_to_row(value, lo, hi, dot_rows)
+        if joined and 0 <= px < x:
+            last_y, span = py, x - px
+            for cx in range(px + 1, x + 1):
+                cy = py + math.floor((y - py) * (cx - px) / span + 0.5)
+                if last_y - 1 <= cy <= last_y + 1:
+                    bitmaps[cx] |= 1 << cy
+                elif cy > last_y:  # going down: upper half in the previous column
+                    mid = (last_y + cy) >> 1
+                    bitmaps[cx - 1] |= (2 << mid) - (1 << last_y)  # rows last_y..mid
+                    bitmaps[cx] |= (2 << cy) - (2 << mid)  # rows mid+1..cy
+                else:  # going up: lower half in the previous column
+                    mid = (last_y + cy) >> 1
+                    bitmaps[cx - 1] |= (2 << last_y) - (2 << mid)  # rows mid+1..last_y
+                    bitmaps[cx] |= (2 << mid) - (1 << cy)  # rows cy..mid
+                last_y = cy
+        else:
+            bitmaps[x] |= 1 << y
+        px, py = x, y
+    return bitmaps
+
+
+def encode_cells(bitmaps: Sequence[int], cell_rows: int) -> list[bytearray]:
+    """Braille dot masks, one bytearray per cell row, from dot-column bitmaps (2 per cell).
+
+    Only cells with at least one dot are visited (a line touches one or two cells per column).
+    """
+    cell_cols = (len(bitmaps) + 1) // 2
+    rows = [bytearray(cell_cols) for _ in range(max(0, cell_rows))]
+    pair = _PAIR_MASK
+    for c in range(cell_cols):
+        left = bitmaps[2 * c]
+        right = bitmaps[2 * c + 1] if 2 * c + 1 < len(bitmaps) else 0
+        both = left | right
+        while both:
+            shift = ((both & -both).bit_length() - 1) & ~3  # first dot row of the lowest cell
+            r = shift >> 2
+            if r >= cell_rows:
+                break
+            rows[r][c] = pair[(left >> shift & 15) | (right >> shift & 15) << 4]
+            both &= -(16 << shift)  # drop this cell's four dot rows (and any below)
+    return rows
+
+
+def rasterize(
+    columns: Sequence[Column], lo: float, hi: float, cell_cols: int, cell_rows: int
+) -> list[bytearray]:
+    """``column_bitmaps`` + ``encode_cells``: braille dot masks of the line, per cell row."""
+    return encode_cells(column_bitmaps(columns, lo, hi, cell_cols * 2, cell_rows * 4), cell_rows)
+
+
+def cells_text(masks: bytes | bytearray) -> str:
+    """The text of one row of braille cells (a space for each empty cell)."""
+    return "".join([_CELL_TEXT[mask] for mask in masks])
+
+
+# ---------------------------------------------------------------------------------------------
+# Widget
+# ---------------------------------------------------------------------------------------------
+class _Styles(NamedTuple):
+    base: Style
+    title: Style
+    value: Style
+    line: Style
+    marker: Style
+    axis: Style
+
+
+class MetricGraph(Widget):
+    """One metric over time as a braille line, with knob/load changes as vertical markers.
+
+    Call ``set_data`` whenever the data may have changed (e.g. every tick); it repaints only
+    if the inputs differ.  Strips are built once per (data version, size) and cached.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "metric-graph--line",
+        "metric-graph--marker",
+        "metric-graph--axis",
+        "metric-graph--title",
+        "metric-graph--value",
+    }
+
+    # Theme variables only.  $text-primary / $text-accent / $text-warning are the theme's
+    # contrast-adjusted $primary / $accent / $warning: one-dot-wide braille needs the contrast.
+    DEFAULT_CSS = """
+    MetricGraph {
+        height: 1fr;
+        min-height: 3;
+    }
+    MetricGraph > .metric-graph--title {
+        color: $foreground;
+        text-style: bold;
+    }
+    MetricGraph > .metric-graph--value {
+        color: $text-accent;
+        text-style: bold;
+    }
+    MetricGraph > .metric-graph--line {
+        color: $text-primary;
+    }
+    MetricGraph > .metric-graph--marker {
+        color: $text-warning;
+    }
+    MetricGraph > .metric-graph--axis {
+        color: $text-muted;
+    }
+    """
+
+    def __init__(
+        self,
+        title: str,
+        *,
+        fmt: Callable[[float], str] = default_fmt,
+        unit: str = "",
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._graph_title = title
+        self._fmt = fmt
+        self._unit = unit
+        self._points: tuple[Point, ...] = ()
+        self._markers: tuple[tuple[float, str], ...] = ()
+        self._t_start = 0.0
+        self._t_end = 0.0
+        self._data_key: object = None
+        self._data_version = 0
+        self._strips_key: tuple[int, int, int] | None = None
+        self._styles: _Styles | None = None
+        self._strips: list[Strip] = []
+
+    def set_data(
+        self,
+        points: Sequence[tuple[float, float | None]],
+        markers: Sequence[tuple[float, str]],
+        t_start: float,
+        t_end: float,
+    ) -> None:
+        """Plot ``points`` ((t, value), None = gap) over [t_start, t_end] with ``markers``.
+
+        ``points`` must be sorted by t.  They are copied (a few microseconds for thousands of
+        points), so the caller may keep appending to its deque (at run time an iterator works
+        too).  Markers outside [t_start, t_end] are not drawn; the newest drawn one gets a ▼.
+        Nothing is repainted when length, first/last point, markers and t range are unchanged.
+        """
+        pts = points if isinstance(points, tuple) else tuple(points)
+        n = len(pts)
+        markers_key = tuple(markers)
+        key = (n, pts[0] if n else None, pts[-1] if n else None, markers_key, t_start, t_end)
+        if key == self._data_key:
+            return
+        self._data_key = key
+        self._points = pts
+        self._markers = markers_key
+        self._t_start = t_start
+        self._t_end = t_end
+        self._data_version += 1
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        # Theme / CSS changed (also called for every descendant when an ancestor's classes
+        # change): the cached styles and pre-styled strips are stale.
+        self._styles = None
+        self._strips_key = None
+
+    def _get_styles(self) -> _Styles:
+        # Widget.refresh() empties Textual's own component-style cache, and a component style
+        # walks every ancestor for the background; at one refresh per tick that was a third of
+        # the build cost, so the resolved styles are kept until notify_style_update.
+        if self._styles is None:
+            get = self.get_component_rich_style
+            self._styles = _Styles(
+                base=self.rich_style,
+                title=get("metric-graph--title"),
+                value=get("metric-graph--value"),
+                line=get("metric-graph--line"),
+                marker=get("metric-graph--marker"),
+                axis=get("metric-graph--axis"),
+            )
+        return self._styles
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        key = (self._data_version, width, height)
+        if key != self._strips_key:
+            self._strips = self._build(width, height)
+            self._strips_key = key
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, self._get_styles().base)
+
+    # -- building ------------------------------------------------------------------------------
+    def _latest_text(self) -> str:
+        value = self._points[-1][1] if self._points else None
+        if value is None:
+            return NO_VALUE
+        return f"{self._fmt(value)}{self._unit}"
+
+    def _build(self, width: int, height: int) -> list[Strip]:
+        if width <= 0 or height <= 0:
+            return []
+        styles = self._get_styles()
+        s_line, s_marker, s_axis = styles.line, styles.marker, styles.axis
+
+        margin = MARGIN if width >= MARGIN + MIN_PLOT_COLS else 0
+        cols, plot_rows = width - margin, height - 1
+        t0, t1 = self._t_start, self._t_end
+        columns = column_means(self._points, t0, t1, cols * 2)
+        lo, hi = y_range([value for _, value, _ in columns])
+        masks = rasterize(columns, lo, hi, cols, plot_rows)
+        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+
+        marker_cols: set[int] = set()
+        newest_t, newest_col = -math.inf, -1
+        for t, _label in self._markers:
+            col = time_to_col(t, t0, t1, cols)
+            if col is not None:
+                marker_cols.add(col)
+                if t >= newest_t:
+                    newest_t, newest_col = t, col
+        markers = sorted(marker_cols)
+
+        newest_x = margin + newest_col if newest_col >= 0 else -1
+        strips = [self._title_strip(width, lo_label, hi_label, newest_x, styles)]
+        blank_label = " " * MARGIN
+        marker_seg = Segment(MARKER_GLYPH, s_marker)
+        for r in range(plot_rows):
+            segments: list[Segment] = []
+            if margin:
+                label = hi_label if r == 0 else lo_label if r == plot_rows - 1 else ""
+                text = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
+                segments.append(Segment(text, s_axis))
+            text = cells_text(masks[r])
+            pos = 0
+            for col in markers:
+                if col > pos:
+                    segments.append(Segment(text[pos:col], s_line))
+                segments.append(marker_seg)
+                pos = col + 1
+            if pos < cols:
+                segments.append(Segment(text[pos:], s_line))
+            strips.append(Strip(segments, width))
+        return strips
+
+    def _title_strip(
+        self,
+        width: int,
+        lo_label: str,
+        hi_label: str,
+        newest_x: int,
+        styles: _Styles,
+    ) -> Strip:
+        base, s_title, s_value = styles.base, styles.title, styles.value
+        s_axis, s_marker = styles.axis, styles.marker
+        title, value = self._graph_title, self._latest_text()
+        value_w = cell_len(value)
+        left_w = cell_len(title) + 1 + value_w
+        # Right-hand y range, shortened or dropped before the title is truncated.
+        right = ""
+        for candidate in (f"{lo_label}{RANGE_SEP}{hi_label}", hi_label):
+            if left_w + 1 + cell_len(candidate) <= width:
+                right = candidate
+                break
+        right_w = cell_len(right)
+        room = width - (right_w + 1 if right else 0)
+        if left_w > room:
+            title_room = room - 1 - value_w
+            title = set_cell_size(title, title_room - 1) + "…" if title_room >= 2 else ""
+            left_w = (cell_len(title) + 1 if title else 0) + value_w
+
+        segments = [Segment(title, s_title), Segment(" ", base)] if title else []
+        segments.append(Segment(value, s_value))
+        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there.
+        gap_end = width - right_w - 2 if right else width - 1
+        if left_w + 1 <= newest_x <= gap_end:
+            segments.append(Segment(" " * (newest_x - left_w), base))
+            segments.append(Segment(NEWEST_GLYPH, s_marker))
+            left_w = newest_x + 1
+        if right:
+            segments.append(Segment(" " * max(0, width - right_w - left_w), base))
+            segments.append(Segment(right, s_axis))
+        return Strip(segments).adjust_cell_length(width, base)
