@@ -116,6 +116,8 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
     with console.status(f"Starting the sandbox server in {sandbox.root} ..."):
         info = sandbox.start()
     console.print(f"Sandbox server on 127.0.0.1:{info.port} (socket {sandbox.socket})")
+    if not sandbox.started_here:
+        console.print("It was already running, so it stays up when this session ends.")
     try:
         driver = Sysbench(
             LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
@@ -135,7 +137,11 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
             from knobtop.ui.app import KnobtopApp
 
             app = KnobtopApp(session, start_load=args.load != "none")
-            app.run()
+            try:
+                app.run()
+            finally:
+                if app.runner is not None:
+                    app.runner.stop("quit")  # no-op after a normal quit
             code = app.return_code or 0
         console.print(f"Journal: {journal}")
         return code

@@ -90,7 +90,7 @@ class KnobtopApp(App[int]):
         try:
             await self._submit(self.session.open())
         except (ServerError, OSError) as exc:
-            self.exit(2, message=f"knobtop: {exc}")
+            self.exit(return_code=2, message=f"knobtop: {exc}")
             return
         if self.session.journal is not None:
             self._journal_name = self.session.journal.path.name

@@ -1,0 +1,163 @@
+"""The live screen driven by keys (pilot) against a real server, and snapshots at two sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import Change, JournalReader, Note, Phase
+from knobtop.lab import Sandbox
+from knobtop.load.base import LoadSpec
+from knobtop.load.sysbench import Sysbench
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.ui.app import KnobtopApp
+from knobtop.ui.screens.prompt import PromptScreen
+from knobtop.ui.widgets.knob_panel import KnobPanel
+from knobtop.ui.widgets.metric_graph import MetricGraph
+
+JOURNALS = Path(__file__).parent / "data" / "journals"
+SMALL = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)
+
+
+async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 20) -> None:
+    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise)."""
+    loops = int(timeout / 0.05)
+    for _ in range(loops):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def graph_text(graph: MetricGraph) -> list[str]:
+    return [graph.render_line(y).text for y in range(graph.size.height)]
+
+
+async def set_global(info: ConnectionInfo, name: str, value: str) -> None:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        await link.query(f"SET GLOBAL {name} = %s", (int(value) if value.isdigit() else value,))
+    finally:
+        await link.close()
+
+
+async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
+    mariadb_info: ConnectionInfo, tmp_path: Path
+) -> None:
+    journal = tmp_path / "ui.knobtop.jsonl"
+    config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
+                           interval=0.2)
+    app = KnobtopApp(Session(config, LocalHost(), driver=None))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.board is not None and app.board.samples >= 3)
+        panel = app.live.query_one(KnobPanel)
+        await until(pilot, lambda: "innodb_flush_log_at_trx_commit" in panel.values)
+        before = panel.values["innodb_flush_log_at_trx_commit"]
+        target = "2" if before != "2" else "0"
+        for _ in range(panel.row_count):
+            if panel.highlighted_knob == "innodb_flush_log_at_trx_commit":
+                break
+            await pilot.press("down")
+        assert panel.highlighted_knob == "innodb_flush_log_at_trx_commit"
+        await pilot.press("enter")
+        assert isinstance(app.screen, PromptScreen)
+        app.screen.query_one(Input).value = ""
+        await pilot.press(*target, "enter")
+        await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
+        assert panel.values["innodb_flush_log_at_trx_commit"] == target
+        # Let the next paint happen, then every graph shows the marker column.
+        version = app.board.version
+        await until(pilot, lambda: app._painted >= version)
+        graphs = list(app.live.query(MetricGraph))
+        assert len(graphs) == 9
+        for graph in graphs:
+            rows = graph_text(graph)[1:]
+            assert any("│" in row for row in rows), graph.id
+        await pilot.press("q")
+    await set_global(mariadb_info, "innodb_flush_log_at_trx_commit", before)
+    changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
+    assert [(c.knob, c.old, c.new, c.result) for c in changes] == [
+        ("innodb_flush_log_at_trx_commit", before, target, "ok")
+    ]
+
+
+async def test_refused_value_is_shown_and_journaled(
+    mariadb_info: ConnectionInfo, tmp_path: Path
+) -> None:
+    journal = tmp_path / "ui.knobtop.jsonl"
+    config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
+    app = KnobtopApp(Session(config, LocalHost(), driver=None))
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.live.query_one(KnobPanel)
+        await until(pilot, lambda: "innodb_io_capacity" in panel.values)
+        while panel.highlighted_knob != "innodb_io_capacity":
+            await pilot.press("down")
+        await pilot.press("enter")
+        app.screen.query_one(Input).value = ""
+        await pilot.press(*"10", "enter")
+        await until(
+            pilot, lambda: any("not changed" in (n.title or "") for n in app._notifications)
+        )
+        assert not any(m.kind == "change" for m in app.board.markers)
+        await pilot.press("q")
+    refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
+    assert refused[0].result == "refused" and "out of range" in refused[0].message
+
+
+@pytest.fixture(scope="module")
+def sbtables(mariadb: Sandbox, sysbench_path: str) -> Sysbench:
+    import asyncio
+
+    info = mariadb.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                      password=info.password, database="sbtest")
+    asyncio.run(prepare_tables(info, driver, SMALL))
+    return driver
+
+
+async def test_load_keys_start_change_threads_note_and_stop(
+    mariadb_info: ConnectionInfo, sbtables: Sysbench, tmp_path: Path
+) -> None:
+    journal = tmp_path / "load.knobtop.jsonl"
+    config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
+                           load=SMALL)
+    app = KnobtopApp(Session(config, LocalHost(), sbtables))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.board is not None)
+        await pilot.press("l")
+        await until(pilot, lambda: app.board.series["load_tps"].last is not None)
+        await pilot.press("plus")
+        await until(pilot, lambda: app.board.load_label == "oltp_point_select x2")
+        await until(pilot, lambda: app.board.series["load_tps"].last is not None)
+        await pilot.press("n")
+        await pilot.press(*"doubled", "enter")
+        await pilot.press("l")
+        await until(pilot, lambda: not app.board.load_running)
+        await pilot.press("q")
+    events = list(JournalReader(journal))
+    phases = [(e.action, e.threads) for e in events if isinstance(e, Phase)]
+    assert phases == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)]
+    assert [e.text for e in events if isinstance(e, Note)] == ["doubled"]
+    assert any(e.kind == "load" for e in events)
+
+
+def recorded_app() -> KnobtopApp:
+    """80 s of oltp_read_write x4 with io_capacity changed at 25 s and flush_log at 50 s."""
+    reader = JournalReader(JOURNALS / "lab-80s.knobtop.jsonl")
+    return KnobtopApp(header=reader.header, events=list(reader))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_snapshot(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    async def settle(pilot: Pilot[int]) -> None:
+        await pilot.pause()
+        await until(pilot, lambda: pilot.app._painted > 0)
+
+    assert snap_compare(recorded_app(), terminal_size=size, run_before=settle)
