@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,13 +18,6 @@ from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
 
 DATA = Path(__file__).parent / "data"
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("KNOBTOP_SHARED")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared"
 
 
 @pytest.fixture(scope="session")
@@ -81,3 +73,14 @@ class EventCollector:
 @pytest.fixture
 def collector() -> EventCollector:
     return EventCollector()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI nothing may skip: a skipped test turns the run red."""
+    from harness.binaries import in_ci
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if in_ci() and skipped:
+        reporter.write_line(f"CI: {len(skipped)} test(s) skipped; in CI every test must run.")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

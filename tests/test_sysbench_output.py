@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -33,14 +32,8 @@ RW_LINE = (
 
 
 def _shared_dir() -> Path:
-    candidates = [Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sysbench"]
-    env = os.environ.get("KNOBTOP_SHARED")
-    if env:
-        candidates += [Path(env) / "data" / "sysbench", Path(env)]
-    for candidate in candidates:
-        if (candidate / READ_WRITE).is_file():
-            return candidate
-    pytest.skip(f"recorded sysbench output not found; set KNOBTOP_SHARED (tried {candidates})")
+    """Recorded real sysbench output (copied from shared/data/sysbench into tests/data)."""
+    return Path(__file__).parent / "data" / "sysbench"
 
 
 def _shared(name: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 _EXTRA_DIRS = ("/usr/sbin", "/sbin")
 
 
-def _in_ci() -> bool:
+def in_ci() -> bool:
     value = os.environ.get("CI", "").strip().lower()
     return value not in ("", "false", "0")
 
@@ -30,6 +30,6 @@ def require_binary(name: str, apt_package: str) -> str:
         f"required binary {name!r} not found on PATH or in {', '.join(_EXTRA_DIRS)}; "
         f"install it with: apt-get install -y {apt_package}"
     )
-    if _in_ci():
+    if in_ci():
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
