@@ -86,6 +86,8 @@ class MetricBoard:
         }
         self.markers: deque[Marker] = deque(maxlen=256)
         self.latest: dict[str, float | None] = {}
+        # Per host: the OS metrics of the newest sample (host name -> metric -> value).
+        self.hosts: dict[str, dict[str, float | None]] = {}
         self.knob_values: dict[str, str | None] = {}
         self.load_running = False
         self.load_label = ""
@@ -129,6 +131,10 @@ class MetricBoard:
             value = values.get(name)
             self.series[name].append(event.t, value)
             self.latest[name] = value
+        for key, value in values.items():
+            metric, at, host = key.partition("@")
+            if at:
+                self.hosts.setdefault(host, {})[metric] = value
 
     def _apply_load(self, event: Load) -> None:
         for name, value in (

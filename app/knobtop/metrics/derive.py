@@ -86,6 +86,56 @@ def server_tps(prev: Snapshot, cur: Snapshot, dt: float) -> float | None:
     return _rate(prev, cur, dt, "Handler_commit", "Handler_rollback")
 
 
+HOST_METRICS = ("cpu", "iowait", "mem_used_pct", "read_bps", "write_bps", "iops", "load1")
+
+
+def host_metrics(
+    prev: Sequence[float] | None, cur: Sequence[float], fields: Sequence[str], dt: float
+) -> dict[str, float | None]:
+    """One host's OS view over the interval: CPU busy and iowait %, memory used %,
+    disk bytes per second and IO operations per second, 1-minute load.
+
+    ``fields`` names the positions (the journal header's ``host_fields``);
+    fields a journal lacks come out as None.
+    """
+    index = {name: i for i, name in enumerate(fields)}
+
+    def value(snap: Sequence[float], name: str) -> float | None:
+        i = index.get(name)
+        return snap[i] if i is not None and i < len(snap) else None
+
+    def rate(*names: str) -> float | None:
+        if prev is None or dt <= 0:
+            return None
+        total = 0.0
+        for name in names:
+            a, b = value(prev, name), value(cur, name)
+            if a is None or b is None or b < a:
+                return None
+            total += b - a
+        return total / dt
+
+    out: dict[str, float | None] = dict.fromkeys(HOST_METRICS)
+    cpu_n = len([f for f in fields if f in CPU_FIELDS])
+    if prev is not None and "idle" in index:
+        pct = cpu_percent(prev[:cpu_n], cur[:cpu_n], fields[:cpu_n])
+        if pct is not None:
+            out["cpu"], out["iowait"] = pct
+    total, available = value(cur, "mem_total"), value(cur, "mem_available")
+    if total and available is not None:
+        out["mem_used_pct"] = 100.0 * (total - available) / total
+    out["read_bps"] = rate("disk_read_bytes")
+    out["write_bps"] = rate("disk_write_bytes")
+    out["iops"] = rate("disk_reads", "disk_writes")
+    out["load1"] = value(cur, "load1")
+    return out
+
+
+CPU_FIELDS = frozenset(
+    ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+)
+
+
 def derive(
     prev: Snapshot | None, cur: Snapshot, host_fields: Sequence[str] = ()
 ) -> dict[str, float | None]:
@@ -129,13 +179,10 @@ def derive(
     out["hit_ratio"] = hit
     out["row_lock_waits"] = _rate(prev, cur, dt, "Innodb_row_lock_waits")
     out["cpu"] = out["iowait"] = None
-    if "idle" not in host_fields:
-        return out
-    for host, cpu in cur.host_cpu.items():
-        before = prev.host_cpu.get(host)
-        pct = cpu_percent(before, cpu, host_fields) if before is not None else None
-        if pct is not None:
-            out[f"cpu:{host}"], out[f"iowait:{host}"] = pct
-            if out["cpu"] is None:  # the first host listed is the target's
-                out["cpu"], out["iowait"] = pct
+    for host, snap in cur.host_cpu.items():
+        per_host = host_metrics(prev.host_cpu.get(host), snap, host_fields, dt)
+        for key, value in per_host.items():
+            out[f"{key}@{host}"] = value
+        if out["cpu"] is None:  # the first host listed is the target's
+            out["cpu"], out["iowait"] = per_host["cpu"], per_host["iowait"]
     return out

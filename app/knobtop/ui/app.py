@@ -18,6 +18,7 @@ from knobtop.ui.messages import JournalEvent
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
+from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.status_bar import StatusBar
@@ -162,6 +163,7 @@ class KnobtopApp(App[int]):
         self.live.query_one(StatusBar).show(self.board, self._journal_name, self._state)
         if self.board is not None:
             self.live.query_one(GraphGrid).draw(self.board)
+            self.live.query_one(HostPanel).show(self.board)
 
     # -- knobs ------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from knobtop.ui.widgets.graph_grid import GraphGrid
+from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.status_bar import StatusBar
@@ -44,6 +45,9 @@ class LiveScreen(Screen[None]):
     LiveScreen.-narrow KnobPanel {
         width: 46;
     }
+    LiveScreen.-narrow HostPanel {
+        display: none;
+    }
     """
 
     class Ready(Message):
@@ -55,6 +59,7 @@ class LiveScreen(Screen[None]):
             yield GraphGrid(id="graphs")
             with Container(id="side"):
                 yield KnobPanel(id="knobs")
+                yield HostPanel(id="hosts")
                 yield JournalPane(id="journal")
         yield Footer()
 

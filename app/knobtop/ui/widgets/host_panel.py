@@ -1,0 +1,55 @@
+"""HostPanel: each host's OS view (CPU, iowait, memory, disk, load) from the newest sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from textual.widgets import Static
+
+from knobtop.metrics.board import MetricBoard
+from knobtop.ui.widgets.metric_graph import default_fmt
+
+COLUMNS = (
+    ("cpu", "cpu%"),
+    ("iowait", "io%"),
+    ("mem_used_pct", "mem%"),
+    ("read_bps", "rd/s"),
+    ("write_bps", "wr/s"),
+    ("iops", "iops"),
+    ("load1", "load"),
+)
+
+
+def _cell(metric: str, value: float | None) -> str:
+    if value is None:
+        return "–"  # noqa: RUF001
+    if metric in ("cpu", "iowait", "mem_used_pct"):
+        return f"{value:.0f}"
+    if metric == "load1":
+        return f"{value:.2f}"
+    return default_fmt(value)
+
+
+class HostPanel(Static):
+    DEFAULT_CSS = """
+    HostPanel {
+        height: auto;
+        max-height: 8;
+        border: round $primary 50%;
+        border-title-color: $text-accent;
+    }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self.border_title = "Hosts"
+
+    def show(self, board: MetricBoard) -> None:
+        table = Table(box=None, padding=(0, 1, 0, 0), expand=True, show_edge=False)
+        table.add_column("host", no_wrap=True, overflow="ellipsis", ratio=2)
+        for _, label in COLUMNS:
+            table.add_column(label, justify="right", no_wrap=True)
+        for host, metrics in board.hosts.items():
+            table.add_row(host, *(_cell(m, metrics.get(m)) for m, _ in COLUMNS))
+        self.update(table)
