@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+import orjson
 import pytest
 
 from knobtop.journal import (
@@ -137,6 +138,40 @@ def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert b"hunter2-s3cret" not in data
     assert b"[redacted]" in data
+
+
+@pytest.mark.parametrize("secret", ["1234", 'quo"te\\back', "ev", "wall"])
+def test_any_secret_is_redacted_and_the_file_stays_readable(tmp_path: Path, secret: str) -> None:
+    path = tmp_path / "r.knobtop.jsonl"
+    head = Header(format=1, knobtop="t", profile=f"p-{secret}", started_wall=1.0, interval=1.0)
+    writer = JournalWriter(path, head, secrets=(secret,))
+    writer.append(Note(t=1.0, wall=81234567.0, text=f"x{secret}y"))
+    writer.append(Sample(t=2.0, wall=2.0, v=[1234, 81234567]))
+    writer.close()
+    reader = JournalReader(path)
+    events = list(reader)  # still valid JSON: nothing raised
+    assert reader.header.profile == "p-[redacted]"
+    assert events[0].text == "x[redacted]y"  # type: ignore[attr-defined]
+    assert events[1] == Sample(t=2.0, wall=2.0, v=[1234, 81234567])  # numbers untouched
+    assert not [v for v in string_values(path) if secret in v]
+
+
+def string_values(path: Path) -> list[str]:
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for line in path.read_bytes().splitlines():
+        walk(orjson.loads(line))
+    return out
 
 
 def test_samples_stay_under_one_kilobyte() -> None:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from knobtop import __version__
+from knobtop.hosts.base import HostError
 from knobtop.hosts.local import LocalHost
 from knobtop.journal.events import Change, Error, Event, Phase
 from knobtop.journal.writer import default_journal_path
@@ -25,7 +26,7 @@ from knobtop.load.base import WORKLOADS, LoadError, LoadSpec
 from knobtop.load.sysbench import INSTALL_HINT, Sysbench
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.server.link import ConnectionInfo, ServerError
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session import Session, SessionConfig, SessionError, prepare_tables
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
 
@@ -90,9 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "lab":
             return run_lab(args, console)
-    except (LabError, LoadError, ServerError, ValueError) as exc:
-        console.print(f"[bold red]knobtop:[/] {exc}")
+    except (LabError, LoadError, ServerError, SessionError, HostError, ValueError) as exc:
+        console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
         return 2
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        console.print(f"[bold red]knobtop:[/] {exc.strerror or exc}{where}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        console.print("knobtop: interrupted")
+        return 130
     return 2
 
 
@@ -200,10 +208,10 @@ async def run_headless(
         loop.add_signal_handler(sig, stop.set)
     reason = "duration reached"
     code = 0
-    await session.open()
-    assert session.journal is not None
-    console.print(f"Recording {duration:g} s to {session.journal.path}")
     try:
+        await session.open()
+        assert session.journal is not None
+        console.print(f"Recording {duration:g} s to {session.journal.path}")
         if start_load:
             await session.start_load()
         started = time.monotonic()

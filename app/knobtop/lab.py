@@ -85,6 +85,11 @@ class Sandbox:
     def secret_file(self) -> Path:
         return self.root / "client.cnf"
 
+    @property
+    def ready_marker(self) -> Path:
+        """Written once the datadir has the lab user: a half-made datadir is redone."""
+        return self.root / "data" / ".knobtop-ready"
+
     # -- set-up ---------------------------------------------------------------
 
     def wipe(self) -> None:
@@ -145,11 +150,17 @@ class Sandbox:
             "--no-defaults",
             f"--datadir={self.datadir}",
             "--auth-root-authentication-method=socket",
+            # The OS user running knobtop may log in as root over the socket.
+            f"--auth-root-socket-user={getpass.getuser()}",
             "--skip-test-db",
         ]
         if os.geteuid() == 0:
             args.append(f"--user={getpass.getuser()}")
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            raise LabError("mariadb-install-db did not finish within 300 s") from None
         if proc.returncode != 0:
             shutil.rmtree(self.datadir, ignore_errors=True)
             raise LabError(f"mariadb-install-db failed:\n{proc.stdout[-800:]}{proc.stderr[-800:]}")
@@ -182,9 +193,10 @@ class Sandbox:
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
             return self.connection()
-        fresh = not (self.datadir / "mysql").is_dir()
+        fresh = not self.ready_marker.exists()
         self._write_config()
         if fresh:
+            shutil.rmtree(self.datadir, ignore_errors=True)
             self._install_db()
         self.port = self.port or free_port()
         self.error_log.unlink(missing_ok=True)
@@ -198,10 +210,26 @@ class Sandbox:
             )
         self.started_here = True
         (self.root / "port").write_text(str(self.port))
-        self._wait_ready(timeout, proc.pid, proc)
-        if fresh:
-            self._create_lab_user()
+        try:
+            self._wait_ready(timeout, proc.pid, proc)
+            if fresh:
+                self._create_lab_user()
+                self.ready_marker.write_text("")
+        except BaseException:
+            # Never leave a half-started server behind for the next run to trip over.
+            self._kill(proc)
+            raise
         return self.connection()
+
+    def _kill(self, proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.started_here = False
 
     def _port_of_running(self) -> int:
         try:
@@ -212,17 +240,25 @@ class Sandbox:
                 f"(kill $(cat {self.pid_file})) and start again"
             ) from None
 
-    def _client(self, sql: str, *, user: str = "root") -> subprocess.CompletedProcess[str]:
+    def _client(self, sql: str) -> subprocess.CompletedProcess[str]:
+        """Run SQL as the socket-authenticated admin; the SQL goes on stdin, never argv."""
         client = find_program("mariadb", "mysql")
         if client is None:
             raise LabError("no mariadb client: run `sudo apt-get install -y mariadb-client`")
-        return subprocess.run(
-            [client, "--no-defaults", f"--socket={self.socket}", f"--user={user}", "-N", "-e", sql],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        try:
+            return subprocess.run(
+                [client, "--no-defaults", f"--socket={self.socket}",
+                 f"--user={getpass.getuser()}", "-N"],
+                input=sql,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise LabError(
+                "the sandbox server did not answer the set-up client within 60 s"
+            ) from None
 
     def _wait_ready(
         self, timeout: float, pid: int, proc: subprocess.Popen[bytes] | None = None
@@ -233,6 +269,7 @@ class Sandbox:
                 raise LabError(f"the sandbox server exited at start:\n{self._log_tail()}")
             if self.socket.exists():
                 with socket.socket(socket.AF_UNIX) as s:
+                    s.settimeout(1.0)
                     try:
                         s.connect(str(self.socket))
                         if s.recv(1):  # the server greets first: it is ready

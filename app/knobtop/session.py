@@ -43,6 +43,7 @@ from knobtop.server.knobs import SEED_KNOBS, KnobFacts, SetGlobalApplier, load_f
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
 
 MIN_INTERVAL = 0.1
+KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
 T = TypeVar("T")
 Listener = Callable[[Event], None]
 
@@ -55,6 +56,7 @@ class SessionConfig:
     interval: float = 1.0
     load: LoadSpec = field(default_factory=LoadSpec)
     knobs: tuple[str, ...] = SEED_KNOBS
+    knob_timeout: float = KNOB_TIMEOUT
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -71,6 +73,10 @@ def host_facts(host: Host) -> dict[str, Any]:
         "memory": psutil.virtual_memory().total,
         "os": platform.platform(),
     }
+
+
+class SessionError(RuntimeError):
+    """The session could not start; the message names the thing and the fix."""
 
 
 class Session:
@@ -101,6 +107,7 @@ class Session:
         self._t0 = time.monotonic()
         self._closed = False
         self._action_lock = asyncio.Lock()
+        self._load_lock = asyncio.Lock()
 
     # -- time and events ------------------------------------------------------
 
@@ -125,12 +132,15 @@ class Session:
         Nothing is written if the server cannot be reached: a failed start
         leaves no empty journal behind.
         """
-        self.version = await self._sampler_link.connect()
         try:
+            self.version = await self._sampler_link.connect()
             await self._action_link.connect()
             self.knob_facts = await load_facts(self._action_link, self.config.knobs)
-        except ServerError:
+            if self._closed:
+                raise ServerError("the session was closed while it was opening")
+        except BaseException:
             await self._sampler_link.close()
+            await self._action_link.close()
             raise
         header = Header(
             format=FORMAT_VERSION,
@@ -149,8 +159,17 @@ class Session:
             host_fields=list(HOST_CPU_FIELDS),
         )
         self._t0 = time.monotonic()
-        self.journal = JournalWriter(self.config.journal_path, header)
-        self.journal.add_secret(self.config.connection.password)
+        try:
+            self.journal = JournalWriter(
+                self.config.journal_path, header, secrets=(self.config.connection.password,)
+            )
+        except OSError as exc:
+            await self._sampler_link.close()
+            await self._action_link.close()
+            raise SessionError(
+                f"cannot create the journal {self.config.journal_path}: {exc.strerror}; "
+                "choose another --journal path"
+            ) from None
         self.emit(
             Knobs(
                 t=self.now(),
@@ -163,21 +182,29 @@ class Session:
         return header
 
     async def close(self, reason: str = "quit") -> None:
+        """Stop load and sampling, write ``end``, close everything; each step runs
+        even if an earlier one failed."""
         if self._closed:
             return
         self._closed = True
-        if self.driver is not None and self.driver.running:
-            await self.stop_load()
-        if self._sampler is not None:
-            self._sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sampler
-        if self.journal is not None:
-            self.emit(End(t=self.now(), wall=self.wall(), reason=reason, samples=self.samples))
-            self.journal.close()
-        await self._sampler_link.close()
-        await self._action_link.close()
-        await self.host.close()
+        try:
+            if self.driver is not None and self.driver.running:
+                await self.stop_load()
+        finally:
+            if self._sampler is not None:
+                self._sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._sampler
+            try:
+                if self.journal is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        self.emit(End(t=self.now(), wall=self.wall(), reason=reason,
+                                      samples=self.samples))
+                    self.journal.close()
+            finally:
+                await self._sampler_link.close()
+                await self._action_link.close()
+                await self.host.close()
 
     # -- sampling -------------------------------------------------------------
 
@@ -211,19 +238,26 @@ class Session:
                 if down_since is None:
                     down_since = sent
                     message = str(exc) or "the status poll timed out"
-                    self.emit(Error(t=self.now(), wall=self.wall(), source="sampler",
-                                    message=f"sampling paused: {message}", gap=True))
+                    self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
+                                             message=f"sampling paused: {message}", gap=True))
                 if link.connected and isinstance(exc, TimeoutError):
                     await link.close()
                 next_due = time.monotonic() + backoff
                 backoff = min(backoff * 2, 5.0)
                 continue
             done = time.monotonic()
-            cpu = self.host.cpu_times()
             stamp = round((sent + done) / 2 - self._t0, 4)
+            try:
+                cpu = self.host.cpu_times()
+                self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
+                                 host={self.host.name: cpu}, re=reconnected))
+            except Exception as exc:  # a full disk must not silently kill the sampler
+                self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
+                                         message=f"sample not recorded: {exc}", gap=True))
+                next_due = time.monotonic() + backoff
+                backoff = min(backoff * 2, 5.0)
+                continue
             self.samples += 1
-            self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
-                             host={self.host.name: cpu}, re=reconnected))
             if down_since is not None:
                 self.emit(Error(t=self.now(), wall=self.wall(), source="sampler",
                                 message=f"sampling resumed after {done - down_since:.1f} s"))
@@ -236,6 +270,16 @@ class Session:
                 self.late_samples += 1
                 skipped = int((now - next_due) / interval) + 1
                 next_due += skipped * interval
+
+    def _emit_quietly(self, event: Event) -> None:
+        """Emit an error event; if even that fails (journal unwritable), the
+        listeners (the screen) still get it."""
+        try:
+            self.emit(event)
+        except Exception:
+            for listener in list(self.listeners):
+                with contextlib.suppress(Exception):
+                    listener(event)
 
     # -- knobs ----------------------------------------------------------------
 
@@ -250,8 +294,18 @@ class Session:
             start = self.now()
             try:
                 link = await self._ensure_action_link()
-                outcome = await SetGlobalApplier(link, self.config.knobs).apply(name, value)
-            except ServerError as exc:
+                outcome = await asyncio.wait_for(
+                    SetGlobalApplier(link, self.config.knobs).apply(name, value),
+                    self.config.knob_timeout,
+                )
+            except (ServerError, TimeoutError) as exc:
+                if isinstance(exc, TimeoutError):
+                    await self._action_link.close()
+                    limit = self.config.knob_timeout
+                    exc = ServerError(
+                        f"the server did not answer within {limit:g} s; the change may or may "
+                        "not have been applied: check the knob panel"
+                    )
                 event = Change(t=start, wall=self.wall(), knob=name, requested=value, old=None,
                                new=None, method="set_global", result="failed", message=str(exc))
                 self.emit(event)
@@ -286,13 +340,37 @@ class Session:
     # -- load -----------------------------------------------------------------
 
     async def start_load(self, workload: str | None = None, threads: int | None = None) -> Phase:
+        """Start (or restart as a new phase) the load; one load change at a time."""
+        async with self._load_lock:
+            return await self._start_load(workload, threads)
+
+    async def toggle_load(self) -> None:
+        async with self._load_lock:
+            if self.driver is not None and self.driver.running:
+                await self._stop_load()
+            else:
+                await self._start_load(None, None)
+
+    async def change_load(
+        self, workload: str | None = None, threads: int | None = None
+    ) -> LoadSpec:
+        """Running load restarts with the new setting as a new phase; stopped load
+        only remembers it for the next start."""
+        async with self._load_lock:
+            if self.driver is not None and self.driver.running:
+                await self._start_load(workload, threads)
+                assert self.load_spec is not None
+                return self.load_spec
+            return self.plan_load(workload, threads)
+
+    async def _start_load(self, workload: str | None, threads: int | None) -> Phase:
         if self.driver is None:
             raise LoadError("no load driver in this session")
         previous = self.load_spec
         spec = self.plan_load(workload, threads)
         self.load_spec = previous
         if self.driver.running:
-            await self.stop_load()
+            await self._stop_load()
         self.phase += 1
         self.load_spec = spec
         self._phase_reports = []
@@ -326,6 +404,10 @@ class Session:
         return spec
 
     async def stop_load(self) -> None:
+        async with self._load_lock:
+            await self._stop_load()
+
+    async def _stop_load(self) -> None:
         if self.driver is not None:
             await self.driver.stop()
 
@@ -460,8 +542,13 @@ class SessionThread:
     def stop(self, reason: str = "quit", timeout: float = 30.0) -> None:
         if not self._started:
             return
-        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+        try:
             self.submit(self.session.close(reason)).result(timeout)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._started = False
+        except Exception:
+            pass
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._started = False
+            if not self._thread.is_alive():
+                self._loop.close()

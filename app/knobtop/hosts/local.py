@@ -12,20 +12,32 @@ import tempfile
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path, PurePath
+from typing import Any
 
 import psutil
 
 from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
+from knobtop.hosts.procstat import whole_disks
 
 _PR_SET_PDEATHSIG = 1
+
+
+def _find_prctl() -> Any:
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL(None, use_errno=True).prctl
+    return None
+
+
+# Looked up once here: the child between fork and exec must not load libraries
+# (other threads may hold locks it would need).
+_PRCTL = _find_prctl()
 
 
 def _die_with_parent() -> None:
     """Runs in the child before exec: if knobtop dies (even by kill -9), the kernel
     sends the child SIGTERM, so no load generator is left behind."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LocalProcess:
@@ -94,9 +106,13 @@ class LocalHost:
             raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH") from None
         try:
             out, err = await asyncio.wait_for(proc.communicate(), limit)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        except BaseException as exc:
+            # Timed out or cancelled: the child does not outlive the call.
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await asyncio.shield(proc.wait())
+            if not isinstance(exc, TimeoutError):
+                raise
             raise HostError(
                 f"{self.name}: '{' '.join(argv[:2])}' did not finish within {limit:.0f} s"
             ) from None
@@ -131,6 +147,26 @@ class LocalHost:
     def cpu_times(self) -> list[float]:
         times = psutil.cpu_times()
         return [round(float(getattr(times, f, 0.0)), 2) for f in HOST_CPU_FIELDS]
+
+    def start_os_metrics(self, interval: float) -> None:
+        """Nothing to start: ``os_sample`` reads psutil on demand."""
+
+    def os_sample(self) -> list[float]:
+        """Raw OS counters in ``procstat.OS_FIELDS`` order. Disks are summed by the same
+        rule as remote hosts (``procstat.whole_disks``), so both count the same I/O."""
+        mem = psutil.virtual_memory()
+        per_disk = psutil.disk_io_counters(perdisk=True) or {}
+        disks = [per_disk[name] for name in whole_disks(list(per_disk))]
+        return [
+            *self.cpu_times(),
+            float(mem.total),
+            float(mem.available),
+            float(sum(d.read_bytes for d in disks)),
+            float(sum(d.write_bytes for d in disks)),
+            float(sum(d.read_count for d in disks)),
+            float(sum(d.write_count for d in disks)),
+            os.getloadavg()[0],
+        ]
 
     async def close(self) -> None:
         return None

@@ -6,12 +6,13 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from knobtop.journal.events import Event, Header, to_dict
 
-REDACTED = b"[redacted]"
+REDACTED = "[redacted]"
 
 
 class JournalWriter:
@@ -20,21 +21,29 @@ class JournalWriter:
     A line reaches the OS before ``append`` returns, so a ``kill -9`` loses
     nothing that was appended; a background thread fsyncs dirty data at least
     once a second so an OS crash loses at most that second.  Any registered
-    secret found in a line is replaced before it touches the disk.
+    secret found in a string value is replaced before it touches the disk
+    (values, not raw bytes: the line stays valid JSON whatever the secret is).
     """
 
-    def __init__(self, path: Path, header: Header, *, fsync_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        header: Header,
+        *,
+        fsync_interval: float = 1.0,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         self.path = path
         self.header = header
         self.events_written = 0
-        self._secrets: list[bytes] = []
+        self._secrets: list[str] = [s for s in secrets if s]
         self._lock = threading.Lock()
         self._dirty = False
         self._closed = False
         path.parent.mkdir(parents=True, exist_ok=True)
         # O_EXCL: a journal is never appended to by a second session by accident.
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        self._write_line(orjson.dumps(to_dict(header)))
+        self._write_line(self._encode(to_dict(header)))
         self._stop = threading.Event()
         self._syncer = threading.Thread(
             target=self._sync_loop, args=(fsync_interval,), name="journal-fsync", daemon=True
@@ -44,20 +53,35 @@ class JournalWriter:
     def add_secret(self, secret: str) -> None:
         """Never write this string (a password, a token) to the journal."""
         if secret:
-            self._secrets.append(secret.encode())
+            self._secrets.append(secret)
 
     def append(self, event: Event) -> None:
-        self._write_line(orjson.dumps(to_dict(event)))
+        self._write_line(self._encode(to_dict(event)))
         self.events_written += 1
 
+    def _encode(self, data: dict[str, Any]) -> bytes:
+        return orjson.dumps(self._redact(data) if self._secrets else data)
+
+    def _redact(self, value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in self._secrets:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+            return value
+        if isinstance(value, dict):
+            return {k: self._redact(v) for k, v in value.items()}  # keys are field names
+        if isinstance(value, list | tuple):
+            return [self._redact(v) for v in value]
+        return value
+
     def _write_line(self, line: bytes) -> None:
-        for secret in self._secrets:
-            if secret in line:
-                line = line.replace(secret, REDACTED)
+        data = memoryview(line + b"\n")
         with self._lock:
             if self._closed:
                 raise ValueError(f"journal {self.path} is closed")
-            os.write(self._fd, line + b"\n")
+            while data:  # a short write (full disk, signal) must not leave half a line
+                written = os.write(self._fd, data)
+                data = data[written:]
             self._dirty = True
 
     def _sync_loop(self, interval: float) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+import secrets
+from collections.abc import AsyncIterator, Callable
+from pathlib import PurePosixPath
 
 from knobtop.hosts.base import Host, HostError, RunningCommand
 from knobtop.load.base import ExitCallback, LoadError, LoadExit, LoadSpec, ReportCallback
@@ -22,8 +24,9 @@ INSTALL_HINT = "install it with `sudo apt-get install -y sysbench`"
 class Sysbench:
     """sysbench 1.0 driven on ``host`` against one server.
 
-    The password goes on sysbench's command line (sysbench 1.0 has no other
-    way); ``redacted`` shows the command without it for logs and messages.
+    The password never goes on the command line (where ``ps`` shows it to
+    every user): it is written to a 0600 file on the host, passed with
+    ``--config-file``, and removed when the command ends.
     """
 
     name = "sysbench"
@@ -59,14 +62,16 @@ class Sysbench:
     def running(self) -> bool:
         return self._proc is not None
 
-    def argv(self, spec: LoadSpec, command: str, *extra: str) -> list[str]:
+    def argv(
+        self, spec: LoadSpec, command: str, *extra: str, config: str | None = None
+    ) -> list[str]:
         return [
             self.binary,
             spec.workload,
+            *([f"--config-file={config}"] if config else []),
             "--db-driver=mysql",
             *self._target,
             f"--mysql-user={self._user}",
-            f"--mysql-password={self._password}",
             f"--mysql-db={self.database}",
             f"--tables={spec.tables}",
             f"--table-size={spec.table_size}",
@@ -74,10 +79,19 @@ class Sysbench:
             command,
         ]
 
-    def redacted(self, argv: Sequence[str]) -> str:
-        return " ".join(
-            "--mysql-password=***" if a.startswith("--mysql-password=") else a for a in argv
-        )
+    @contextlib.asynccontextmanager
+    async def _secret_config(self) -> AsyncIterator[str | None]:
+        """A 0600 options file holding the password, for the life of one command."""
+        if not self._password:
+            yield None
+            return
+        path = PurePosixPath(f"/tmp/knobtop-sysbench-{secrets.token_hex(8)}.cfg")
+        await self.host.write_file_atomic(path, f"mysql-password={self._password}\n".encode())
+        try:
+            yield str(path)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.host.run(["rm", "-f", str(path)], limit=30))
 
     async def check_installed(self) -> str:
         path = await self.host.which(self.binary)
@@ -90,24 +104,30 @@ class Sysbench:
     ) -> None:
         """Create and fill the tables, reporting each step (no time limit: big sets take long)."""
         await self.check_installed()
-        argv = self.argv(spec, "prepare", f"--threads={min(spec.tables, 4)}")
-        proc = await self.host.stream(argv)
-        parser = SysbenchOutputParser()
-        errors: list[str] = []
-        async for line in proc.lines():
-            for item in parser.feed(line):
-                if isinstance(item, PrepareProgress) and progress is not None:
-                    progress(item)
-                elif isinstance(item, SysbenchError):
-                    errors.append(item.message)
-        rc = await proc.wait()
+        async with self._secret_config() as config:
+            argv = self.argv(spec, "prepare", f"--threads={min(spec.tables, 4)}", config=config)
+            proc = await self.host.stream(argv)
+            parser = SysbenchOutputParser()
+            errors: list[str] = []
+            try:
+                async for line in proc.lines():
+                    for item in parser.feed(line):
+                        if isinstance(item, PrepareProgress) and progress is not None:
+                            progress(item)
+                        elif isinstance(item, SysbenchError):
+                            errors.append(item.message)
+                rc = await proc.wait()
+            finally:
+                # Cancelled (Ctrl+C) mid-load: do not leave sysbench filling tables.
+                await asyncio.shield(proc.stop())
         if rc != 0:
             detail = "; ".join(errors) or proc.stderr_tail.strip() or f"exit code {rc}"
             raise LoadError(f"sysbench prepare failed on {self.host.name}: {detail}")
 
     async def cleanup(self, spec: LoadSpec) -> None:
         await self.check_installed()
-        result = await self.host.run(self.argv(spec, "cleanup"), limit=300)
+        async with self._secret_config() as config:
+            result = await self.host.run(self.argv(spec, "cleanup", config=config), limit=300)
         if result.returncode != 0:
             raise LoadError(f"sysbench cleanup failed: {result.stderr.strip()[-300:]}")
 
@@ -116,6 +136,8 @@ class Sysbench:
         if self._proc is not None:
             raise LoadError("sysbench is already running; stop it first")
         await self.check_installed()
+        config_cm = self._secret_config()
+        config = await config_cm.__aenter__()
         argv = self.argv(
             spec,
             "run",
@@ -124,29 +146,40 @@ class Sysbench:
             "--report-interval=1",
             "--percentile=95",
             "--rand-type=uniform",
+            config=config,
         )
         try:
             self._proc = await self.host.stream(argv)
         except HostError as exc:
+            await config_cm.__aexit__(None, None, None)
             raise LoadError(f"{exc}; {INSTALL_HINT}") from None
         self._stopping = False
-        self._reader = asyncio.create_task(self._read(self._proc, on_report, on_exit))
+        self._reader = asyncio.create_task(
+            self._read(self._proc, on_report, on_exit, config_cm)
+        )
 
     async def _read(
-        self, proc: RunningCommand, on_report: ReportCallback, on_exit: ExitCallback
+        self,
+        proc: RunningCommand,
+        on_report: ReportCallback,
+        on_exit: ExitCallback,
+        config_cm: contextlib.AbstractAsyncContextManager[str | None],
     ) -> None:
         parser = SysbenchOutputParser()
         summary: RunSummary | None = None
         errors: list[str] = []
-        async for line in proc.lines():
-            for item in parser.feed(line):
-                if isinstance(item, IntervalReport):
-                    on_report(item)
-                elif isinstance(item, RunSummary):
-                    summary = item
-                elif isinstance(item, SysbenchError):
-                    errors.append(item.message)
-        rc = await proc.wait()
+        try:
+            async for line in proc.lines():
+                for item in parser.feed(line):
+                    if isinstance(item, IntervalReport):
+                        on_report(item)
+                    elif isinstance(item, RunSummary):
+                        summary = item
+                    elif isinstance(item, SysbenchError):
+                        errors.append(item.message)
+            rc = await proc.wait()
+        finally:
+            await config_cm.__aexit__(None, None, None)
         self._proc = None
         error = "; ".join(errors[:2])
         if not error and rc not in (0, None) and not self._stopping:

@@ -106,7 +106,25 @@ class ServerLink:
         return self._conn is not None and not self._conn.closed
 
     async def connect(self) -> ServerVersion:
+        """Connect and read the version, all within ``connect_timeout``.
+
+        aiomysql's own timeout covers only the TCP connect; a port that accepts
+        but never greets (wrong service, stalled server) would hang forever.
+        """
+        try:
+            return await asyncio.wait_for(self._connect(), self.connect_timeout)
+        except TimeoutError:
+            self._drop()
+            raise ServerError(
+                f"the server at {self.info.where} did not answer within "
+                f"{self.connect_timeout:g} s: is that port a MySQL/MariaDB server, and is it "
+                "responsive?",
+                2013,
+            ) from None
+
+    async def _connect(self) -> ServerVersion:
         info = self.info
+        self._drop()
         try:
             self._conn = await aiomysql.connect(
                 host=info.host,

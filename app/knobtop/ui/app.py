@@ -9,11 +9,12 @@ from typing import Any, TypeVar
 from textual.app import App
 from textual.binding import Binding
 
+from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, Event, Header, Knobs
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
 from knobtop.server.link import ServerError
-from knobtop.session import Session, SessionThread
+from knobtop.session import Session, SessionError, SessionThread
 from knobtop.ui.messages import JournalEvent
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -90,7 +91,7 @@ class KnobtopApp(App[int]):
         assert self.session is not None
         try:
             await self._submit(self.session.open())
-        except (ServerError, OSError) as exc:
+        except (ServerError, SessionError, HostError, OSError) as exc:
             self.exit(return_code=2, message=f"knobtop: {exc}")
             return
         if self.session.journal is not None:
@@ -113,7 +114,7 @@ class KnobtopApp(App[int]):
         """Run a session call on its thread; a failure becomes a visible notice."""
         try:
             return await self._submit(coro)
-        except (LoadError, ServerError, ValueError) as exc:
+        except (LoadError, ServerError, HostError, ValueError) as exc:
             self.notify(str(exc), title="knobtop", severity="error", timeout=8)
             return None
 
@@ -222,10 +223,7 @@ class KnobtopApp(App[int]):
         session = self._need_session()
         if session is None or self.board is None:
             return
-        if self.board.load_running:
-            self.run_worker(self._call(session.stop_load()), group="load")
-        else:
-            self.run_worker(self._call(session.start_load()), group="load")
+        self.run_worker(self._call(session.toggle_load()), group="load")
 
     def action_next_workload(self) -> None:
         session = self._need_session()
@@ -262,12 +260,17 @@ class KnobtopApp(App[int]):
     def _change_load(
         self, session: Session, workload: str | None = None, threads: int | None = None
     ) -> None:
-        """Running load restarts as a new phase; stopped load just remembers the choice."""
-        if self.board is not None and self.board.load_running:
-            self.run_worker(self._call(session.start_load(workload, threads)), group="load")
-        else:
-            spec = session.plan_load(workload, threads)
-            self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)")
+        """Running load restarts as a new phase; stopped load just remembers the choice.
+
+        The session decides which (on its own thread), not this possibly stale view."""
+        running = self.board is not None and self.board.load_running
+
+        async def change() -> None:
+            spec = await self._call(session.change_load(workload, threads))
+            if spec is not None and not running:
+                self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)")
+
+        self.run_worker(change(), group="load")
 
     # -- notes ------------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""The /proc parsers, on text recorded from a real machine (tests/data/proc/*.txt)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import psutil
+import pytest
+
+from knobtop.hosts.base import HOST_CPU_FIELDS
+from knobtop.hosts.local import LocalHost
+from knobtop.hosts.procstat import (
+    OS_FIELDS,
+    SECTIONS,
+    ProcParseError,
+    make_snapshot,
+    parse_diskstats,
+    parse_loadavg,
+    parse_meminfo,
+    parse_proc_snapshot,
+    parse_stat_cpu,
+    whole_disks,
+)
+
+PROC = Path(__file__).parent / "data" / "proc"
+
+
+def recorded(name: str) -> str:
+    return (PROC / f"{name}.txt").read_text()
+
+
+def test_os_fields_extend_cpu_fields() -> None:
+    assert OS_FIELDS[: len(HOST_CPU_FIELDS)] == HOST_CPU_FIELDS
+    assert len(OS_FIELDS) == len(set(OS_FIELDS)) == len(HOST_CPU_FIELDS) + 7
+
+
+def test_stat_cpu_line_in_seconds() -> None:
+    text = recorded("stat")
+    m = re.search(r"^cpu +((?:\d+ ?)+)$", text, re.MULTILINE)
+    assert m is not None
+    jiffies = [int(v) for v in m.group(1).split()][:8]
+    assert parse_stat_cpu(text) == [round(j / 100, 2) for j in jiffies]
+    assert parse_stat_cpu(text, user_hz=250) == [round(j / 250, 2) for j in jiffies]
+    # the per-cpu lines add up to the aggregate one (sanity of the recorded text itself)
+    per_cpu = [line.split()[1:9] for line in text.splitlines() if re.match(r"cpu\d", line)]
+    assert [sum(int(row[i]) for row in per_cpu) for i in range(8)] == pytest.approx(
+        jiffies, abs=len(per_cpu) * 2
+    )
+
+
+def test_stat_without_cpu_line_is_an_error() -> None:
+    with pytest.raises(ProcParseError):
+        parse_stat_cpu("intr 1 2 3\nctxt 5\n")
+
+
+def test_meminfo_in_bytes() -> None:
+    text = recorded("meminfo")
+    total = re.search(r"^MemTotal:\s+(\d+) kB$", text, re.MULTILINE)
+    avail = re.search(r"^MemAvailable:\s+(\d+) kB$", text, re.MULTILINE)
+    assert total is not None and avail is not None
+    assert parse_meminfo(text) == (int(total.group(1)) * 1024, int(avail.group(1)) * 1024)
+
+
+def test_diskstats_sums_whole_disks_only() -> None:
+    text = recorded("diskstats")
+    names = [line.split()[2] for line in text.splitlines()]
+    disks = whole_disks(names)
+    assert disks, "the recorded machine has at least one disk"
+    assert not any(n.startswith(("loop", "ram", "zram", "dm-", "md")) for n in disks)
+    # independently: the 4th/6th/8th/10th columns of each kept disk's row
+    reads = read_sectors = writes = write_sectors = 0
+    for line in text.splitlines():
+        cols = line.split()
+        if cols[2] in disks:
+            reads += int(cols[3])
+            read_sectors += int(cols[5])
+            writes += int(cols[7])
+            write_sectors += int(cols[9])
+    assert parse_diskstats(text) == (read_sectors * 512, write_sectors * 512, reads, writes)
+
+
+def test_whole_disk_rule() -> None:
+    names = [
+        "loop0", "ram0", "zram0", "sda", "sda1", "sda2", "sdb", "nvme0n1", "nvme0n1p1",
+        "nvme0n10", "mmcblk0", "mmcblk0p1", "dm-0", "md127", "vda", "vda1", "sr0",
+    ]  # fmt: skip
+    assert whole_disks(names) == ["sda", "sdb", "nvme0n1", "nvme0n10", "mmcblk0", "vda", "sr0"]
+
+
+def test_diskstats_partitions_are_not_double_counted() -> None:
+    text = (
+        "   8       0 sda 100 0 800 0 50 0 400 0 0 0 0 0 0 0 0 0 0\n"
+        "   8       1 sda1 90 0 700 0 40 0 300 0 0 0 0 0 0 0 0 0 0\n"
+        " 259       0 nvme0n1 10 0 80 0 5 0 40 0 0 0 0 0 0 0 0 0 0\n"
+        " 259       1 nvme0n1p1 9 0 70 0 4 0 30 0 0 0 0 0 0 0 0 0 0\n"
+        " 253       0 dm-0 99 0 790 0 49 0 399 0 0 0 0 0 0 0 0 0 0\n"
+    )
+    assert parse_diskstats(text) == (880 * 512, 440 * 512, 110, 55)
+
+
+def test_loadavg_one_minute() -> None:
+    text = recorded("loadavg")
+    assert parse_loadavg(text) == float(text.split(" ", 1)[0])
+
+
+def test_snapshot_in_os_fields_order() -> None:
+    texts = {name: recorded(name) for name in SECTIONS}
+    values = parse_proc_snapshot(make_snapshot(texts))
+    assert len(values) == len(OS_FIELDS)
+    expected = [
+        *parse_stat_cpu(texts["stat"]),
+        *parse_meminfo(texts["meminfo"]),
+        *parse_diskstats(texts["diskstats"]),
+        parse_loadavg(texts["loadavg"]),
+    ]
+    assert values == expected
+    by_name = dict(zip(OS_FIELDS, values, strict=True))
+    assert 0 < by_name["mem_available"] <= by_name["mem_total"]
+
+
+def test_snapshot_missing_section_is_an_error() -> None:
+    texts = {name: recorded(name) for name in SECTIONS}
+    snapshot = make_snapshot(texts).replace("@@loadavg", "@@other")
+    with pytest.raises(ProcParseError, match="loadavg"):
+        parse_proc_snapshot(snapshot)
+
+
+def test_local_os_sample_matches_live_proc() -> None:
+    sample = LocalHost().os_sample()
+    live = parse_proc_snapshot(
+        make_snapshot({name: Path(f"/proc/{name}").read_text() for name in SECTIONS})
+    )
+    assert len(sample) == len(OS_FIELDS)
+    got = dict(zip(OS_FIELDS, sample, strict=True))
+    want = dict(zip(OS_FIELDS, live, strict=True))
+    assert got["mem_total"] == want["mem_total"] == psutil.virtual_memory().total
+    assert sum(sample[:8]) == pytest.approx(sum(live[:8]), rel=0.01)
+    for name in ("disk_read_bytes", "disk_write_bytes", "disk_reads", "disk_writes"):
+        assert got[name] <= want[name], name  # psutil read first; counters only grow
+        assert got[name] == pytest.approx(want[name], rel=0.05), name
