@@ -1,0 +1,480 @@
+"""Profiles: TOML loading, every refusal (file, key, fix), destinations, my.cnf passwords."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from knobtop.profiles import (
+    EXAMPLE_PATH,
+    ClientSpec,
+    MysqlSpec,
+    ProfileError,
+    lab_profile,
+    list_profiles,
+    load_profile,
+    parse_destination,
+    password_from_mycnf,
+    profile_from_args,
+)
+
+MINIMAL = '[target]\nssh = "db1"\n'
+
+
+def write(tmp_path: Path, body: str, name: str = "p", mode: int = 0o600) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(body)
+    os.chmod(path, mode)
+    return path
+
+
+def refused(path: Path, key: str | None) -> ProfileError:
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(path))
+    err = info.value
+    message = str(err)
+    assert str(path) in message
+    assert err.file == str(path)
+    assert err.key == key
+    if key is not None:
+        assert key in message
+    assert "fix: " in message
+    assert err.fix and err.fix in message
+    return err
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_example_file_loads() -> None:
+    profile = load_profile(str(EXAMPLE_PATH))
+    assert profile.name == "profile_example"
+    assert profile.path == EXAMPLE_PATH
+    target = profile.target
+    assert target.ssh == "db1"
+    assert target.jump == "bastion"
+    assert target.restart_command == "sudo systemctl restart mariadb"
+    assert target.dropin_path == "/etc/mysql/mariadb.conf.d/99-knobtop.cnf"
+    assert target.flavor == "mariadb"
+    assert target.mysql == MysqlSpec(
+        host="127.0.0.1",
+        port=3306,
+        socket="/run/mysqld/mysqld.sock",
+        user="knobtop",
+        password_source="env:KNOBTOP_DB_PASSWORD",
+    )
+    assert target.mysql.password_env == "KNOBTOP_DB_PASSWORD"
+    assert profile.clients == (
+        ClientSpec(ssh="app1", sysbench="/usr/bin/sysbench", name="app1"),
+        ClientSpec(ssh="bench@app2:2222", sysbench="sysbench", name="bench@app2:2222"),
+    )
+
+
+def test_name_lookup_in_config_dir_and_defaults(tmp_path: Path) -> None:
+    write(tmp_path, "[target]\n", name="local")
+    profile = load_profile("local", config_dir=tmp_path)
+    assert profile.name == "local"
+    assert profile.path == tmp_path / "local.toml"
+    assert profile.target.ssh is None
+    assert profile.target.mysql == MysqlSpec()
+    assert profile.target.mysql.password_source == "prompt"
+    assert profile.clients == ()
+
+
+def test_xdg_config_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = tmp_path / "knobtop" / "profiles"
+    directory.mkdir(parents=True)
+    write(directory, MINIMAL, name="db")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert load_profile("db").target.ssh == "db1"
+    assert list_profiles() == ["db"]
+
+
+def test_missing_named_profile_lists_existing(tmp_path: Path) -> None:
+    write(tmp_path, MINIMAL, name="alpha")
+    write(tmp_path, MINIMAL, name="beta")
+    with pytest.raises(ProfileError) as info:
+        load_profile("gamma", config_dir=tmp_path)
+    message = str(info.value)
+    assert str(tmp_path / "gamma.toml") in message
+    assert "'gamma' not found" in message
+    assert "use one of: alpha, beta" in message
+
+
+def test_missing_dir_says_how_to_start(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    with pytest.raises(ProfileError) as info:
+        load_profile("x", config_dir=missing)
+    assert f"create {missing}" in str(info.value)
+    assert str(EXAMPLE_PATH) in info.value.fix
+
+
+def test_toml_syntax_error_has_line_column_and_key(tmp_path: Path) -> None:
+    path = write(tmp_path, '[target]\nssh = "db1"\n[target.mysql]\nport = 33 06\n')
+    err = refused(path, "target.mysql.port")
+    assert "line 4, column" in err.problem
+    assert "TOML syntax error" in err.problem
+    assert "correct the TOML at line 4" in err.fix
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "suggestion"),
+    [
+        ('[target]\nshh = "db1"\n', "target.shh", "'ssh'"),
+        ("[target]\n[target.mysql]\nprot = 3306\n", "target.mysql.prot", "'port'"),
+        ("[target]\n[[clients]]\n", "clients", "'client'"),
+        ('[target]\n[[client]]\nsysbnech = "x"\n', "client[0].sysbnech", "'sysbench'"),
+        (
+            '[target]\n[target.mysql]\npassword = { evn = "X" }\n',
+            "target.mysql.password.evn",
+            "'env'",
+        ),
+    ],
+)
+def test_unknown_key_suggests_closest(tmp_path: Path, body: str, key: str, suggestion: str) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert err.problem == "unknown key"
+    assert f"did you mean {suggestion}?" in err.fix
+
+
+def test_unknown_key_without_near_match_lists_known(tmp_path: Path) -> None:
+    err = refused(write(tmp_path, "[target]\nzzzzzz = 1\n"), "target.zzzzzz")
+    assert err.fix.startswith("remove it; known keys here: ssh, jump, mysql")
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "expected", "found", "fix"),
+    [
+        (
+            '[target]\n[target.mysql]\nport = "3306"\n',
+            "target.mysql.port",
+            "an integer",
+            "string '3306'",
+            "port = 3306 (a number, no quotes)",
+        ),
+        (
+            "[target]\n[target.mysql]\nport = true\n",
+            "target.mysql.port",
+            "an integer",
+            "boolean True",
+            "a whole number",
+        ),
+        ("[target]\nssh = 42\n", "target.ssh", "a string", "integer 42", 'ssh = "42"'),
+        ('target = "db1"\n', "target", "a table", "string 'db1'", "[target] table"),
+        ("[target]\nmysql = 5\n", "target.mysql", "a table", "integer 5", "[target.mysql]"),
+        (
+            "[target]\n[client]\n",
+            "client",
+            "an array of tables ([[client]])",
+            "table",
+            "[[client]]",
+        ),
+        (
+            "[target]\n[target.mysql]\npassword = 1234\n",
+            "target.mysql.password",
+            "a string or a table",
+            "integer",
+            "mycnf = true",
+        ),
+        (
+            "[target]\n[target.mysql]\npassword = { env = 7 }\n",
+            "target.mysql.password.env",
+            "a string",
+            "integer",
+            'env = "KNOBTOP_DB_PASSWORD"',
+        ),
+        (
+            '[target]\n[target.mysql]\npassword = { mycnf = "yes" }\n',
+            "target.mysql.password.mycnf",
+            "a boolean",
+            "string",
+            "mycnf = true",
+        ),
+    ],
+)
+def test_wrong_type(
+    tmp_path: Path, body: str, key: str, expected: str, found: str, fix: str
+) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert err.problem.startswith(f"expected {expected}, found {found}")
+    assert fix in err.fix
+
+
+def test_wrong_type_never_echoes_a_password(tmp_path: Path) -> None:
+    path = write(tmp_path, "[target]\n[target.mysql]\npassword = 987654321\n")
+    err = refused(path, "target.mysql.password")
+    assert "987654321" not in str(err)
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "problem", "fix"),
+    [
+        ("[target]\n[target.mysql]\nport = 0\n", "target.mysql.port", "out of range", "3306"),
+        ("[target]\n[target.mysql]\nport = 70000\n", "target.mysql.port", "70000", "3306"),
+        ('[target]\nflavor = "percona"\n', "target.flavor", "'percona'", "mariadb | mysql"),
+        ('[target]\nssh = ""\n', "target.ssh", "is empty", "omit ssh for this machine"),
+        ('[target]\nssh = "db1:99999"\n', "target.ssh", "out of range", "user@host:port"),
+        ('[target]\nssh = "-oProxyCommand=x"\n', "target.ssh", "not a valid host", "alias"),
+        ('[target]\njump = "bastion"\n', "target.jump", "target.ssh is not", "set target.ssh"),
+        ('[target]\ndropin_path = "conf.d/x.cnf"\n', "target.dropin_path", "absolute", "/etc"),
+        (
+            '[target]\n[target.mysql]\nsocket = "x.sock"\n',
+            "target.mysql.socket",
+            "absolute",
+            "/run",
+        ),
+        ('[target]\n[target.mysql]\nuser = ""\n', "target.mysql.user", "empty", 'user = "root"'),
+        (
+            '[target]\n[target.mysql]\npassword = { env = "NOT-A-VAR" }\n',
+            "target.mysql.password.env",
+            "not an environment variable name",
+            "KNOBTOP_DB_PASSWORD",
+        ),
+        (
+            "[target]\n[target.mysql]\npassword = { mycnf = true, prompt = true }\n",
+            "target.mysql.password",
+            "exactly one source, found 2",
+            "write one of",
+        ),
+        (
+            "[target]\n[target.mysql]\npassword = { prompt = false }\n",
+            "target.mysql.password.prompt",
+            "selects no source",
+            "prompt = true",
+        ),
+        ('[target]\n[[client]]\nssh = "a@"\n', "client[0].ssh", "no host", "user@host"),
+        (
+            '[target]\n[[client]]\nssh = "app1"\n[[client]]\nssh = "u@x"\nname = "app1"\n',
+            "client[1].name",
+            "already used by client[0]",
+            "distinct name",
+        ),
+        ("[[client]]\n", "target", "missing [target] table", "add a [target] table"),
+    ],
+)
+def test_bad_values(tmp_path: Path, body: str, key: str, problem: str, fix: str) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert problem in err.problem
+    assert fix in err.fix
+
+
+def test_flavor_is_case_insensitive(tmp_path: Path) -> None:
+    path = write(tmp_path, '[target]\nflavor = "MySQL"\n')
+    assert load_profile(str(path)).target.flavor == "mysql"
+
+
+# --------------------------------------------------------------------------- passwords
+
+
+INLINE = '[target]\n[target.mysql]\npassword = "s3cret-value"\n'
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_inline_password_in_readable_file_is_refused(tmp_path: Path, mode: int) -> None:
+    path = write(tmp_path, INLINE, mode=mode)
+    err = refused(path, "target.mysql.password")
+    assert err.fix == f'chmod 600 {path}, or use password = {{ env = "..." }}'
+    assert "group or others can read" in err.problem
+    assert "s3cret-value" not in str(err)
+
+
+def test_inline_password_in_private_file_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, INLINE, mode=0o600)
+    mysql = load_profile(str(path)).target.mysql
+    assert mysql.password_source == "inline"
+    assert mysql.password == "s3cret-value"
+    assert "s3cret-value" not in repr(mysql)
+
+
+def test_readable_file_without_inline_password_is_fine(tmp_path: Path) -> None:
+    path = write(tmp_path, '[target]\n[target.mysql]\npassword = { env = "PW" }\n', mode=0o644)
+    assert load_profile(str(path)).target.mysql.password_source == "env:PW"
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "env"),
+    [
+        ('{ env = "KNOBTOP_PW" }', "env:KNOBTOP_PW", "KNOBTOP_PW"),
+        ("{ mycnf = true }", "mycnf", None),
+        ("{ prompt = true }", "prompt", None),
+    ],
+)
+def test_password_sources(tmp_path: Path, value: str, source: str, env: str | None) -> None:
+    path = write(tmp_path, f"[target]\n[target.mysql]\npassword = {value}\n", mode=0o644)
+    mysql = load_profile(str(path)).target.mysql
+    assert mysql.password_source == source
+    assert mysql.password_env == env
+    assert mysql.password is None
+
+
+def test_mysqlspec_rejects_unknown_source() -> None:
+    with pytest.raises(ValueError, match="password_source 'vault'"):
+        MysqlSpec(password_source="vault")
+    with pytest.raises(ValueError, match="env:VARNAME"):
+        MysqlSpec(password_source="env:1BAD")
+
+
+MYCNF = r"""
+# ~/.my.cnf on db1
+[mysqld]
+password = server-side-not-ours
+
+[client]
+user = knobtop
+password = "first#not-a-comment"   # trailing comment
+host=127.0.0.1
+
+; a semicolon comment
+[mysqldump]
+password = dump-only
+
+[mysql]
+pass = 'p@ss "quoted" # kept'  # comment after quotes
+"""
+
+
+def test_mycnf_last_client_or_mysql_password_wins() -> None:
+    assert password_from_mycnf(MYCNF) == 'p@ss "quoted" # kept'
+
+
+def test_mycnf_client_section_quotes_and_comments() -> None:
+    text = MYCNF.split("; a semicolon comment")[0]
+    assert password_from_mycnf(text) == "first#not-a-comment"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[client]\npassword=plain # comment\n", "plain"),
+        ("[CLIENT]\n  password  =  spaced  \n", "spaced"),
+        ("[client]\nloose-password = loose\n", "loose"),
+        ("[client]\npassword = a\\sb\\\\c\\tq\n", "a b\\c\tq"),
+        ('[client]\npassword = ""\n', ""),
+        ("[client]\npassword = x\n[client]\npassword\n", None),
+        ("[mysqld]\npassword = x\n", None),
+        ("password = outside-any-group\n", None),
+        ("[client]\nuser = u\n!includedir /etc/mysql/conf.d/\n", None),
+        ("[client]\npasswd = nope\n", None),
+    ],
+)
+def test_mycnf_cases(text: str, expected: str | None) -> None:
+    assert password_from_mycnf(text) == expected
+
+
+# --------------------------------------------------------------------------- destinations
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("db1", (None, "db1", None)),
+        ("user@db1", ("user", "db1", None)),
+        ("user@db1.example.com:2222", ("user", "db1.example.com", 2222)),
+        ("db_alias-2:22", (None, "db_alias-2", 22)),
+        ("10.0.0.5:65535", (None, "10.0.0.5", 65535)),
+        ("[::1]:2222", (None, "::1", 2222)),
+        ("root@[fe80::1]", ("root", "fe80::1", None)),
+    ],
+)
+def test_parse_destination(text: str, expected: tuple[str | None, str, int | None]) -> None:
+    assert parse_destination(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty destination"),
+        ("user@", "no host"),
+        ("@db1", "empty user"),
+        ("db1:0", "out of range"),
+        ("db1:65536", "out of range"),
+        ("db1:ssh", "not a number"),
+        ("db 1", "whitespace"),
+        ("::1", "brackets"),
+        ("[::1", "closing"),
+        ("[::1]x", "after ']'"),
+        ("[db1]:22", "not an IPv6 address"),
+        ("-oProxyCommand=evil", "not a valid host"),
+        ("bad user@db1", "whitespace"),
+        ("us/er@db1", "not a valid user"),
+    ],
+)
+def test_parse_destination_refuses(text: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        parse_destination(text)
+
+
+# --------------------------------------------------------------------------- ad hoc and lab
+
+
+def test_profile_from_args() -> None:
+    profile = profile_from_args(
+        "user@db1:2222",
+        ["user@app1", "app2"],
+        mysql_user="knobtop",
+        mysql_port=3307,
+        mysql_socket="/run/mysqld/mysqld.sock",
+        password_env="KNOBTOP_DB_PASSWORD",
+    )
+    assert profile.name == "adhoc"
+    assert profile.path is None
+    assert profile.target.ssh == "user@db1:2222"
+    assert profile.target.jump is None
+    assert profile.target.mysql == MysqlSpec(
+        port=3307,
+        socket="/run/mysqld/mysqld.sock",
+        user="knobtop",
+        password_source="env:KNOBTOP_DB_PASSWORD",
+    )
+    assert [c.name for c in profile.clients] == ["user@app1", "app2"]
+    assert all(c.sysbench == "sysbench" for c in profile.clients)
+
+
+def test_profile_from_args_local_target_prompts() -> None:
+    profile = profile_from_args(None, [])
+    assert profile.target.ssh is None
+    assert profile.target.mysql.password_source == "prompt"
+    assert profile.clients == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "problem"),
+    [
+        ({"target": "db1:0"}, "--target", "out of range"),
+        ({"target": "db1", "clients": ["u@"]}, "--client", "no host"),
+        ({"target": "db1", "clients": ["a", "a"]}, "--client", "given twice"),
+        ({"target": "db1", "mysql_port": 0}, "--mysql-port", "out of range"),
+        ({"target": "db1", "password_env": "X-Y"}, "--password-env", "not an environment"),
+        ({"target": "db1", "mysql_socket": "rel.sock"}, "--mysql-socket", "absolute"),
+        ({"target": "db1", "mysql_user": ""}, "--mysql-user", "empty user"),
+    ],
+)
+def test_profile_from_args_refuses(kwargs: dict[str, object], key: str, problem: str) -> None:
+    target = kwargs.pop("target")
+    clients = kwargs.pop("clients", [])
+    assert isinstance(target, str)
+    assert isinstance(clients, list)
+    with pytest.raises(ProfileError) as info:
+        profile_from_args(target, clients, **kwargs)  # type: ignore[arg-type]
+    err = info.value
+    assert err.file == "command line"
+    assert err.key == key
+    assert problem in err.problem
+    assert f"command line: {key}: " in str(err)
+    assert "fix: " in str(err)
+
+
+def test_lab_profile_is_all_local() -> None:
+    profile = lab_profile("/tmp/lab/mysqld.sock", 33061, "root")
+    assert profile.name == "lab"
+    assert profile.path is None
+    assert profile.target.ssh is None
+    assert profile.target.jump is None
+    assert profile.target.mysql == MysqlSpec(
+        port=33061, socket="/tmp/lab/mysqld.sock", user="root", password_source="inline"
+    )
+    assert profile.target.mysql.password is None
+    assert [c.ssh for c in profile.clients] == [None]
+    assert profile.clients[0].name == "local"
