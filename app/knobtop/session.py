@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import psutil
 
 from knobtop import __version__
-from knobtop.hosts.base import HOST_CPU_FIELDS, Host
+from knobtop.hosts.base import Host, HostError
+from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.journal.events import (
     FORMAT_VERSION,
     Change,
@@ -40,7 +41,7 @@ from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
 from knobtop.server.knobs import SEED_KNOBS, KnobFacts, SetGlobalApplier, load_facts
-from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
 
 MIN_INTERVAL = 0.1
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
@@ -65,14 +66,27 @@ class SessionConfig:
             )
 
 
-def host_facts(host: Host) -> dict[str, Any]:
-    return {
-        "name": host.name,
-        "hostname": socket.gethostname(),
-        "cpus": os.cpu_count(),
-        "memory": psutil.virtual_memory().total,
-        "os": platform.platform(),
-    }
+async def host_facts(host: Host, role: str) -> dict[str, Any]:
+    """What a report needs to know about a host; remote hosts are asked once."""
+    from knobtop.hosts.local import LocalHost
+
+    if isinstance(host, LocalHost):
+        return {
+            "role": role,
+            "hostname": socket.gethostname(),
+            "cpus": os.cpu_count(),
+            "memory": psutil.virtual_memory().total,
+            "os": platform.platform(),
+        }
+    facts: dict[str, Any] = {"role": role, "destination": getattr(host, "destination", "")}
+    try:
+        result = await host.run(["sh", "-c", "hostname; nproc; uname -srm"], limit=15)
+        lines = result.stdout.splitlines()
+        if result.returncode == 0 and len(lines) >= 3:
+            facts.update(hostname=lines[0], cpus=int(lines[1]), os=lines[2])
+    except (HostError, ValueError) as exc:
+        facts["error"] = str(exc)
+    return facts
 
 
 class SessionError(RuntimeError):
@@ -87,10 +101,19 @@ class Session:
     journal before listeners (the screen) see it.
     """
 
-    def __init__(self, config: SessionConfig, host: Host, driver: LoadDriver | None) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        host: Host,
+        driver: LoadDriver | None,
+        *,
+        clients: tuple[Host, ...] = (),
+        via: Tunnel | None = None,
+    ) -> None:
         config.check()
         self.config = config
-        self.host = host
+        self.host = host  # the target server's host
+        self.clients = tuple(c for c in clients if c.name != host.name)
         self.driver = driver
         self.listeners: list[Listener] = []
         self.journal: JournalWriter | None = None
@@ -101,8 +124,9 @@ class Session:
         self.phase = 0
         self.load_spec: LoadSpec | None = None
         self._phase_reports: list[IntervalReport] = []
-        self._sampler_link = ServerLink(config.connection)
-        self._action_link = ServerLink(config.connection)
+        self._sampler_link = ServerLink(config.connection, via=via)
+        self._action_link = ServerLink(config.connection, via=via)
+        self._hosts_down: set[str] = set()
         self._sampler: asyncio.Task[None] | None = None
         self._t0 = time.monotonic()
         self._closed = False
@@ -154,9 +178,12 @@ class Session:
                 "version_text": self.version.text,
                 **self.config.connection.describe(),
             },
-            hosts={self.host.name: host_facts(self.host)},
+            hosts={
+                h.name: await host_facts(h, "target" if h is self.host else "client")
+                for h in self.hosts
+            },
             counters=list(SERVER_COUNTERS),
-            host_fields=list(HOST_CPU_FIELDS),
+            host_fields=list(OS_FIELDS),
         )
         self._t0 = time.monotonic()
         try:
@@ -178,8 +205,30 @@ class Session:
                 facts={k: f.to_json() for k, f in self.knob_facts.items()},
             )
         )
+        for h in self.hosts:
+            h.start_os_metrics(self.config.interval)
+            if hasattr(h, "on_state"):
+                h.on_state = lambda state, reason, name=h.name: self._host_state(
+                    name, state, reason
+                )
         self._sampler = asyncio.create_task(self._sample_loop(), name="knobtop-sampler")
         return header
+
+    @property
+    def hosts(self) -> tuple[Host, ...]:
+        return (self.host, *self.clients)
+
+    def _host_state(self, name: str, state: str, reason: str) -> None:
+        """SSH to a host went down or came back: the journal (and screen) say so."""
+        if state == "down" and name not in self._hosts_down:
+            self._hosts_down.add(name)
+            self._emit_quietly(Error(t=self.now(), wall=self.wall(), source=f"host {name}",
+                                     message=f"SSH to {name} lost ({reason}); retrying",
+                                     gap=True))
+        elif state == "up" and name in self._hosts_down:
+            self._hosts_down.discard(name)
+            self._emit_quietly(Error(t=self.now(), wall=self.wall(), source=f"host {name}",
+                                     message=f"SSH to {name} is back"))
 
     async def close(self, reason: str = "quit") -> None:
         """Stop load and sampling, write ``end``, close everything; each step runs
@@ -204,7 +253,9 @@ class Session:
             finally:
                 await self._sampler_link.close()
                 await self._action_link.close()
-                await self.host.close()
+                for h in self.hosts:
+                    with contextlib.suppress(Exception):
+                        await h.close()
 
     # -- sampling -------------------------------------------------------------
 
@@ -248,9 +299,8 @@ class Session:
             done = time.monotonic()
             stamp = round((sent + done) / 2 - self._t0, 4)
             try:
-                cpu = self.host.cpu_times()
                 self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
-                                 host={self.host.name: cpu}, re=reconnected))
+                                 host=self._os_samples(), re=reconnected))
             except Exception as exc:  # a full disk must not silently kill the sampler
                 self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
                                          message=f"sample not recorded: {exc}", gap=True))
@@ -270,6 +320,14 @@ class Session:
                 self.late_samples += 1
                 skipped = int((now - next_due) / interval) + 1
                 next_due += skipped * interval
+
+    def _os_samples(self) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for h in self.hosts:
+            sample = h.os_sample()
+            if sample is not None:
+                out[h.name] = [round(v, 2) for v in sample]
+        return out
 
     def _emit_quietly(self, event: Event) -> None:
         """Emit an error event; if even that fails (journal unwritable), the
@@ -479,7 +537,7 @@ async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
 
 
 async def prepare_tables(
-    info: ConnectionInfo,
+    server: ConnectionInfo | ServerLink,
     driver: Sysbench,
     spec: LoadSpec,
     progress: Callable[[PrepareProgress], None] | None = None,
@@ -488,7 +546,7 @@ async def prepare_tables(
 
     Returns True when it loaded them.  Tables of another size are dropped first.
     """
-    link = ServerLink(info)
+    link = server if isinstance(server, ServerLink) else ServerLink(server)
     await link.connect()
     try:
         await link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")

@@ -1,10 +1,11 @@
-"""A real OpenSSH ``sshd`` running on 127.0.0.1 in a temporary directory, for tests."""
+"""A real OpenSSH ``sshd`` on a loopback address in a temporary directory, for tests."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import pwd
+import signal
 import socket
 import subprocess
 import tempfile
@@ -41,8 +42,6 @@ class SshServer:
     Use as ``with SshServer("/usr/sbin/sshd") as srv: ...`` or call ``start()``/``stop()``.
     """
 
-    host = "127.0.0.1"
-
     def __init__(
         self,
         sshd_path: str = "/usr/sbin/sshd",
@@ -50,7 +49,9 @@ class SshServer:
         startup_timeout: float = 10.0,
         log_level: str = "VERBOSE",
         start_attempts: int = 3,
+        listen: str = "127.0.0.1",
     ) -> None:
+        self.host = listen
         self.sshd_path = sshd_path
         self.startup_timeout = startup_timeout
         self.log_level = log_level
@@ -108,6 +109,44 @@ class SshServer:
         tmp, self._tmp = self._tmp, None
         if tmp is not None:
             tmp.cleanup()
+
+    def kill(self) -> None:
+        """Crash the server: SIGKILL the listener and every per-connection sshd it forked,
+        so clients see their connections drop. Port, keys and files are kept for
+        ``restart()``."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        victims = [proc.pid, *self._session_pids(proc.pid)]
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+    def restart(self) -> Self:
+        """Start sshd again on the same address, port and host key (after ``kill()``)."""
+        if self._tmp is None:
+            raise SshServerError("restart() needs a started (then killed) SshServer")
+        if self._proc is not None:
+            self.kill()
+        self._spawn_and_wait()
+        return self
+
+    @staticmethod
+    def _session_pids(listener: int) -> list[int]:
+        """Descendants of the listener that are sshd processes (not the users' commands)."""
+        import psutil
+
+        try:
+            children = psutil.Process(listener).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        pids = []
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                if child.name().startswith("sshd"):
+                    pids.append(child.pid)
+        return pids
 
     def __enter__(self) -> Self:
         return self.start()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import aiomysql
 import pymysql
@@ -91,11 +91,29 @@ def describe_error(exc: BaseException, info: ConnectionInfo) -> ServerError:
     return ServerError(f"server error {code}: {text}" if code else text, code)
 
 
-class ServerLink:
-    """A single connection with a query helper; errors become ``ServerError``."""
+class Tunnel(Protocol):
+    """Something that can open a local port reaching a remote address (an SshHost)."""
 
-    def __init__(self, info: ConnectionInfo, *, connect_timeout: float = 5.0) -> None:
+    name: str
+
+    async def forward(
+        self, *, host: str | None = None, port: int | None = None, path: str | None = None
+    ) -> int: ...
+
+
+class ServerLink:
+    """A single connection with a query helper; errors become ``ServerError``.
+
+    With ``via``, ``info`` is the server as seen from that host and each
+    connect goes through a fresh-or-reused SSH port forward (TCP, or to the
+    unix socket when ``info.socket`` is set).
+    """
+
+    def __init__(
+        self, info: ConnectionInfo, *, connect_timeout: float = 5.0, via: Tunnel | None = None
+    ) -> None:
         self.info = info
+        self.via = via
         self.connect_timeout = connect_timeout
         self.version: ServerVersion | None = None
         self._conn: Any = None
@@ -122,9 +140,23 @@ class ServerLink:
                 2013,
             ) from None
 
+    async def _endpoint(self) -> ConnectionInfo:
+        if self.via is None:
+            return self.info
+        from knobtop.hosts.base import HostError
+
+        try:
+            if self.info.socket:
+                local = await self.via.forward(path=self.info.socket)
+            else:
+                local = await self.via.forward(host=self.info.host, port=self.info.port)
+        except HostError as exc:
+            raise ServerError(f"no tunnel to the server via {self.via.name}: {exc}", 2003) from None
+        return replace(self.info, host="127.0.0.1", port=local, socket=None)
+
     async def _connect(self) -> ServerVersion:
-        info = self.info
         self._drop()
+        info = await self._endpoint()
         try:
             self._conn = await aiomysql.connect(
                 host=info.host,
@@ -138,7 +170,7 @@ class ServerLink:
                 connect_timeout=self.connect_timeout,
             )
         except (TimeoutError, pymysql.err.MySQLError, OSError) as exc:
-            raise describe_error(exc, info) from None
+            raise describe_error(exc, self.info) from None
         rows = await self.query("SELECT VERSION(), @@version_comment")
         self.version = ServerVersion.parse(str(rows[0][0]), str(rows[0][1] or ""))
         return self.version

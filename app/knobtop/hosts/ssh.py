@@ -1,0 +1,711 @@
+"""SshHost: the Host protocol over one multiplexed asyncssh connection per destination."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import errno
+import os
+import secrets
+import shlex
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath, PurePosixPath
+from typing import Any, cast
+
+import asyncssh
+
+from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
+from knobtop.hosts.procstat import SNAPSHOT_END, USER_HZ, ProcParseError, parse_proc_snapshot
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 5.0
+OP_LIMIT = 60.0  # bound for file operations and other short exchanges
+DEFAULT_GRACE_TENTHS = 30  # what the watchdog waits between TERM and KILL if nobody says
+
+# Every remote command runs under this POSIX sh wrapper. OpenSSH starts each session's
+# command as a session (and process group) leader, and ``exec`` keeps that pid, so ``$$`` is
+# the process group of the command and everything it starts. The wrapper prints that pid as
+# the first stdout line, runs the command with stdin from /dev/null, and leaves a watchdog
+# reading the channel's stdin: on EOF (stop() sends one; a closed channel or a dropped
+# connection gives one) it sends TERM to the whole group, waits up to the grace (tenths of a
+# second, an optional first stdin line) while the command lives, then sends KILL, so also
+# anything the command left behind in its group dies.
+_WRAPPER = (
+    'exec 3<&0 </dev/null; echo "$$"; "$@" 3<&- & c=$!; '
+    # alive: $c exists and is not a zombie (an unreaped zombie must not hold us up)
+    'alive() { kill -0 "$c" && { s=; read -r s <"/proc/$c/stat"; s=${s##*) }; '
+    '[ "${s%% *}" != Z ]; }; }; '
+    "{ trap '' TERM; n=; read -r n <&3; cat <&3 >/dev/null; "
+    f'case "$n" in ""|*[!0-9]*) n={DEFAULT_GRACE_TENTHS};; esac; '
+    'kill -TERM -$$; i=0; while [ "$i" -lt "$n" ] && alive; do '
+    "sleep 0.1; i=$((i+1)); done; kill -KILL -$$; } >/dev/null 2>&1 & "
+    'exec 3<&-; wait "$c"'
+)
+
+_METRICS_SCRIPT = (
+    'echo "@@hz $(getconf CLK_TCK 2>/dev/null || echo 100)"; '
+    "while :; do for f in stat meminfo diskstats loadavg; do "
+    'echo "@@$f"; cat "/proc/$f" || exit 1; done; '
+    f'echo {SNAPSHOT_END}; sleep "$1" || exit 1; done'
+)
+
+
+def wrap_command(argv: Sequence[str]) -> str:
+    """The command line sent to the remote login shell for ``argv``."""
+    if not argv:
+        raise ValueError("empty argv")
+    return f"exec sh -c {shlex.quote(_WRAPPER)} knobtop {shlex.join(argv)}"
+
+
+class HostKeyError(HostError):
+    """The server's host key is unknown or differs from the one in known_hosts."""
+
+
+class _Default(enum.Enum):
+    TOKEN = 0
+
+
+DEFAULT = _Default.TOKEN
+
+
+def parse_destination(destination: str) -> tuple[str | None, str, int | None]:
+    """``[ssh://][user@]host[:port]`` (or ``[v6addr]:port``, or an ssh-config alias) as
+    (user, host, port); missing parts are None."""
+    rest = destination.removeprefix("ssh://")
+    user: str | None = None
+    if "@" in rest:
+        user, _, rest = rest.rpartition("@")
+        user = user or None
+    port: int | None = None
+    if rest.startswith("["):
+        host, _, tail = rest[1:].partition("]")
+        if tail.startswith(":") and tail[1:]:
+            port = _port(tail[1:], destination)
+    elif rest.count(":") == 1:
+        host, _, port_text = rest.partition(":")
+        if port_text:
+            port = _port(port_text, destination)
+    else:
+        host = rest
+    if not host:
+        raise HostError(f"'{destination}': no host name in the SSH destination")
+    return user, host, port
+
+
+def _port(text: str, destination: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise HostError(f"'{destination}': '{text}' is not a TCP port")
+    return int(text)
+
+
+def _host_port(host: str, port: int | None) -> str:
+    return host if port in (None, 22) else f"[{host}]:{port}"
+
+
+@dataclass
+class _KeyCheck:
+    """Host-key verdict for one connection attempt, filled by asyncssh's callbacks."""
+
+    known_hosts: Path
+    accept_new: bool
+    host: str = ""
+    port: int | None = None
+    had_keys: bool = False
+    verdict: str = ""  # "unknown" | "changed" | "accepted"
+    server_key: asyncssh.SSHKey | None = None
+
+    def lookup(self, host: str, addr: str, port: int | None) -> Any:
+        self.host, self.port = host, port
+        try:
+            result = asyncssh.match_known_hosts(str(self.known_hosts), host, addr, port)
+        except FileNotFoundError:
+            return ((), (), ())
+        except (OSError, ValueError) as exc:
+            raise HostError(f"cannot read known_hosts file {self.known_hosts}: {exc}") from exc
+        self.had_keys = bool(result[0]) or bool(result[1])
+        return result
+
+    def validate(self, host: str, port: int, key: asyncssh.SSHKey) -> bool:
+        """Called only for a key known_hosts does not vouch for."""
+        self.server_key = key
+        if self.had_keys:
+            self.verdict = "changed"
+            return False
+        if not self.accept_new:
+            self.verdict = "unknown"
+            return False
+        line = f"{_host_port(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
+        self.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.known_hosts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(line)
+        self.verdict = "accepted"
+        return True
+
+    def error(self, label: str) -> HostKeyError:
+        where = f"{self.host}:{self.port or 22}"
+        if self.server_key is None:
+            return HostKeyError(f"{label}: the server's host key was refused (revoked?)")
+        fp = self.server_key.get_fingerprint("sha256")
+        kind = self.server_key.get_algorithm()
+        if self.verdict == "changed":
+            return HostKeyError(
+                f"{where}: host key CHANGED: the server now offers {kind} {fp}, but "
+                f"{self.known_hosts} holds a different key for it. This is a possible "
+                "man-in-the-middle attack (or the host was reinstalled). Verify the new "
+                "fingerprint out of band; only then remove the old entry with "
+                f"`ssh-keygen -R '{_host_port(self.host, self.port)}' -f {self.known_hosts}` "
+                "and connect again. --accept-new does not override a changed key."
+            )
+        port_opt = f"-p {self.port} " if self.port not in (None, 22) else ""
+        return HostKeyError(
+            f"{where}: unknown host key {kind} {fp}. Verify that fingerprint on the server "
+            "(ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), then trust it with "
+            f"`ssh-keyscan {port_opt}{self.host} >> {self.known_hosts}`, "
+            "or rerun with --accept-new."
+        )
+
+
+class _Client(asyncssh.SSHClient):
+    def __init__(self, check: _KeyCheck, on_lost: Callable[[object, Exception | None], None]):
+        self._check = check
+        self._on_lost = on_lost
+        self._conn: object = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self._conn = conn
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._on_lost(self._conn, exc)
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        return self._check.validate(host, port, key)
+
+
+_CONN_ERRORS = (asyncssh.Error, OSError, EOFError)
+
+
+class SshProcess:
+    """A remote command whose stdout is read as lines; stderr is kept (last lines)."""
+
+    def __init__(
+        self,
+        host: SshHost,
+        proc: asyncssh.SSHClientProcess[bytes],
+        argv: Sequence[str],
+        pid: int | None,
+    ) -> None:
+        self._host = host
+        self._proc = proc
+        self.argv = tuple(argv)
+        self._pid = pid
+        self._stderr: deque[str] = deque(maxlen=40)
+        self._stderr_task = asyncio.ensure_future(self._drain_stderr())
+
+    @property
+    def pid(self) -> int | None:
+        """The remote pid of the wrapper shell: the process group of the command."""
+        return self._pid
+
+    @property
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def _drain_stderr(self) -> None:
+        with contextlib.suppress(*_CONN_ERRORS):
+            async for raw in self._proc.stderr:
+                self._stderr.append(raw.decode(errors="replace"))
+
+    async def lines(self) -> AsyncIterator[str]:
+        try:
+            async for raw in self._proc.stdout:
+                yield raw.decode(errors="replace").rstrip("\r\n")
+        except _CONN_ERRORS as exc:
+            raise HostError(f"{self._host.name}: lost output of '{self.argv[0]}': {exc}") from exc
+
+    async def wait(self) -> int:
+        try:
+            await self._proc.wait()
+        except _CONN_ERRORS as exc:
+            raise HostError(f"{self._host.name}: lost '{self.argv[0]}': {exc}") from exc
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._stderr_task
+        rc = self._proc.returncode
+        if rc is None:
+            raise HostError(
+                f"{self._host.name}: connection lost while '{self.argv[0]}' ran; "
+                "its remote watchdog ends it"
+            )
+        return rc
+
+    async def stop(self, grace: float = 3.0) -> int | None:
+        """TERM the remote process group, KILL it after ``grace`` seconds."""
+        if self._proc.returncode is not None:
+            return self._proc.returncode
+        with contextlib.suppress(*_CONN_ERRORS):
+            self._proc.stdin.write(f"{max(1, round(grace * 10))}\n".encode())
+            self._proc.stdin.write_eof()
+        try:
+            async with asyncio.timeout(grace + 2.0):
+                return await self.wait()
+        except TimeoutError:
+            pass
+        except HostError:
+            return None
+        if self._pid is not None:
+            with contextlib.suppress(HostError):
+                await self._host.run(["sh", "-c", f"kill -KILL -{self._pid}"], limit=5.0)
+        self._proc.close()
+        try:
+            async with asyncio.timeout(2.0):
+                return await self.wait()
+        except (TimeoutError, HostError):
+            return self._proc.returncode
+
+
+@dataclass
+class _Metrics:
+    interval: float
+    task: asyncio.Task[None] | None = None
+    sample: list[float] | None = None
+    seq: int = 0
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class SshHost:
+    """A remote machine reached over SSH: one connection, many channels."""
+
+    def __init__(
+        self,
+        destination: str,
+        *,
+        name: str | None = None,
+        port: int | None = None,
+        username: str | None = None,
+        client_keys: list[str] | None = None,
+        known_hosts: str | None = None,
+        accept_new: bool = False,
+        jump: str | None = None,
+        config_paths: list[str] | None = None,
+        agent_path: str | _Default | None = DEFAULT,
+        connect_timeout: float = 10.0,
+        on_state: Callable[[str, str], None] | None = None,
+    ) -> None:
+        user, host, dest_port = parse_destination(destination)
+        self.destination = destination
+        self.name = name or destination
+        self._host = host
+        self._port = port if port is not None else dest_port
+        self._username = username if username is not None else user
+        self._client_keys = client_keys
+        self.known_hosts = Path(known_hosts or "~/.ssh/known_hosts").expanduser()
+        self.accept_new = accept_new
+        self.jump = jump
+        self._config = config_paths
+        self._agent_path = agent_path
+        self.connect_timeout = connect_timeout
+        self.on_state = on_state
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._jump_conn: asyncssh.SSHClientConnection | None = None
+        self._sftp: tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient] | None = None
+        self._lock = asyncio.Lock()
+        self._state = "new"
+        self._down_reason = ""
+        self._next_try = 0.0
+        self._backoff = BACKOFF_FIRST
+        self._closed = False
+        self._metrics: _Metrics | None = None
+        self._forwards: dict[tuple[int, str | None, int | None, str | None], int] = {}
+
+    # -- connection --------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def _set_state(self, state: str, reason: str) -> None:
+        if state == self._state:
+            return
+        self._state = state
+        self._down_reason = reason
+        if self.on_state is not None:
+            self.on_state(state, reason)
+
+    def _lost(self, conn: object, exc: Exception | None) -> None:
+        if conn is None or conn is not self._conn:
+            return
+        self._conn = None
+        self._sftp = None
+        if self._jump_conn is not None:
+            self._jump_conn.close()
+            self._jump_conn = None
+        self._next_try = 0.0  # the first reconnect attempt may happen at once
+        self._backoff = BACKOFF_FIRST
+        self._set_state("down", str(exc) if exc else "connection closed by the server")
+
+    def _options(self, host: str, port: int | None, username: str | None) -> dict[str, Any]:
+        opts: dict[str, Any] = {
+            "config": self._config if self._config is not None else (),
+            "connect_timeout": self.connect_timeout,
+            "keepalive_interval": 10,
+            "keepalive_count_max": 3,
+        }
+        if port is not None:
+            opts["port"] = port
+        if username is not None:
+            opts["username"] = username
+        if self._client_keys is not None:
+            opts["client_keys"] = self._client_keys
+        if self._agent_path is not DEFAULT:
+            opts["agent_path"] = self._agent_path
+        return opts
+
+    async def _open(
+        self,
+        host: str,
+        port: int | None,
+        username: str | None,
+        tunnel: asyncssh.SSHClientConnection | None,
+        on_lost: Callable[[object, Exception | None], None],
+    ) -> asyncssh.SSHClientConnection:
+        opts = self._options(host, port, username)
+        try:
+            resolved = asyncssh.SSHClientConnectionOptions(
+                host=host,
+                **{**opts, "client_keys": None, "agent_path": None, "known_hosts": None},
+            )
+            where = f"{resolved.host}:{resolved.port}"
+            label = f"{resolved.username}@{where}"
+        except (asyncssh.Error, OSError, ValueError) as exc:
+            raise HostError(f"{host}: bad SSH options or ~/.ssh/config: {exc}") from exc
+        check = _KeyCheck(self.known_hosts, self.accept_new)
+        if tunnel is not None:
+            opts["tunnel"] = tunnel
+        try:
+            async with asyncio.timeout(self.connect_timeout + 5.0):
+                conn, _ = await asyncssh.create_connection(
+                    lambda: _Client(check, on_lost),
+                    host,
+                    known_hosts=check.lookup,
+                    **opts,
+                )
+        except asyncssh.HostKeyNotVerifiable:
+            raise check.error(label) from None
+        except asyncssh.PermissionDenied:
+            port_opt = f"-p {resolved.port} " if resolved.port != 22 else ""
+            raise HostError(
+                f"{label}: authentication failed, the server accepted none of the offered keys. "
+                f"Install your public key there (ssh-copy-id {port_opt}{resolved.username}@"
+                f"{resolved.host}), pass the right identity file, or add it to ssh-agent "
+                "(ssh-add)."
+            ) from None
+        except TimeoutError:
+            raise HostError(
+                f"{where}: no SSH answer within {self.connect_timeout:g} s "
+                "(host down, firewall, or wrong port?)"
+            ) from None
+        except HostError:
+            raise
+        except asyncssh.Error as exc:
+            raise HostError(f"{label}: SSH connection failed: {exc.reason}") from None
+        except OSError as exc:
+            raise HostError(
+                f"{where}: unreachable ({exc.strerror or exc}); is sshd running there "
+                "and the port open?"
+            ) from None
+        return conn
+
+    async def _connect(self) -> asyncssh.SSHClientConnection:
+        tunnel = None
+        if self.jump is not None:
+            juser, jhost, jport = parse_destination(self.jump)
+            try:
+                tunnel = await self._open(jhost, jport, juser, None, lambda _c, _e: None)
+            except HostError as exc:
+                raise type(exc)(f"jump host {self.jump}: {exc}") from None
+        try:
+            conn = await self._open(self._host, self._port, self._username, tunnel, self._lost)
+        except BaseException:
+            if tunnel is not None:
+                tunnel.close()
+            raise
+        self._jump_conn = tunnel
+        return conn
+
+    async def _ensure(self) -> asyncssh.SSHClientConnection:
+        async with self._lock:
+            if self._closed:
+                raise HostError(f"{self.name}: host is closed")
+            if self._conn is not None:
+                return self._conn
+            wait = self._next_try - time.monotonic()
+            if wait > 0:
+                raise HostError(
+                    f"{self.name}: SSH connection down ({self._down_reason}); "
+                    f"next reconnect attempt in {wait:.1f} s"
+                )
+            try:
+                conn = await self._connect()
+            except HostError as exc:
+                self._next_try = time.monotonic() + self._backoff
+                self._backoff = min(self._backoff * 2, BACKOFF_MAX)
+                self._set_state("down", str(exc))
+                self._down_reason = str(exc)
+                raise
+            self._conn = conn
+            self._backoff = BACKOFF_FIRST
+            self._next_try = 0.0
+            self._set_state("up", "")
+            return conn
+
+    async def connect(self) -> None:
+        """Connect now (otherwise the first call does); raises HostError with the fix."""
+        await self._ensure()
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except HostError:
+            raise
+        except asyncssh.SFTPNoSuchFile as exc:
+            raise FileNotFoundError(errno.ENOENT, f"{self.name}: {what}: {exc.reason}") from exc
+        except asyncssh.SFTPPermissionDenied as exc:
+            raise PermissionError(errno.EACCES, f"{self.name}: {what}: {exc.reason}") from exc
+        except asyncssh.SFTPError as exc:
+            raise HostError(f"{self.name}: {what}: {exc.reason}") from exc
+        except _CONN_ERRORS as exc:
+            raise HostError(f"{self.name}: {what}: {exc}") from exc
+
+    # -- tunnels -----------------------------------------------------------------
+
+    async def forward(
+        self, *, host: str | None = None, port: int | None = None, path: str | None = None
+    ) -> int:
+        """A port on 127.0.0.1 here that reaches ``host:port`` (or the unix socket
+        ``path``) as seen from this host.  Listeners die with their connection, so
+        after a reconnect the next call makes a new one."""
+        if path is None and (host is None or port is None):
+            raise ValueError("forward needs host and port, or path")
+        conn = await self._ensure()
+        key = (id(conn), host, port, path)
+        known = self._forwards.get(key)
+        if known is not None:
+            return known
+        what = f"tunnel to {path or f'{host}:{port}'}"
+        with self._errors(what):
+            if path is not None:
+                listener = await conn.forward_local_port_to_path("127.0.0.1", 0, path)
+            else:
+                assert host is not None and port is not None
+                listener = await conn.forward_local_port("127.0.0.1", 0, host, port)
+        local = int(listener.get_port())
+        self._forwards = {k: v for k, v in self._forwards.items() if k[0] == id(conn)}
+        self._forwards[key] = local
+        return local
+
+    # -- commands ----------------------------------------------------------------
+
+    async def _start(self, argv: Sequence[str]) -> tuple[asyncssh.SSHClientProcess[bytes], int]:
+        conn = await self._ensure()
+        with self._errors(f"cannot start '{argv[0]}'"):
+            proc: asyncssh.SSHClientProcess[bytes] = await conn.create_process(
+                wrap_command(argv), encoding=None
+            )
+            async with asyncio.timeout(OP_LIMIT):
+                first = await proc.stdout.readline()
+        try:
+            pid = int(first)
+        except ValueError:
+            proc.close()
+            raise HostError(
+                f"{self.name}: remote command wrapper did not start (need a POSIX sh): {first!r}"
+            ) from None
+        return proc, pid
+
+    async def run(self, argv: Sequence[str], *, limit: float = 60.0) -> CommandResult:
+        proc, _ = await self._start(argv)
+        try:
+            async with asyncio.timeout(limit):
+                with self._errors(f"'{argv[0]}' failed"):
+                    out, err = await proc.communicate()
+        except TimeoutError:
+            proc.close()  # the watchdog sees EOF and ends the remote process group
+            raise HostError(
+                f"{self.name}: '{' '.join(argv[:2])}' did not finish within {limit:.0f} s"
+            ) from None
+        rc = proc.returncode
+        if rc is None:
+            raise HostError(f"{self.name}: connection lost while '{argv[0]}' ran")
+        stdout = (out or b"").decode(errors="replace")
+        stderr = (err or b"").decode(errors="replace")
+        if rc == 127 and stderr.rstrip().endswith("not found"):
+            raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH")
+        return CommandResult(tuple(argv), rc, stdout, stderr)
+
+    async def stream(self, argv: Sequence[str]) -> SshProcess:
+        proc, pid = await self._start(argv)
+        return SshProcess(self, proc, argv, pid)
+
+    async def which(self, program: str) -> str | None:
+        result = await self.run(
+            ["sh", "-c", 'PATH="$PATH:/usr/sbin:/sbin"; command -v "$1"', "sh", program],
+            limit=OP_LIMIT,
+        )
+        found = result.stdout.strip()
+        return found if result.returncode == 0 and found.startswith("/") else None
+
+    # -- files -------------------------------------------------------------------
+
+    async def _sftp_client(self) -> asyncssh.SFTPClient:
+        conn = await self._ensure()
+        if self._sftp is not None and self._sftp[0] is conn:
+            return self._sftp[1]
+        with self._errors("cannot start SFTP (is the sftp subsystem enabled?)"):
+            sftp = await conn.start_sftp_client()
+        self._sftp = (conn, sftp)
+        return sftp
+
+    async def read_file(self, path: PurePath) -> bytes:
+        sftp = await self._sftp_client()
+        with self._errors(f"cannot read {path}"):
+            async with asyncio.timeout(OP_LIMIT), sftp.open(str(path), "rb", encoding=None) as fh:
+                data = await fh.read()
+        return cast(bytes, data)
+
+    async def write_file_atomic(self, path: PurePath, data: bytes, mode: int = 0o600) -> None:
+        """Write a temp file in the same directory, chmod, keep the old one as NAME.prev
+        (hard link), then rename over: readers never see half a file."""
+        target = PurePosixPath(path)
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}")
+        prev = str(target.parent / f"{target.name}.prev")
+        sftp = await self._sftp_client()
+        with self._errors(f"cannot write {path}"):
+            async with asyncio.timeout(OP_LIMIT):
+                await sftp.makedirs(str(target.parent), exist_ok=True)
+                try:
+                    attrs = asyncssh.SFTPAttrs(permissions=mode)
+                    async with sftp.open(tmp, "wb", attrs, encoding=None) as fh:
+                        await fh.write(data)
+                        with contextlib.suppress(asyncssh.SFTPOpUnsupported):
+                            await fh.fsync()
+                    await sftp.chmod(tmp, mode)
+                    if await sftp.exists(str(target)):
+                        with contextlib.suppress(asyncssh.SFTPNoSuchFile):
+                            await sftp.remove(prev)
+                        await sftp.link(str(target), prev)
+                    await sftp.posix_rename(tmp, str(target))
+                except BaseException:
+                    with contextlib.suppress(*_CONN_ERRORS):
+                        await sftp.remove(tmp)
+                    raise
+
+    # -- OS metrics --------------------------------------------------------------
+
+    def start_os_metrics(self, interval: float) -> None:
+        """Keep one remote channel printing /proc snapshots every ``interval`` seconds
+        (restarted after reconnects); read the latest with ``os_sample``."""
+        if self._metrics is not None and self._metrics.task is not None:
+            if self._metrics.interval == interval:
+                return
+            self._metrics.task.cancel()
+        self._metrics = _Metrics(interval)
+        self._metrics.task = asyncio.get_running_loop().create_task(
+            self._metrics_loop(self._metrics), name=f"os-metrics {self.name}"
+        )
+
+    def os_sample(self) -> list[float] | None:
+        """The latest raw counters (``procstat.OS_FIELDS`` order), None while not flowing."""
+        return self._metrics.sample if self._metrics is not None else None
+
+    @property
+    def os_sample_seq(self) -> int:
+        """How many samples have arrived so far."""
+        return self._metrics.seq if self._metrics is not None else 0
+
+    async def next_os_sample(self) -> list[float]:
+        """Wait for the next sample (bound it with ``asyncio.timeout``)."""
+        metrics = self._metrics
+        if metrics is None:
+            raise HostError(f"{self.name}: start_os_metrics() was not called")
+        while True:
+            event = metrics.event
+            await event.wait()
+            if metrics.sample is not None:
+                return metrics.sample
+
+    def cpu_times(self) -> list[float]:
+        sample = self.os_sample()
+        if sample is None:
+            raise HostError(f"{self.name}: no OS sample yet (start_os_metrics first)")
+        return sample[: len(HOST_CPU_FIELDS)]
+
+    def _publish(self, metrics: _Metrics, sample: list[float] | None) -> None:
+        metrics.sample = sample
+        if sample is not None:
+            metrics.seq += 1
+        event, metrics.event = metrics.event, asyncio.Event()
+        event.set()
+
+    async def _metrics_loop(self, metrics: _Metrics) -> None:
+        backoff = BACKOFF_FIRST
+        argv = ["sh", "-c", _METRICS_SCRIPT, "sh", f"{metrics.interval:g}"]
+        while not self._closed:
+            proc: SshProcess | None = None
+            try:
+                proc = await self.stream(argv)
+                user_hz = USER_HZ
+                chunk: list[str] = []
+                async for line in proc.lines():
+                    if line == SNAPSHOT_END:
+                        with contextlib.suppress(ProcParseError, ValueError):
+                            self._publish(metrics, parse_proc_snapshot("\n".join(chunk), user_hz))
+                            backoff = BACKOFF_FIRST
+                        chunk = []
+                    elif line.startswith("@@hz "):
+                        with contextlib.suppress(ValueError):
+                            user_hz = float(line[5:]) or USER_HZ
+                    else:
+                        chunk.append(line)
+            except HostError:
+                pass
+            finally:
+                if proc is not None and proc.returncode is None:
+                    with contextlib.suppress(HostError):
+                        await proc.stop(1.0)
+            self._publish(metrics, None)
+            if self._conn is None:
+                # Down: retry when the connection's own backoff allows the next attempt.
+                delay = max(self._next_try - time.monotonic(), 0.0)
+            else:
+                # The remote loop ended with the connection up: back off on our own.
+                delay, backoff = backoff, min(backoff * 2, BACKOFF_MAX)
+            await asyncio.sleep(delay)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._metrics is not None and self._metrics.task is not None:
+            task = self._metrics.task
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        conn, self._conn = self._conn, None
+        jump, self._jump_conn = self._jump_conn, None
+        self._sftp = None
+        for c in (conn, jump):
+            if c is not None:
+                c.close()
+                with contextlib.suppress(*_CONN_ERRORS):
+                    await c.wait_closed()
