@@ -67,7 +67,8 @@ def test_example_file_loads() -> None:
     )
     assert target.mysql.password_env == "KNOBTOP_DB_PASSWORD"
     assert profile.clients == (
-        ClientSpec(ssh="app1", sysbench="/usr/bin/sysbench", name="app1"),
+        ClientSpec(ssh="app1", sysbench="/usr/bin/sysbench", name="app1",
+                   mysql_host="db1.internal", mysql_port=3306),
         ClientSpec(ssh="bench@app2:2222", sysbench="sysbench", name="bench@app2:2222"),
     )
 
@@ -478,3 +479,27 @@ def test_lab_profile_is_all_local() -> None:
     assert profile.target.mysql.password is None
     assert [c.ssh for c in profile.clients] == [None]
     assert profile.clients[0].name == "local"
+
+
+def test_server_address_as_a_client_sees_it() -> None:
+    from knobtop.profiles import Profile, TargetSpec, server_address
+
+    remote = Profile("p", None, TargetSpec(ssh="dba@db1:2222", mysql=MysqlSpec(port=3307)))
+    # Loopback on a remote target means that machine: use its SSH host name.
+    assert server_address(remote, ClientSpec(ssh="app1")) == ("db1", 3307)
+    # A client on the target itself keeps loopback.
+    assert server_address(remote, ClientSpec(ssh="dba@db1:2222")) == ("127.0.0.1", 3307)
+    # An explicit address wins.
+    explicit = ClientSpec(ssh="app1", mysql_host="10.0.0.5", mysql_port=3306)
+    assert server_address(remote, explicit) == ("10.0.0.5", 3306)
+    routed = Profile("p", None, TargetSpec(ssh="db1", mysql=MysqlSpec(host="db1.lan")))
+    assert server_address(routed, ClientSpec(ssh="app1")) == ("db1.lan", 3306)
+
+
+def test_client_mysql_port_is_checked(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text('[target]\n[[client]]\nssh = "app1"\nmysql_port = 0\n')
+    with pytest.raises(ProfileError) as exc:
+        load_profile(str(path))
+    assert exc.value.key == "client[0].mysql_port"
+    assert "out of range" in str(exc.value)

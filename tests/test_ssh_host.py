@@ -15,7 +15,6 @@ import psutil
 import pytest
 
 from harness.binaries import require_binary
-from harness.fixtures import ssh_client, ssh_target  # noqa: F401
 from harness.sshd import SshServer, _free_port
 from knobtop.hosts.base import HOST_CPU_FIELDS, HostError
 from knobtop.hosts.procstat import OS_FIELDS
@@ -39,7 +38,7 @@ def make_host(srv: SshServer, **overrides: Any) -> SshHost:
 
 
 @pytest.fixture
-async def target(ssh_target: SshServer) -> AsyncIterator[SshHost]:  # noqa: F811
+async def target(ssh_target: SshServer) -> AsyncIterator[SshHost]:
     host = make_host(ssh_target)
     yield host
     await host.close()
@@ -121,8 +120,8 @@ async def test_run_echo_and_exit_codes(target: SshHost) -> None:
 
 
 async def test_two_hosts_are_two_connections(
-    ssh_target: SshServer,  # noqa: F811
-    ssh_client: SshServer,  # noqa: F811
+    ssh_target: SshServer,
+    ssh_client: SshServer,
 ) -> None:
     hosts = [make_host(ssh_target), make_host(ssh_client)]
     try:
@@ -172,7 +171,7 @@ async def test_stop_escalates_to_kill_when_term_is_ignored(target: SshHost) -> N
         await wait_marker_gone(mark)
 
 
-async def test_closing_the_host_ends_remote_processes(ssh_target: SshServer) -> None:  # noqa: F811
+async def test_closing_the_host_ends_remote_processes(ssh_target: SshServer) -> None:
     host = make_host(ssh_target)
     mark = marker()
     async with asyncio.timeout(LIMIT):
@@ -222,7 +221,7 @@ async def test_write_file_atomic_keeps_prev(target: SshHost, tmp_path: Path) -> 
 # -- host keys, auth, reachability -------------------------------------------------------
 
 
-async def test_unknown_host_key_is_refused(ssh_target: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_unknown_host_key_is_refused(ssh_target: SshServer, tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     known.write_text("")
     host = make_host(ssh_target, known_hosts=str(known))
@@ -243,7 +242,7 @@ async def test_unknown_host_key_is_refused(ssh_target: SshServer, tmp_path: Path
 
 @pytest.mark.parametrize("accept_new", [False, True])
 async def test_changed_host_key_is_refused(
-    ssh_target: SshServer,  # noqa: F811
+    ssh_target: SshServer,
     tmp_path: Path,
     accept_new: bool,
 ) -> None:
@@ -267,7 +266,7 @@ async def test_changed_host_key_is_refused(
 
 
 async def test_accept_new_trusts_and_records_unknown_key(
-    ssh_target: SshServer,  # noqa: F811
+    ssh_target: SshServer,
     tmp_path: Path,
 ) -> None:
     known = tmp_path / "ssh" / "known_hosts"  # neither file nor directory exists yet
@@ -287,7 +286,7 @@ async def test_accept_new_trusts_and_records_unknown_key(
     assert lines[0].startswith(f"[127.0.0.2]:{ssh_target.port} {key_blob}")
 
 
-async def test_wrong_client_key_is_refused(ssh_target: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_wrong_client_key_is_refused(ssh_target: SshServer, tmp_path: Path) -> None:
     stranger = tmp_path / "id_stranger"
     stranger.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
     stranger.chmod(0o600)
@@ -304,7 +303,7 @@ async def test_wrong_client_key_is_refused(ssh_target: SshServer, tmp_path: Path
     assert "ssh-copy-id" in message
 
 
-async def test_unreachable_port(ssh_target: SshServer) -> None:  # noqa: F811
+async def test_unreachable_port(ssh_target: SshServer) -> None:
     port = _free_port("127.0.0.2")
     states: list[tuple[str, str]] = []
     host = SshHost(
@@ -328,8 +327,8 @@ async def test_unreachable_port(ssh_target: SshServer) -> None:  # noqa: F811
 
 
 async def test_jump_host(
-    ssh_target: SshServer,  # noqa: F811
-    ssh_client: SshServer,  # noqa: F811
+    ssh_target: SshServer,
+    ssh_client: SshServer,
     tmp_path: Path,
 ) -> None:
     known = tmp_path / "known_hosts"
@@ -354,7 +353,7 @@ async def test_jump_host(
     assert ssh_target.log().count("Accepted publickey") == logins_before + 1  # the jump
 
 
-async def test_ssh_config_alias(ssh_target: SshServer, tmp_path: Path) -> None:  # noqa: F811
+async def test_ssh_config_alias(ssh_target: SshServer, tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
     config.write_text(
         "Host knobtop-db\n"

@@ -9,7 +9,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,14 +17,27 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from knobtop import __version__
+from knobtop.connect import (
+    ConnectError,
+    SshOptions,
+    build_hosts,
+    connection_info,
+    load_driver,
+    needs_tunnel,
+    preflight,
+    resolve_password,
+    server_link,
+)
 from knobtop.hosts.base import HostError
 from knobtop.hosts.local import LocalHost
+from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase
 from knobtop.journal.writer import default_journal_path
 from knobtop.lab import LAB_DB, LabError, Sandbox, default_lab_dir, find_program
 from knobtop.load.base import WORKLOADS, LoadError, LoadSpec
 from knobtop.load.sysbench import INSTALL_HINT, Sysbench
 from knobtop.load.sysbench_output import PrepareProgress
+from knobtop.profiles import load_profile, profile_from_args
 from knobtop.server.link import ConnectionInfo, ServerError
 from knobtop.session import Session, SessionConfig, SessionError, prepare_tables
 
@@ -54,6 +67,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"knobtop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    connect = sub.add_parser(
+        "connect",
+        help="open the live screen on a server reached over SSH (a profile, or --target)",
+        description="Reach the target server (directly or through an SSH tunnel) and the "
+        "client hosts, then open the live screen. PROFILE is a name in "
+        "~/.config/knobtop/profiles/ or a path to a .toml file.",
+    )
+    connect.add_argument("profile", nargs="?", help="profile name or path")
+    connect.add_argument("--target", help="SSH destination of the server host (no profile)")
+    connect.add_argument("--client", action="append", default=[],
+                         help="SSH destination of a client host (repeatable; no profile)")
+    connect.add_argument("--mysql-user", default="root", help="MySQL user (no profile)")
+    connect.add_argument("--mysql-port", type=int, default=3306, help="MySQL port (no profile)")
+    connect.add_argument("--mysql-socket", help="MySQL socket on the target (no profile)")
+    connect.add_argument("--password-env", metavar="VAR",
+                         help="read the MySQL password from this environment variable")
+    connect.add_argument("--accept-new", action="store_true",
+                         help="trust unknown SSH host keys and add them to known_hosts "
+                         "(a changed key is always refused)")
+    connect.add_argument("--known-hosts", metavar="FILE",
+                         help="known_hosts file (default ~/.ssh/known_hosts)")
+    connect.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
+                         help="SSH private key (repeatable; default: agent and ~/.ssh/id_*)")
+    connect.add_argument("--ssh-config", metavar="FILE",
+                         help="ssh config file, or 'none' (default ~/.ssh/config)")
+    add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
+                        default_load="none")
     lab = sub.add_parser(
         "lab",
         help="start a sandbox MariaDB on this machine and open the live screen on it",
@@ -65,24 +105,30 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--fresh", action="store_true", help="wipe the sandbox and start anew")
     lab.add_argument("--keep-running", action="store_true",
                      help="leave the sandbox server running on exit")
-    lab.add_argument("--headless", action="store_true",
-                     help="record a session without a screen (needs --duration)")
-    lab.add_argument("--duration", type=float, default=None,
-                     help="headless: seconds to record")
-    lab.add_argument("--journal", type=Path, default=None,
-                     help="journal file to write (default: a new file in the lab's journals/)")
-    lab.add_argument("--interval", type=float, default=1.0,
-                     help="sampling interval in seconds, 0.1 to 60 (default 1)")
-    lab.add_argument("--load", default="oltp_read_write", choices=[*WORKLOADS, "none"],
-                     help="workload to start with (default oltp_read_write; 'none' starts idle)")
-    lab.add_argument("--threads", type=int, default=4, help="sysbench threads (default 4)")
-    lab.add_argument("--tables", type=int, default=4, help="sysbench tables (default 4)")
-    lab.add_argument("--table-size", type=int, default=10000,
-                     help="rows per sysbench table (default 10000)")
-    lab.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
-                     metavar="KNOB=VALUE[@S]",
-                     help="headless: apply a dynamic knob at S seconds (repeatable)")
+    add_session_options(lab, journal_default="the lab's journals/",
+                        default_load="oltp_read_write")
     return parser
+
+
+def add_session_options(
+    p: argparse.ArgumentParser, *, journal_default: str, default_load: str
+) -> None:
+    p.add_argument("--headless", action="store_true",
+                   help="record a session without a screen (needs --duration)")
+    p.add_argument("--duration", type=float, default=None, help="headless: seconds to record")
+    p.add_argument("--journal", type=Path, default=None,
+                   help=f"journal file to write (default: a new file in {journal_default})")
+    p.add_argument("--interval", type=float, default=1.0,
+                   help="sampling interval in seconds, 0.1 to 60 (default 1)")
+    p.add_argument("--load", default=default_load, choices=[*WORKLOADS, "none"],
+                   help=f"workload to start with (default {default_load}; 'none' starts idle)")
+    p.add_argument("--threads", type=int, default=4, help="sysbench threads (default 4)")
+    p.add_argument("--tables", type=int, default=4, help="sysbench tables (default 4)")
+    p.add_argument("--table-size", type=int, default=10000,
+                   help="rows per sysbench table (default 10000)")
+    p.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
+                   metavar="KNOB=VALUE[@S]",
+                   help="headless: apply a dynamic knob at S seconds (repeatable)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,7 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "lab":
             return run_lab(args, console)
-    except (LabError, LoadError, ServerError, SessionError, HostError, ValueError) as exc:
+        if args.command == "connect":
+            return run_connect(args, console)
+    except (LabError, LoadError, ServerError, SessionError, HostError, ConnectError,
+            ValueError) as exc:
         console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
         return 2
     except OSError as exc:
@@ -104,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def run_lab(args: argparse.Namespace, console: Console) -> int:
+def load_spec(args: argparse.Namespace) -> LoadSpec:
     if args.headless and args.duration is None:
         raise ValueError("--headless needs --duration SECONDS")
     if args.changes and not args.headless:
@@ -116,6 +165,80 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
         table_size=args.table_size,
     )
     spec.check()
+    return spec
+
+
+def run_session(args: argparse.Namespace, console: Console, session: Session) -> int:
+    """Headless recording or the live screen, for any session."""
+    want_load = args.load != "none"
+    if args.headless:
+        code = asyncio.run(run_headless(session, args.duration, args.changes, want_load, console))
+    else:
+        from knobtop.ui.app import KnobtopApp
+
+        app = KnobtopApp(session, start_load=want_load)
+        try:
+            app.run()
+        finally:
+            if app.runner is not None:
+                app.runner.stop("quit")  # no-op after a normal quit
+        code = app.return_code or 0
+    console.print(f"Journal: {session.config.journal_path}")
+    return code
+
+
+def run_connect(args: argparse.Namespace, console: Console) -> int:
+    spec = load_spec(args)
+    if args.profile:
+        if args.target or args.client:
+            raise ValueError("give a PROFILE or --target/--client, not both")
+        profile = load_profile(args.profile)
+    elif args.target or args.client:
+        profile = profile_from_args(
+            args.target, args.client, mysql_user=args.mysql_user, mysql_port=args.mysql_port,
+            mysql_socket=args.mysql_socket, password_env=args.password_env,
+        )
+    else:
+        raise ValueError("say where the server is: knobtop connect PROFILE, or --target DEST")
+    ssh = SshOptions(known_hosts=args.known_hosts, accept_new=args.accept_new,
+                     identities=tuple(args.identity), config=args.ssh_config)
+    want_load = args.load != "none"
+
+    async def check() -> tuple[ConnectionInfo, bool]:
+        hosts = build_hosts(profile, ssh)
+        try:
+            password = await resolve_password(profile, hosts.target, interactive=True)
+            info = connection_info(profile, password)
+            via = await needs_tunnel(profile)
+            with console.status(f"Reaching {profile.target.ssh or 'this machine'} ..."):
+                described = await preflight(profile, hosts, info, via, want_load)
+            console.print(f"Server: {described}", highlight=False)
+            if want_load:
+                driver = load_driver(profile, hosts, info)
+                assert driver is not None
+                link = server_link(hosts, info, via)
+                await prepare_with_progress(console, spec, lambda cb: prepare_tables(
+                    link, driver, spec, cb))
+            return info, via
+        finally:
+            await hosts.close()
+
+    info, via = asyncio.run(check())
+    # Fresh host objects: SSH connections belong to the event loop that made them.
+    hosts = build_hosts(profile, ssh)
+    journal = args.journal or default_journal_path(
+        Path("~/.local/share/knobtop/journals").expanduser(), profile.name
+    )
+    config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
+                           interval=args.interval, load=spec)
+    tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
+    session = Session(config, hosts.target, load_driver(profile, hosts, info),
+                      clients=tuple(h for _, h in hosts.clients), via=tunnel)
+    return run_session(args, console, session)
+
+
+def run_lab(args: argparse.Namespace, console: Console) -> int:
+    spec = load_spec(args)
     if find_program("sysbench") is None:
         raise LoadError(f"sysbench is not installed: {INSTALL_HINT}")
     sandbox = Sandbox(args.dir or default_lab_dir())
@@ -131,37 +254,26 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
             LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
             password=info.password, database=LAB_DB,
         )
-        prepare_with_progress(console, info, driver, spec)
+        asyncio.run(prepare_with_progress(
+            console, spec, lambda cb: prepare_tables(info, driver, spec, cb)
+        ))
         journal = args.journal or default_journal_path(sandbox.root / "journals", "lab")
         config = SessionConfig(
             profile="lab", connection=info, journal_path=journal, interval=args.interval, load=spec
         )
-        session = Session(config, LocalHost(), driver)
-        if args.headless:
-            code = asyncio.run(
-                run_headless(session, args.duration, args.changes, args.load != "none", console)
-            )
-        else:
-            from knobtop.ui.app import KnobtopApp
-
-            app = KnobtopApp(session, start_load=args.load != "none")
-            try:
-                app.run()
-            finally:
-                if app.runner is not None:
-                    app.runner.stop("quit")  # no-op after a normal quit
-            code = app.return_code or 0
-        console.print(f"Journal: {journal}")
-        return code
+        return run_session(args, console, Session(config, LocalHost(), driver))
     finally:
         if sandbox.started_here and not args.keep_running:
             with console.status("Stopping the sandbox server ..."):
                 sandbox.stop()
 
 
-def prepare_with_progress(
-    console: Console, info: ConnectionInfo, driver: Sysbench, spec: LoadSpec
+async def prepare_with_progress(
+    console: Console,
+    spec: LoadSpec,
+    prepare: Callable[[Callable[[PrepareProgress], None]], Awaitable[bool]],
 ) -> None:
+    """Load sysbench tables (unless already there) behind a progress bar."""
     steps = spec.tables * 3
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -172,7 +284,7 @@ def prepare_with_progress(
         def on_progress(step: PrepareProgress) -> None:
             progress.update(task, advance=1, description=f"Loading {step.table}: {step.stage}")
 
-        loaded = asyncio.run(prepare_tables(info, driver, spec, on_progress))
+        loaded = await prepare(on_progress)
     if loaded:
         console.print(f"Loaded {spec.tables} sysbench tables x {spec.table_size} rows")
 

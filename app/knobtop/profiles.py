@@ -20,6 +20,8 @@ honoured) or at any path.  Layout (``knobtop/profile_example.toml`` is a complet
     ssh = "app1"               # omit for this machine
     sysbench = "/usr/bin/sysbench"
     name = "app1"              # optional, defaults to the ssh destination
+    mysql_host = "db1.internal"  # optional: the server as this client reaches it
+    mysql_port = 3306
 
 Unknown keys, wrong types, bad values and an inline password in a file that group or
 others can read raise ``ProfileError`` naming the file, the dotted key and the fix.
@@ -139,6 +141,9 @@ class ClientSpec:
     ssh: str | None = None
     sysbench: str = "sysbench"
     name: str = ""
+    # The server as this client reaches it (default: see ``server_address``).
+    mysql_host: str | None = None
+    mysql_port: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -537,7 +542,7 @@ class _Reader:
             p = f"client[{i}]"
             if not isinstance(item, dict):
                 raise self.wrong_type(p, "a table", item, fix)
-            self.check_keys(item, ("ssh", "sysbench", "name"), p)
+            self.check_keys(item, ("ssh", "sysbench", "name", "mysql_host", "mysql_port"), p)
             ssh = self.destination(
                 self.opt_str(
                     item, "ssh", p, empty_fix="omit ssh for this machine, or " + _DEST_FIX
@@ -548,7 +553,18 @@ class _Reader:
                 item, "sysbench", p, empty_fix='remove it, or write sysbench = "/usr/bin/sysbench"'
             )
             name = self.opt_str(item, "name", p, empty_fix="remove it to use the ssh destination")
-            client = ClientSpec(ssh=ssh, sysbench=sysbench or "sysbench", name=name or "")
+            mysql_host = self.opt_str(
+                item, "mysql_host", p, empty_fix="remove it, or give the server's address"
+            )
+            mysql_port = self.opt_int(item, "mysql_port", p)
+            if mysql_port is not None and not 1 <= mysql_port <= 65535:
+                raise self.error(
+                    f"{p}.mysql_port", f"port {mysql_port} is out of range 1-65535", "e.g. 3306"
+                )
+            client = ClientSpec(
+                ssh=ssh, sysbench=sysbench or "sysbench", name=name or "",
+                mysql_host=mysql_host, mysql_port=mysql_port,
+            )
             if client.name in seen:
                 raise self.error(
                     f"{p}.name",
@@ -726,3 +742,17 @@ def lab_profile(socket: str, port: int, user: str) -> Profile:
         target=TargetSpec(mysql=mysql),
         clients=(ClientSpec(ssh=None, name="local"),),
     )
+
+
+def server_address(profile: Profile, client: ClientSpec) -> tuple[str, int]:
+    """Where ``client``'s sysbench connects: its own ``mysql_host``/``mysql_port`` if
+    given; otherwise the target's MySQL address, except that a loopback address on a
+    remote target means "that machine", so the target's SSH host name is used."""
+    mysql = profile.target.mysql
+    port = client.mysql_port or mysql.port
+    if client.mysql_host:
+        return client.mysql_host, port
+    loopback = mysql.host in ("127.0.0.1", "localhost", "::1")
+    if loopback and profile.target.ssh and client.ssh != profile.target.ssh:
+        return parse_destination(profile.target.ssh)[1], port
+    return mysql.host, port

@@ -1,0 +1,234 @@
+"""`knobtop connect`: hosts from a profile, the password, direct-or-tunnel, and a pre-flight."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import ipaddress
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from knobtop.hosts.base import Host, HostError
+from knobtop.hosts.local import LocalHost
+from knobtop.hosts.ssh import SshHost
+from knobtop.load.base import LoadError
+from knobtop.load.sysbench import INSTALL_HINT, Sysbench
+from knobtop.profiles import ClientSpec, Profile, password_from_mycnf, server_address
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
+
+SB_DATABASE = "sbtest"
+
+
+class ConnectError(RuntimeError):
+    """A connect step failed; the message names the thing and the fix."""
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How this knobtop authenticates and checks host keys (command-line choices)."""
+
+    known_hosts: str | None = None
+    accept_new: bool = False
+    identities: tuple[str, ...] = ()
+    config: str | None = None  # a path, "none", or None for ~/.ssh/config
+
+    def host(self, destination: str, name: str, jump: str | None = None) -> SshHost:
+        config = [] if self.config == "none" else [self.config] if self.config else None
+        return SshHost(
+            destination,
+            name=name,
+            jump=jump,
+            known_hosts=self.known_hosts,
+            accept_new=self.accept_new,
+            client_keys=list(self.identities) or None,
+            config_paths=config,
+        )
+
+
+@dataclass
+class Hosts:
+    target: Host
+    clients: list[tuple[ClientSpec, Host]]
+
+    @property
+    def all(self) -> list[Host]:
+        seen: dict[int, Host] = {id(self.target): self.target}
+        for _, host in self.clients:
+            seen.setdefault(id(host), host)
+        return list(seen.values())
+
+    async def close(self) -> None:
+        for host in self.all:
+            with contextlib.suppress(Exception):
+                await host.close()
+
+
+def build_hosts(profile: Profile, ssh: SshOptions) -> Hosts:
+    """One Host per distinct destination: a client on the target shares its connection."""
+    target_spec = profile.target
+    by_dest: dict[str | None, Host] = {}
+    if target_spec.ssh is None:
+        target: Host = LocalHost("local")
+    else:
+        target = ssh.host(target_spec.ssh, name=target_spec.ssh, jump=target_spec.jump)
+    by_dest[target_spec.ssh] = target
+    clients: list[tuple[ClientSpec, Host]] = []
+    for spec in profile.clients:
+        host = by_dest.get(spec.ssh)
+        if host is None:
+            host = LocalHost(spec.name) if spec.ssh is None else ssh.host(spec.ssh, spec.name)
+            by_dest[spec.ssh] = host
+        clients.append((spec, host))
+    return Hosts(target, clients)
+
+
+async def resolve_password(profile: Profile, target: Host, *, interactive: bool) -> str:
+    mysql = profile.target.mysql
+    source = mysql.password_source
+    where = profile.path or "the command line"
+    if source == "inline":
+        return mysql.password or ""
+    if mysql.password_env is not None:
+        value = os.environ.get(mysql.password_env)
+        if value is None:
+            raise ConnectError(
+                f"the password comes from ${mysql.password_env} ({where}), which is not set: "
+                f"export {mysql.password_env}=... and run again"
+            )
+        return value
+    if source == "mycnf":
+        path = (Path.home() / ".my.cnf") if isinstance(target, LocalHost) else PurePosixPath(
+            ".my.cnf"
+        )
+        try:
+            text = (await target.read_file(path)).decode(errors="replace")
+        except (FileNotFoundError, PermissionError) as exc:
+            raise ConnectError(
+                f"cannot read ~/.my.cnf on {target.name} ({exc}); create it with a [client] "
+                "password= line, or choose another password source in the profile"
+            ) from None
+        value = password_from_mycnf(text)
+        if value is None:
+            raise ConnectError(
+                f"~/.my.cnf on {target.name} has no password in [client] or [mysql]; "
+                "add password=... there, or choose another password source"
+            )
+        return value
+    if not interactive or not sys.stdin.isatty():
+        raise ConnectError(
+            f"the password is to be asked for ({where}) but there is no terminal to ask on; "
+            "use --password-env VAR (or password = { env = \"VAR\" } in the profile)"
+        )
+    return getpass.getpass(f"MySQL password for {mysql.user} on {target.name}: ")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _reachable(host: str, port: int, limit: float = 2.0) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), limit)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+async def needs_tunnel(profile: Profile) -> bool:
+    """Direct when this machine can reach the server itself; otherwise through the
+    target's SSH connection (always for a socket or a loopback address on a remote
+    target, which mean "on that machine")."""
+    mysql = profile.target.mysql
+    if profile.target.ssh is None:
+        return False
+    if mysql.socket or _is_loopback(mysql.host):
+        return True
+    return not await _reachable(mysql.host, mysql.port)
+
+
+def connection_info(profile: Profile, password: str) -> ConnectionInfo:
+    mysql = profile.target.mysql
+    return ConnectionInfo(
+        host=mysql.host, port=mysql.port, user=mysql.user, password=password,
+        socket=mysql.socket,
+    )
+
+
+def load_driver(
+    profile: Profile, hosts: Hosts, info: ConnectionInfo
+) -> Sysbench | None:
+    """sysbench on the first client host (more clients at once arrive with issue #5)."""
+    if not hosts.clients:
+        return None
+    spec, host = hosts.clients[0]
+    same_machine = spec.ssh == profile.target.ssh
+    if same_machine and info.socket and spec.mysql_host is None:
+        return Sysbench(host, mysql_socket=info.socket, user=info.user, password=info.password,
+                        database=SB_DATABASE, binary=spec.sysbench)
+    mysql_host, mysql_port = server_address(profile, spec)
+    return Sysbench(host, mysql_host=mysql_host, mysql_port=mysql_port, user=info.user,
+                    password=info.password, database=SB_DATABASE, binary=spec.sysbench)
+
+
+def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
+    tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
+    return ServerLink(info, via=tunnel)
+
+
+async def preflight(
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, via: bool, want_load: bool
+) -> str:
+    """Reach every host and the server once, so problems surface before the screen
+    opens; returns a one-line description of the server."""
+    for host in hosts.all:
+        if isinstance(host, SshHost):
+            try:
+                await host.connect()
+            except HostError as exc:
+                raise ConnectError(str(exc)) from None
+    link = server_link(hosts, info, via)
+    try:
+        version = await link.connect()
+    finally:
+        await link.close()
+    if want_load and hosts.clients:
+        driver = load_driver(profile, hosts, info)
+        assert driver is not None
+        try:
+            await driver.check_installed()
+        except LoadError as exc:
+            raise ConnectError(str(exc)) from None
+    elif want_load:
+        raise ConnectError(
+            "no client host to run sysbench on: add a [[client]] to the profile or "
+            "--client DEST, or use --load none"
+        )
+    route = f"via SSH to {hosts.target.name}" if via else "directly"
+    return f"{version.flavor} {version.short} at {info.where} ({route})"
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "ConnectError",
+    "Hosts",
+    "ServerError",
+    "SshOptions",
+    "build_hosts",
+    "connection_info",
+    "load_driver",
+    "needs_tunnel",
+    "preflight",
+    "resolve_password",
+    "server_link",
+]
