@@ -130,6 +130,10 @@ def test_connect_samples_both_hosts_drives_load_and_survives_an_sshd_crash(
     assert proc.returncode == 0, err
     final = events(journal)
     assert final[-1]["ev"] == "end" and final[-1]["reason"] == "interrupted"
+    header = orjson.loads(journal.read_bytes().split(b"\n")[0])
+    assert header["server"]["via"] == target_name
+    assert set(header["hosts"]) == {target_name, "app"}
+    assert header["hosts"]["app"]["role"] == "client" and header["hosts"]["app"]["cpus"] >= 1
     # Server graphs: the server was sampled through the tunnel before and after the crash.
     assert [e for e in before if e["ev"] == "sample"]
     resumed = [e for e in after if e["ev"] == "sample" and e.get("re")]
@@ -182,3 +186,30 @@ def test_missing_password_env_and_bad_profile_name_the_fix(
     bad = knobtop(str(profile), "--headless", "--duration", "1")
     _, err = bad.communicate(timeout=60)
     assert bad.returncode == 2 and "colour" in err and "fix:" in err
+
+
+def test_adhoc_target_and_client_over_a_tcp_tunnel(
+    tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox,
+    sysbench_path: str,
+) -> None:
+    """No profile file: --target/--client; the server's TCP port is forwarded over SSH."""
+    info = mariadb.connection()
+    journal = tmp_path / "adhoc.knobtop.jsonl"
+    target = f"{ssh_target.user}@{ssh_target.host}:{ssh_target.port}"
+    client = f"{ssh_client.user}@{ssh_client.host}:{ssh_client.port}"
+    proc = knobtop(
+        "--target", target, "--client", client, "--mysql-user", info.user,
+        "--mysql-port", str(info.port), "--password-env", "KNOBTOP_TEST_DB_PASSWORD",
+        *ssh_args(tmp_path, ssh_target, ssh_client), "--headless", "--duration", "3",
+        "--journal", str(journal), "--interval", "0.5",
+        password=info.password,
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "via SSH to" in err
+    header = orjson.loads(journal.read_bytes().split(b"\n")[0])
+    assert header["profile"] == "adhoc" and header["server"]["via"] == target
+    assert header["server"]["socket"] is None  # TCP, not the socket
+    samples = [e for e in events(journal) if e["ev"] == "sample"]
+    assert len(samples) >= 4
+    assert {target, client} <= set(samples[-1]["host"])  # type: ignore[arg-type]

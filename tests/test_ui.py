@@ -9,7 +9,9 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from harness.sshd import SshServer
 from knobtop.hosts.local import LocalHost
+from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Change, JournalReader, Note, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
@@ -18,8 +20,10 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session import Session, SessionConfig, prepare_tables
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.prompt import PromptScreen
+from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.metric_graph import MetricGraph
+from knobtop.ui.widgets.status_bar import StatusBar
 
 JOURNALS = Path(__file__).parent / "data" / "journals"
 SMALL = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)
@@ -161,3 +165,38 @@ def test_snapshot(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[
         await until(pilot, lambda: pilot.app._painted > 0)
 
     assert snap_compare(recorded_app(), terminal_size=size, run_before=settle)
+
+
+async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
+    mariadb: Sandbox, ssh_target: SshServer, ssh_client: SshServer, tmp_path: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    known.write_text(ssh_target.known_hosts_path.read_text()
+                     + ssh_client.known_hosts_path.read_text())
+
+    def host(server: SshServer, name: str) -> SshHost:
+        return SshHost(f"{server.user}@{server.host}:{server.port}", name=name,
+                       known_hosts=str(known), client_keys=[str(server.client_key_path)],
+                       config_paths=[], agent_path=None)
+
+    info = mariadb.connection()
+    config = SessionConfig(profile="test", interval=0.3,
+                           connection=ConnectionInfo(user=info.user, password=info.password,
+                                                     socket=str(mariadb.socket)),
+                           journal_path=tmp_path / "h.knobtop.jsonl")
+    target = host(ssh_target, "db-host")
+    session = Session(config, target, None, clients=(host(ssh_client, "app-host"),), via=target)
+    app = KnobtopApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.board is not None
+                    and {"db-host", "app-host"} <= set(app.board.hosts)
+                    and app.board.hosts["db-host"].get("cpu") is not None)
+        version = app.board.version
+        await until(pilot, lambda: app._painted >= version)
+        text = "\n".join(app.live.query_one(HostPanel).render_line(y).text
+                         for y in range(app.live.query_one(HostPanel).size.height))
+        assert "db-host" in text and "app-host" in text
+        assert app.board.hosts["app-host"]["mem_used_pct"] is not None
+        status = app.live.query_one(StatusBar).render_line(0).text
+        assert "db-host" in status and "via ssh" in status
+        await pilot.press("q")

@@ -29,15 +29,14 @@ from knobtop.connect import (
     server_link,
 )
 from knobtop.hosts.base import HostError
-from knobtop.hosts.local import LocalHost
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase
 from knobtop.journal.writer import default_journal_path
-from knobtop.lab import LAB_DB, LabError, Sandbox, default_lab_dir, find_program
+from knobtop.lab import LabError, Sandbox, default_lab_dir, find_program
 from knobtop.load.base import WORKLOADS, LoadError, LoadSpec
-from knobtop.load.sysbench import INSTALL_HINT, Sysbench
+from knobtop.load.sysbench import INSTALL_HINT
 from knobtop.load.sysbench_output import PrepareProgress
-from knobtop.profiles import load_profile, profile_from_args
+from knobtop.profiles import lab_profile, load_profile, profile_from_args
 from knobtop.server.link import ConnectionInfo, ServerError
 from knobtop.session import Session, SessionConfig, SessionError, prepare_tables
 
@@ -250,18 +249,21 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
     if not sandbox.started_here:
         console.print("It was already running, so it stays up when this session ends.")
     try:
-        driver = Sysbench(
-            LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
-            password=info.password, database=LAB_DB,
-        )
+        # The lab is just the built-in profile whose hosts are all this machine.
+        profile = lab_profile(str(sandbox.socket), info.port, info.user)
+        hosts = build_hosts(profile, SshOptions())
+        conn = connection_info(profile, info.password)
+        driver = load_driver(profile, hosts, conn)
+        assert driver is not None
         asyncio.run(prepare_with_progress(
-            console, spec, lambda cb: prepare_tables(info, driver, spec, cb)
+            console, spec, lambda cb: prepare_tables(conn, driver, spec, cb)
         ))
         journal = args.journal or default_journal_path(sandbox.root / "journals", "lab")
-        config = SessionConfig(
-            profile="lab", connection=info, journal_path=journal, interval=args.interval, load=spec
-        )
-        return run_session(args, console, Session(config, LocalHost(), driver))
+        config = SessionConfig(profile=profile.name, connection=conn, journal_path=journal,
+                               interval=args.interval, load=spec)
+        session = Session(config, hosts.target, driver,
+                          clients=tuple(h for _, h in hosts.clients))
+        return run_session(args, console, session)
     finally:
         if sandbox.started_here and not args.keep_running:
             with console.status("Stopping the sandbox server ..."):

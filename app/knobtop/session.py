@@ -124,6 +124,7 @@ class Session:
         self.phase = 0
         self.load_spec: LoadSpec | None = None
         self._phase_reports: list[IntervalReport] = []
+        self.via = via
         self._sampler_link = ServerLink(config.connection, via=via)
         self._action_link = ServerLink(config.connection, via=via)
         self._hosts_down: set[str] = set()
@@ -177,6 +178,7 @@ class Session:
                 "version": self.version.short,
                 "version_text": self.version.text,
                 **self.config.connection.describe(),
+                **({"via": self.via.name} if self.via is not None else {}),
             },
             hosts={
                 h.name: await host_facts(h, "target" if h is self.host else "client")

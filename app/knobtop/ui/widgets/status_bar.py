@@ -28,6 +28,8 @@ class StatusBar(Static):
         server = board.header.server
         flavor = "MariaDB" if server.get("flavor") == "mariadb" else "MySQL"
         where = server.get("socket") or f"{server.get('host')}:{server.get('port')}"
+        if server.get("via"):
+            where = f"{server['via']} ({where} via ssh)"
         text.append(f"{flavor} {server.get('version', '?')}", style="bold")
         text.append(f" @{where}  ")
         if board.load_running:
