@@ -393,7 +393,7 @@ def test_parse_destination(text: str, expected: tuple[str | None, str, int | Non
         ("db1:65536", "out of range"),
         ("db1:ssh", "not a number"),
         ("db 1", "whitespace"),
-        ("::1", "brackets"),
+        ("db1::x", "not an IPv6 address; write [v6addr]:port"),
         ("[::1", "closing"),
         ("[::1]x", "after ']'"),
         ("[db1]:22", "not an IPv6 address"),

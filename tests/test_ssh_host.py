@@ -100,7 +100,7 @@ def test_parse_destination(dest: str, expected: tuple[str | None, str, int | Non
 
 
 def test_parse_destination_rejects_bad_port() -> None:
-    with pytest.raises(HostError, match="not a TCP port"):
+    with pytest.raises(HostError, match="is not a number"):
         parse_destination("db1:http")
 
 

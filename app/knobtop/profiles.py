@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-import ipaddress
 import os
 import re
 import stat
@@ -39,6 +38,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from knobtop.hosts.base import parse_destination
 
 __all__ = [
     "EXAMPLE_PATH",
@@ -62,8 +63,6 @@ FLAVORS = ("mariadb", "mysql")
 COMMAND_LINE = "command line"
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_HOST = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*\Z")
-_USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.$-]*\Z")
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _DEST_FIX = (
     "use an alias from ~/.ssh/config, host, user@host or user@host:port "
@@ -161,58 +160,6 @@ class Profile:
 
 
 # --------------------------------------------------------------------------- destinations
-
-
-def parse_destination(text: str) -> tuple[str | None, str, int | None]:
-    """Split an SSH destination ``[user@]host[:port]`` (``[v6]:port`` too) into its parts.
-
-    Raises ``ValueError`` saying what is wrong.
-    """
-    if not text:
-        raise ValueError("empty destination")
-    if any(ch.isspace() for ch in text):
-        raise ValueError(f"destination {text!r} contains whitespace")
-    user: str | None = None
-    rest = text
-    if "@" in text:
-        user, _, rest = text.rpartition("@")
-        if not user:
-            raise ValueError(f"destination {text!r} has an empty user before '@'")
-        if not _USER.match(user):
-            raise ValueError(f"destination {text!r}: {user!r} is not a valid user name")
-    port_text: str | None = None
-    if rest.startswith("["):
-        close = rest.find("]")
-        if close < 0:
-            raise ValueError(f"destination {text!r}: '[' without a closing ']'")
-        host = rest[1:close]
-        after = rest[close + 1 :]
-        if after:
-            if not after.startswith(":"):
-                raise ValueError(f"destination {text!r}: unexpected {after!r} after ']'")
-            port_text = after[1:]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"destination {text!r}: {host!r} is not an IPv6 address") from None
-    else:
-        if rest.count(":") > 1:
-            raise ValueError(f"destination {text!r}: put an IPv6 address in brackets")
-        host, sep, port_part = rest.partition(":")
-        if sep:
-            port_text = port_part
-        if not host:
-            raise ValueError(f"destination {text!r} has no host")
-        if not _HOST.match(host):
-            raise ValueError(f"destination {text!r}: {host!r} is not a valid host name or alias")
-    port: int | None = None
-    if port_text is not None:
-        if not port_text.isascii() or not port_text.isdigit():
-            raise ValueError(f"destination {text!r}: port {port_text!r} is not a number")
-        port = int(port_text)
-        if not 1 <= port <= 65535:
-            raise ValueError(f"destination {text!r}: port {port} is out of range 1-65535")
-    return user, host, port
 
 
 # --------------------------------------------------------------------------- my.cnf

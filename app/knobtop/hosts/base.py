@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -18,6 +20,70 @@ HOST_CPU_FIELDS: tuple[str, ...] = (
     "softirq",
     "steal",
 )
+
+
+_HOST = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*\Z")
+_USER = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.$-]*\Z")
+
+
+def parse_destination(text: str) -> tuple[str | None, str, int | None]:
+    """Split an SSH destination ``[ssh://][user@]host[:port]`` (``[v6]:port`` too, or an
+    ssh-config alias) into (user, host, port); missing parts are None.
+
+    Raises ``ValueError`` saying what is wrong.
+    """
+    text = text.removeprefix("ssh://")
+    if not text:
+        raise ValueError("empty destination")
+    if any(ch.isspace() for ch in text):
+        raise ValueError(f"destination {text!r} contains whitespace")
+    user: str | None = None
+    rest = text
+    if "@" in text:
+        user, _, rest = text.rpartition("@")
+        if not user:
+            raise ValueError(f"destination {text!r} has an empty user before '@'")
+        if not _USER.match(user):
+            raise ValueError(f"destination {text!r}: {user!r} is not a valid user name")
+    port_text: str | None = None
+    if rest.startswith("["):
+        close = rest.find("]")
+        if close < 0:
+            raise ValueError(f"destination {text!r}: '[' without a closing ']'")
+        host = rest[1:close]
+        after = rest[close + 1 :]
+        if after:
+            if not after.startswith(":"):
+                raise ValueError(f"destination {text!r}: unexpected {after!r} after ']'")
+            port_text = after[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"destination {text!r}: {host!r} is not an IPv6 address") from None
+    elif rest.count(":") > 1:
+        # A bare IPv6 address, as OpenSSH takes it: no port (brackets are needed for one).
+        try:
+            host = str(ipaddress.IPv6Address(rest))
+        except ValueError:
+            raise ValueError(
+                f"destination {text!r}: not an IPv6 address; write [v6addr]:port"
+            ) from None
+    else:
+        host, sep, port_part = rest.partition(":")
+        if sep:
+            port_text = port_part
+        if not host:
+            raise ValueError(f"destination {text!r} has no host")
+        if not _HOST.match(host):
+            raise ValueError(f"destination {text!r}: {host!r} is not a valid host name or alias")
+    port: int | None = None
+    if port_text is not None:
+        if not port_text.isascii() or not port_text.isdigit():
+            raise ValueError(f"destination {text!r}: port {port_text!r} is not a number")
+        port = int(port_text)
+        if not 1 <= port <= 65535:
+            raise ValueError(f"destination {text!r}: port {port} is out of range 1-65535")
+    return user, host, port
 
 
 class HostError(RuntimeError):

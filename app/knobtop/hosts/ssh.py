@@ -19,6 +19,7 @@ from typing import Any, cast
 import asyncssh
 
 from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
+from knobtop.hosts.base import parse_destination as base_parse_destination
 from knobtop.hosts.procstat import SNAPSHOT_END, USER_HZ, ProcParseError, parse_proc_snapshot
 
 BACKOFF_FIRST = 0.5
@@ -73,33 +74,11 @@ DEFAULT = _Default.TOKEN
 
 
 def parse_destination(destination: str) -> tuple[str | None, str, int | None]:
-    """``[ssh://][user@]host[:port]`` (or ``[v6addr]:port``, or an ssh-config alias) as
-    (user, host, port); missing parts are None."""
-    rest = destination.removeprefix("ssh://")
-    user: str | None = None
-    if "@" in rest:
-        user, _, rest = rest.rpartition("@")
-        user = user or None
-    port: int | None = None
-    if rest.startswith("["):
-        host, _, tail = rest[1:].partition("]")
-        if tail.startswith(":") and tail[1:]:
-            port = _port(tail[1:], destination)
-    elif rest.count(":") == 1:
-        host, _, port_text = rest.partition(":")
-        if port_text:
-            port = _port(port_text, destination)
-    else:
-        host = rest
-    if not host:
-        raise HostError(f"'{destination}': no host name in the SSH destination")
-    return user, host, port
-
-
-def _port(text: str, destination: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise HostError(f"'{destination}': '{text}' is not a TCP port")
-    return int(text)
+    """``base.parse_destination``, with its complaint as a HostError."""
+    try:
+        return base_parse_destination(destination)
+    except ValueError as exc:
+        raise HostError(f"SSH destination: {exc}") from None
 
 
 def _host_port(host: str, port: int | None) -> str:
