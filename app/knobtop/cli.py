@@ -30,14 +30,15 @@ from knobtop.connect import (
 )
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
-from knobtop.journal.events import Change, Error, Event, Phase
+from knobtop.journal.events import Change, Error, Event, Phase, Restart
 from knobtop.journal.writer import default_journal_path
 from knobtop.lab import LabError, Sandbox, default_lab_dir, find_program
 from knobtop.load.base import WORKLOADS, LoadError, LoadSpec
 from knobtop.load.sysbench import INSTALL_HINT
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.profiles import lab_profile, load_profile, profile_from_args
-from knobtop.server.link import ConnectionInfo, ServerError
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
+from knobtop.server.static import ServerNode
 from knobtop.session import Session, SessionConfig, SessionError, prepare_tables
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
@@ -127,7 +128,8 @@ def add_session_options(
                    help="rows per sysbench table (default 10000)")
     p.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
                    metavar="KNOB=VALUE[@S]",
-                   help="headless: apply a dynamic knob at S seconds (repeatable)")
+                   help="headless: set a knob at S seconds (repeatable; "
+                   "static knobs restart the server)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -259,8 +261,12 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
             console, spec, lambda cb: prepare_tables(conn, driver, spec, cb)
         ))
         journal = args.journal or default_journal_path(sandbox.root / "journals", "lab")
+        node = ServerNode(
+            name="lab", host=hosts.target, link=lambda: ServerLink(conn),
+            restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file,
+        )
         config = SessionConfig(profile=profile.name, connection=conn, journal_path=journal,
-                               interval=args.interval, load=spec)
+                               interval=args.interval, load=spec, nodes=(node,))
         session = Session(config, hosts.target, driver,
                           clients=tuple(h for _, h in hosts.clients))
         return run_session(args, console, session)
@@ -300,6 +306,8 @@ def describe(event: Event) -> str | None:
         return f"load {event.action}: {event.workload} x{event.threads} {event.message}".rstrip()
     if isinstance(event, Error):
         return f"error ({event.source}): {event.message}"
+    if isinstance(event, Restart):
+        return f"{event.node}: {event.step} {event.result} in {event.seconds:.1f} s {event.message}"
     return None
 
 
@@ -336,7 +344,8 @@ async def run_headless(
                     await asyncio.wait_for(stop.wait(), wait)
             if stop.is_set():
                 break
-            result = await session.set_knob(change.knob, change.value)
+            # On the command line, --set is the confirmation: static knobs restart.
+            result = await session.set_knob(change.knob, change.value, restart_ok=True)
             if result.result != "ok":
                 code = 1
         remaining = started + duration - time.monotonic()

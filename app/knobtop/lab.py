@@ -6,10 +6,12 @@ import contextlib
 import getpass
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,6 +302,28 @@ class Sandbox:
         if result.returncode != 0:
             raise LabError(f"could not create the lab user: {result.stderr.strip()}")
 
+    def restart(self, *, timeout: float = 120.0) -> ConnectionInfo:
+        """Stop and start again on the same port, picking up conf.d/ changes.
+
+        This is the lab profile's restart command (``python -m knobtop.lab restart
+        DIR``); it fails, with the error log's tail, if the server will not start.
+        """
+        if self.running_pid() is not None:
+            self.port = self._port_of_running()
+            self.stop(timeout=timeout)
+        elif not self.port:
+            with contextlib.suppress(LabError):
+                self.port = self._port_of_running()
+        return self.start(timeout=timeout)
+
+    def restart_command(self) -> str:
+        return f"{shlex.quote(sys.executable)} -m knobtop.lab restart {shlex.quote(str(self.root))}"
+
+    @property
+    def dropin_file(self) -> Path:
+        """knobtop's own drop-in for static knob changes."""
+        return self.dropin_dir / "knobtop.cnf"
+
     def stop(self, *, timeout: float = 60.0) -> None:
         """Stop the server cleanly (SIGTERM, which InnoDB treats as a normal shutdown)."""
         pid = self.running_pid()
@@ -325,3 +349,22 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m knobtop.lab restart DIR``: the lab's restart command for static knobs."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "restart":
+        print("usage: python -m knobtop.lab restart DIR", file=sys.stderr)
+        return 2
+    sandbox = Sandbox(Path(args[1]))
+    try:
+        sandbox.restart()
+    except LabError as exc:
+        print(f"knobtop lab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -33,6 +33,7 @@ from knobtop.journal.events import (
     Mark,
     Note,
     Phase,
+    Restart,
     Sample,
 )
 from knobtop.journal.writer import JournalWriter
@@ -40,8 +41,17 @@ from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
-from knobtop.server.knobs import SEED_KNOBS, KnobFacts, SetGlobalApplier, load_facts
+from knobtop.server.knobs import (
+    SEED_KNOBS,
+    KnobError,
+    KnobFacts,
+    SetGlobalApplier,
+    load_facts,
+    valid_name,
+    validate,
+)
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
+from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
 
 MIN_INTERVAL = 0.1
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
@@ -58,6 +68,8 @@ class SessionConfig:
     load: LoadSpec = field(default_factory=LoadSpec)
     knobs: tuple[str, ...] = SEED_KNOBS
     knob_timeout: float = KNOB_TIMEOUT
+    # The servers a static change restarts (one, or several for a rolling restart).
+    nodes: tuple[ServerNode, ...] = ()
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -128,6 +140,13 @@ class Session:
         self._sampler_link = ServerLink(config.connection, via=via)
         self._action_link = ServerLink(config.connection, via=via)
         self._hosts_down: set[str] = set()
+        self.history: list[Change] = []  # applied changes, newest last (for undo)
+        # Dynamic values this session set (and still wants): a restart forgets SET GLOBAL.
+        self.dynamic_set: dict[str, str] = {}
+        self.baseline: dict[str, str | None] = {}
+        self.restarter = (
+            RestartApplier(config.nodes, on_step=self._restart_step) if config.nodes else None
+        )
         self._sampler: asyncio.Task[None] | None = None
         self._t0 = time.monotonic()
         self._closed = False
@@ -199,6 +218,7 @@ class Session:
                 f"cannot create the journal {self.config.journal_path}: {exc.strerror}; "
                 "choose another --journal path"
             ) from None
+        self.baseline = {k: f.value for k, f in self.knob_facts.items()}
         self.emit(
             Knobs(
                 t=self.now(),
@@ -348,42 +368,198 @@ class Session:
             await self._action_link.connect()
         return self._action_link
 
-    async def set_knob(self, name: str, value: str) -> Change:
-        """Validate and apply a dynamic knob; refusals are journaled like successes."""
+    async def set_knob(
+        self, name: str, value: str, *, restart_ok: bool = False, reason: str = ""
+    ) -> Change:
+        """Validate and apply a knob; refusals and failures are journaled like successes.
+
+        Dynamic knobs go through SET GLOBAL.  Static ones need ``restart_ok`` (the
+        person confirmed the restart) and server nodes with a restart command: they
+        go through the drop-in, a restart, a wait and a check, rolled back on failure.
+        """
         async with self._action_lock:
-            start = self.now()
-            try:
-                link = await self._ensure_action_link()
-                outcome = await asyncio.wait_for(
-                    SetGlobalApplier(link, self.config.knobs).apply(name, value),
-                    self.config.knob_timeout,
-                )
-            except (ServerError, TimeoutError) as exc:
-                if isinstance(exc, TimeoutError):
-                    await self._action_link.close()
-                    limit = self.config.knob_timeout
-                    exc = ServerError(
-                        f"the server did not answer within {limit:g} s; the change may or may "
-                        "not have been applied: check the knob panel"
-                    )
-                event = Change(t=start, wall=self.wall(), knob=name, requested=value, old=None,
-                               new=None, method="set_global", result="failed", message=str(exc))
-                self.emit(event)
-                return event
-            event = Change(
-                t=start, wall=self.wall(), knob=outcome.knob, requested=outcome.requested,
-                old=outcome.old, new=outcome.new, method=SetGlobalApplier.method,
-                result=outcome.result, message=outcome.message, warnings=outcome.warnings,
-                duration=round(outcome.duration, 4), side_effects=outcome.side_effects,
+            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
+
+    async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
+        start = self.now()
+        name = name.strip().lower()
+        try:
+            link = await self._ensure_action_link()
+            facts = (await load_facts(link, [name]))[name] if valid_name(name) else None
+            if facts is not None and facts.present and not facts.dynamic:
+                return await self._set_static(facts, value, restart_ok=restart_ok,
+                                              reason=reason, start=start)
+            outcome = await asyncio.wait_for(
+                SetGlobalApplier(link, self.config.knobs).apply(name, value),
+                self.config.knob_timeout,
             )
-            if outcome.result == "ok":
-                for knob in (outcome.knob, *outcome.side_effects):
-                    if knob in self.knob_facts:
-                        facts = self.knob_facts[knob]
-                        new = outcome.new if knob == outcome.knob else outcome.side_effects[knob][1]
-                        self.knob_facts[knob] = _with_value(facts, new)
+        except (ServerError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError):
+                await self._action_link.close()
+                limit = self.config.knob_timeout
+                exc = ServerError(
+                    f"the server did not answer within {limit:g} s; the change may or may "
+                    "not have been applied: check the knob panel"
+                )
+            event = Change(t=start, wall=self.wall(), knob=name, requested=value, old=None,
+                           new=None, method="set_global", result="failed", message=str(exc),
+                           reason=reason)
             self.emit(event)
             return event
+        event = Change(
+            t=start, wall=self.wall(), knob=outcome.knob, requested=outcome.requested,
+            old=outcome.old, new=outcome.new, method=SetGlobalApplier.method,
+            result=outcome.result, message=outcome.message, warnings=outcome.warnings,
+            duration=round(outcome.duration, 4), side_effects=outcome.side_effects,
+            reason=reason,
+        )
+        self._record(event)
+        return event
+
+    def _record(self, event: Change) -> None:
+        if event.result == "ok":
+            changed = {event.knob: event.new}
+            changed.update({k: v[1] for k, v in event.side_effects.items()})
+            for knob, new in changed.items():
+                if knob in self.knob_facts:
+                    self.knob_facts[knob] = _with_value(self.knob_facts[knob], new)
+            if event.reason not in ("undo", "re-applied after restart"):
+                self.history.append(event)
+            if event.method == SetGlobalApplier.method:
+                for knob, new in changed.items():
+                    if new is None or new == self.baseline.get(knob):
+                        self.dynamic_set.pop(knob, None)
+                    else:
+                        self.dynamic_set[knob] = new
+        self.emit(event)
+
+    def expected_downtime(self) -> str:
+        last = self.restarter.last_downtime if self.restarter else None
+        if last is None:
+            return "unknown until the first restart (a few seconds for a small server)"
+        return f"about {last:.0f} s per node (the last restart took {last:.1f} s)"
+
+    def restart_plan(self) -> str:
+        """What a static change will do, in words, for the confirmation dialog."""
+        if not self.config.nodes:
+            return "no restart command is configured"
+        names = ", ".join(n.name for n in self.config.nodes)
+        how = "one after another, each healthy before the next" if len(
+            self.config.nodes) > 1 else "once"
+        return (f"restarts {names} {how} with `{self.config.nodes[0].restart_command}`; "
+                f"downtime {self.expected_downtime()}")
+
+    async def _set_static(
+        self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str, start: float
+    ) -> Change:
+        def refuse(message: str, result: str = "refused") -> Change:
+            event = Change(t=start, wall=self.wall(), knob=facts.name, requested=raw,
+                           old=facts.value, new=facts.value, method="dropin_restart",
+                           result=result, message=message, reason=reason)
+            self.emit(event)
+            return event
+
+        if not self.config.nodes:
+            return refuse(
+                f"{facts.name} is static (read-only at runtime) and this profile has no "
+                "restart_command and dropin_path; add them to change static knobs. Nothing "
+                "was changed"
+            )
+        try:
+            value = validate(facts, raw, static_ok=True)
+        except KnobError as exc:
+            return refuse(str(exc))
+        if not restart_ok:
+            return refuse(
+                f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
+                "ahead; nothing was changed"
+            )
+        return await self._restart_with({facts.name: (facts.value, str(value))}, raw,
+                                         reason=reason, start=start)
+
+    async def _restart_with(
+        self, changes: dict[str, tuple[str | None, str]], requested: str, *, reason: str,
+        start: float,
+    ) -> Change:
+        """One drop-in rewrite and one restart (per node) for all ``changes``."""
+        assert self.restarter is not None
+        began = time.monotonic()
+        result, message = "ok", ""
+        try:
+            await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
+        except StaticChangeError as exc:
+            result, message = "failed", str(exc)
+        await self._action_link.close()  # the server restarted under it
+        link = await self._ensure_action_link()
+        now = await load_facts(link, list(changes))
+        last: Change | None = None
+        for knob, (old, _new) in changes.items():
+            last = Change(
+                t=start, wall=self.wall(), knob=knob, requested=requested or _new, old=old,
+                new=now[knob].value, method="dropin_restart", result=result, message=message,
+                duration=round(time.monotonic() - began, 3), reason=reason,
+            )
+            self._record(last)
+        await self._reapply_dynamic(link)
+        assert last is not None
+        return last
+
+    async def _reapply_dynamic(self, link: ServerLink) -> None:
+        """After a restart, put back the dynamic values this session had set."""
+        if not self.dynamic_set:
+            return
+        now = await load_facts(link, list(self.dynamic_set))
+        for knob, wanted in list(self.dynamic_set.items()):
+            if now[knob].present and now[knob].value != wanted:
+                await self._set_knob(knob, wanted, restart_ok=False,
+                                     reason="re-applied after restart")
+
+    def _restart_step(self, step: Step) -> None:
+        self._emit_quietly(Restart(t=self.now(), wall=self.wall(), node=step.node,
+                                   step=step.step, result=step.result,
+                                   seconds=round(step.seconds, 3), message=step.message))
+
+    async def undo(self) -> Change | None:
+        """Put the last change (not itself an undo) back; static ones restart again."""
+        async with self._action_lock:
+            if not self.history:
+                return None
+            last = self.history.pop()
+            if last.old is None:
+                return None
+            undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
+            # What the server changed along with it (io_capacity_max after io_capacity).
+            for knob, (old, _new) in last.side_effects.items():
+                if old is not None and undone.result == "ok":
+                    await self._set_knob(knob, old, restart_ok=False, reason="undo")
+            return undone
+
+    async def revert_to_baseline(self) -> list[Change]:
+        """Every knob this session changed back to its value at the start; all static
+        ones together, with a single restart."""
+        async with self._action_lock:
+            link = await self._ensure_action_link()
+            names = sorted(k for k in self.baseline if self.baseline[k] is not None)
+            if not names:
+                return []
+            now = await load_facts(link, names)
+            differ = {k: now[k] for k in names
+                      if now[k].present and now[k].value != self.baseline[k]}
+            out: list[Change] = []
+            static: dict[str, tuple[str | None, str]] = {}
+            for knob, facts in differ.items():
+                target = self.baseline[knob]
+                assert target is not None
+                if facts.dynamic:
+                    out.append(await self._set_knob(knob, target, restart_ok=False,
+                                                    reason="revert to baseline"))
+                else:
+                    static[knob] = (facts.value, target)
+            if static:
+                out.append(await self._restart_with(static, "", reason="revert to baseline",
+                                                    start=self.now()))
+            self.history.clear()
+            return out
 
     # -- notes ----------------------------------------------------------------
 

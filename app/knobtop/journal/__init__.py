@@ -12,6 +12,7 @@ from knobtop.journal.events import (
     Mark,
     Note,
     Phase,
+    Restart,
     Sample,
     Unknown,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "Mark",
     "Note",
     "Phase",
+    "Restart",
     "Sample",
     "Unknown",
 ]

@@ -89,6 +89,19 @@ class Change(Event):
     warnings: list[str] = field(default_factory=list)
     duration: float = 0.0
     side_effects: dict[str, list[str | None]] = field(default_factory=dict)
+    reason: str = ""  # "" for a person's change, "undo", "revert to baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class Restart(Event):
+    """One step of a static change on one server node, with how long it took."""
+
+    kind: ClassVar[str] = "restart"
+    node: str
+    step: str  # write_dropin | restart | wait | verify | rollback
+    result: str  # ok | failed
+    seconds: float
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +167,8 @@ class Unknown(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls for cls in (Sample, Load, Change, Phase, Knobs, Note, Mark, Error, End)
+    cls.kind: cls
+    for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

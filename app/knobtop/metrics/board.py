@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from knobtop.journal.events import Change, Error, Event, Header, Knobs, Load, Phase, Sample
+from knobtop.journal.events import (
+    Change,
+    Error,
+    Event,
+    Header,
+    Knobs,
+    Load,
+    Phase,
+    Restart,
+    Sample,
+)
 from knobtop.metrics.derive import Snapshot, derive
 
 DEFAULT_CAPACITY = 3600
@@ -56,7 +66,7 @@ class Marker:
     """A vertical line on every graph: a knob or the load changed at ``t``."""
 
     t: float
-    kind: str  # "change" | "load" | "gap"
+    kind: str  # "change" | "load" | "gap" | "restart"
     label: str
 
 
@@ -117,6 +127,8 @@ class MetricBoard:
             self._apply_phase(event)
         elif isinstance(event, Error) and event.gap:
             self.markers.append(Marker(event.t, "gap", event.source))
+        elif isinstance(event, Restart) and event.step == "restart":
+            self.markers.append(Marker(event.t, "restart", f"restart {event.node}"))
         elif isinstance(event, Knobs):
             self.knob_values.update(event.values)
 

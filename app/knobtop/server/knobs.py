@@ -51,6 +51,11 @@ _TRUE = {"on", "1", "true", "yes"}
 _FALSE = {"off", "0", "false", "no"}
 
 
+def valid_name(name: str) -> bool:
+    """A plausible server variable name (what may be put into SQL after a catalog check)."""
+    return bool(_NAME.match(name))
+
+
 class KnobError(ValueError):
     """A knob name or value that cannot be applied; the message says why and what to do."""
 
@@ -149,12 +154,14 @@ async def load_facts(link: ServerLink, names: Iterable[str]) -> dict[str, KnobFa
     return found
 
 
-def validate(facts: KnobFacts, raw: str) -> int | float | str:
-    """The value to send for ``raw``, checked against the knob's type and range."""
+def validate(facts: KnobFacts, raw: str, *, static_ok: bool = False) -> int | float | str:
+    """The value to send for ``raw``, checked against the knob's type and range.
+
+    Static knobs are refused unless ``static_ok`` (the caller will restart)."""
     name = facts.name
     if not facts.present:
         raise KnobError(f"{name} does not exist on this server ({facts.note})")
-    if not facts.dynamic:
+    if not facts.dynamic and not static_ok:
         raise KnobError(
             f"{name} is read-only at runtime (static): it needs a config change and a "
             "restart, which arrives with static-knob support; nothing was changed"

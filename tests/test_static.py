@@ -1,0 +1,191 @@
+"""Static knobs on a real sandbox server: drop-in, restart, verify, rollback, undo, baseline."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from conftest import EventCollector
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import Change, Error, JournalReader, Restart
+from knobtop.lab import Sandbox
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.static import ServerNode, parse_dropin, render_dropin, same_value
+from knobtop.session import Session, SessionConfig
+
+pytestmark = pytest.mark.integration
+
+
+async def value_of(info: ConnectionInfo, name: str) -> str:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        return str(rows[0][1])
+    finally:
+        await link.close()
+
+
+def lab_session(sandbox: Sandbox, info: ConnectionInfo, journal: Path, **node: str) -> Session:
+    spec = ServerNode(
+        name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+        restart_command=node.get("restart", sandbox.restart_command()),
+        dropin_path=Path(node.get("dropin", str(sandbox.dropin_file))),
+    )
+    config = SessionConfig(profile="lab", connection=info, journal_path=journal,
+                           interval=0.25, nodes=(spec,))
+    return Session(config, LocalHost(), None)
+
+
+@pytest.fixture
+async def lab(tmp_path: Path) -> AsyncIterator[tuple[Sandbox, ConnectionInfo]]:
+    sandbox = Sandbox(tmp_path / "lab")
+    info = sandbox.start()
+    yield sandbox, info
+    sandbox.stop()
+
+
+def restarts(events: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+    return [(e.step, e.result) for e in events if isinstance(e, Restart)]
+
+
+async def test_doublewrite_off_through_dropin_and_restart(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, collector: EventCollector
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "j.knobtop.jsonl")
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        refused = await session.set_knob("innodb_doublewrite", "OFF")
+        assert refused.result == "refused" and "Confirm" in refused.message
+        assert "restarts lab once" in refused.message
+        assert await value_of(info, "innodb_doublewrite") == "ON"
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        await collector.wait_for(
+            lambda ev: any(e.kind == "sample" and e.re for e in ev), timeout=30
+        )
+    finally:
+        await session.close()
+    assert (change.result, change.old, change.new) == ("ok", "ON", "OFF")
+    assert change.method == "dropin_restart"
+    assert await value_of(info, "innodb_doublewrite") == "OFF"
+    assert restarts(collector.events) == [
+        ("write_dropin", "ok"), ("restart", "ok"), ("wait", "ok"), ("verify", "ok")
+    ]
+    assert parse_dropin(sandbox.dropin_file.read_text()) == {"innodb_doublewrite": "OFF"}
+    # The sampler saw the server go away (a gap) and came back on its own.
+    assert any(isinstance(e, Error) and e.gap for e in collector.events)
+    journal = list(JournalReader(tmp_path / "j.knobtop.jsonl"))
+    assert restarts(journal) == restarts(collector.events)
+    assert all(e.seconds >= 0 for e in journal if isinstance(e, Restart))
+
+
+async def test_a_value_the_server_cannot_start_with_rolls_back(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, collector: EventCollector
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "j.knobtop.jsonl")
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        # A valid page size, but not the one this datadir was made with: mariadbd refuses.
+        change = await session.set_knob("innodb_page_size", "65536", restart_ok=True)
+    finally:
+        await session.close()
+    assert change.result == "failed"
+    assert "rolled back" in change.message and "restart command failed" in change.message
+    assert change.new == "16384"
+    assert await value_of(info, "innodb_page_size") == "16384"  # back, and answering
+    steps = restarts(collector.events)
+    assert steps[:2] == [("write_dropin", "ok"), ("restart", "failed")]
+    assert steps[-1] == ("rollback", "ok")
+    assert "innodb_page_size" not in parse_dropin(sandbox.dropin_file.read_text())
+
+
+async def test_undo_and_revert_to_baseline(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, collector: EventCollector
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "j.knobtop.jsonl")
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        base_cap = await value_of(info, "innodb_io_capacity")
+        base_max = await value_of(info, "innodb_io_capacity_max")
+        up = str(int(base_max) + 500)  # raises io_capacity_max as a side effect
+        assert (await session.set_knob("innodb_io_capacity", up)).result == "ok"
+        undone = await session.undo()
+        assert undone is not None and undone.reason == "undo" and undone.new == base_cap
+        assert await value_of(info, "innodb_io_capacity_max") == base_max
+
+        assert (await session.set_knob("innodb_flush_log_at_trx_commit", "2")).result == "ok"
+        assert (await session.set_knob("innodb_io_capacity", "1000")).result == "ok"
+        static = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        assert static.result == "ok"
+        # The restart forgot the SET GLOBAL values; the session put them back.
+        assert await value_of(info, "innodb_flush_log_at_trx_commit") == "2"
+        assert await value_of(info, "innodb_io_capacity") == "1000"
+        reapplied = [e for e in collector.events
+                     if isinstance(e, Change) and e.reason == "re-applied after restart"]
+        assert {c.knob for c in reapplied} == {"innodb_flush_log_at_trx_commit",
+                                               "innodb_io_capacity"}
+        before = len(restarts(collector.events))
+        reverted = await session.revert_to_baseline()
+    finally:
+        await session.close()
+    assert {c.knob for c in reverted} == {
+        "innodb_flush_log_at_trx_commit", "innodb_io_capacity", "innodb_doublewrite"
+    }
+    assert all(c.result == "ok" and c.reason == "revert to baseline" for c in reverted)
+    assert await value_of(info, "innodb_flush_log_at_trx_commit") == "1"
+    assert await value_of(info, "innodb_io_capacity") == base_cap
+    assert await value_of(info, "innodb_doublewrite") == "ON"
+    # Static knobs come back with a single restart.
+    assert [s for s in restarts(collector.events)[before:] if s[0] == "restart"] == [
+        ("restart", "ok")
+    ]
+
+
+async def test_unwritable_dropin_and_failing_restart_command(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    sandbox, info = lab
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    session = lab_session(sandbox, info, tmp_path / "a.knobtop.jsonl",
+                          dropin=str(blocker / "knobtop.cnf"))
+    await session.open()
+    try:
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+    finally:
+        await session.close()
+    assert change.result == "failed"
+    assert "cannot use the drop-in" in change.message
+    assert "nothing was changed" in change.message and "dropin_path" in change.message
+    assert await value_of(info, "innodb_doublewrite") == "ON"
+
+    session = lab_session(sandbox, info, tmp_path / "b.knobtop.jsonl", restart="exit 3")
+    await session.open()
+    try:
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+    finally:
+        await session.close()
+    assert change.result == "failed" and "exit 3" in change.message
+    assert await value_of(info, "innodb_doublewrite") == "ON"  # never restarted
+    assert "innodb_doublewrite" not in parse_dropin(sandbox.dropin_file.read_text())
+    changes = [e for e in JournalReader(tmp_path / "b.knobtop.jsonl") if isinstance(e, Change)]
+    assert changes[-1].result == "failed"
+
+
+def test_dropin_round_trip_and_value_comparison() -> None:
+    text = render_dropin({"innodb_doublewrite": "OFF", "innodb_log_buffer_size": "33554432"})
+    assert parse_dropin(text) == {"innodb_doublewrite": "OFF",
+                                  "innodb_log_buffer_size": "33554432"}
+    assert parse_dropin("[client]\nuser=x\n[mysqld]\ninnodb-doublewrite = 0\n") == {
+        "innodb_doublewrite": "0"
+    }
+    assert same_value("OFF", "0") and same_value("1", "ON") and same_value("90", "90.000000")
+    assert not same_value("OFF", "ON") and not same_value("256", "257")
