@@ -5,7 +5,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PKGS  := mariadb-server sysbench
-TEST_PKGS := mariadb-server sysbench openssh-server
+TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync
 
 .PHONY: lab test check lint typecheck pytest bench setup deps-lab deps-test clean
 
@@ -47,7 +47,9 @@ deps-test:
 missing = $(strip \
   $(if $(filter mariadb-server,$(1)),$(if $(shell PATH=$$PATH:/usr/sbin command -v mariadbd),,mariadb-server)) \
   $(if $(filter sysbench,$(1)),$(if $(shell command -v sysbench),,sysbench)) \
-  $(if $(filter openssh-server,$(1)),$(if $(wildcard /usr/sbin/sshd),,openssh-server)))
+  $(if $(filter openssh-server,$(1)),$(if $(wildcard /usr/sbin/sshd),,openssh-server)) \
+  $(if $(filter galera-4,$(1)),$(if $(wildcard /usr/lib/galera/libgalera_smm.so),,galera-4)) \
+  $(if $(filter rsync,$(1)),$(if $(shell command -v rsync),,rsync)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:

@@ -18,7 +18,10 @@ from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
 
 DATA = Path(__file__).parent / "data"
-pytest_plugins = ["harness.fixtures"]  # ssh_target (127.0.0.2), ssh_client (127.0.0.3)
+pytest_plugins = [
+    "harness.fixtures",  # ssh_target (127.0.0.2), ssh_client (127.0.0.3)
+    "harness.galera_fixture",  # galera_cluster: 3 MariaDB Galera nodes on loopback
+]
 
 
 @pytest.fixture(scope="session")

@@ -108,10 +108,11 @@ async def test_read_only_variable_is_refused_and_unchanged(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
     before = await global_value(mariadb_info, "innodb_doublewrite")
-    change = await session.set_knob("innodb_doublewrite", "OFF")
+    # This session has no restart command: even a confirmed static change is refused.
+    change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
     assert change.result == "refused"
-    assert "read-only at runtime (static)" in change.message
-    assert "nothing was changed" in change.message
+    assert "static (read-only at runtime)" in change.message
+    assert "restart_command" in change.message and "Nothing was changed" in change.message
     assert await global_value(mariadb_info, "innodb_doublewrite") == before
     assert journaled_changes(session)[-1].knob == "innodb_doublewrite"
 

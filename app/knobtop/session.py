@@ -385,7 +385,10 @@ class Session:
         name = name.strip().lower()
         try:
             link = await self._ensure_action_link()
-            facts = (await load_facts(link, [name]))[name] if valid_name(name) else None
+            facts = None
+            if valid_name(name):
+                found = await asyncio.wait_for(load_facts(link, [name]), self.config.knob_timeout)
+                facts = found[name]
             if facts is not None and facts.present and not facts.dynamic:
                 return await self._set_static(facts, value, restart_ok=restart_ok,
                                               reason=reason, start=start)

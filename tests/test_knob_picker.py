@@ -1,0 +1,149 @@
+"""The command-palette knob picker over the catalog of a real mariadbd."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.command import Command, CommandList, CommandPalette
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.ui.knob_picker import KnobProvider, describe
+
+pytestmark = pytest.mark.integration
+
+
+class PickerApp(App[None]):
+    COMMANDS = App.COMMANDS | {KnobProvider}
+
+    def __init__(self, catalog: Catalog | None) -> None:
+        super().__init__()
+        self.knob_catalog = catalog
+        self.edited: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("knobs")
+
+    def edit_knob(self, name: str) -> None:
+        self.edited.append(name)
+
+
+@pytest.fixture(scope="module")
+def catalog(mariadb_info: ConnectionInfo) -> Catalog:
+    async def load() -> Catalog:
+        link = ServerLink(mariadb_info)
+        await link.connect()
+        try:
+            return await load_catalog(link)
+        finally:
+            await link.close()
+
+    return asyncio.run(load())
+
+
+async def until(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 10) -> None:
+    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise)."""
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def listed(app: App[None]) -> list[str]:
+    """The hit names the open palette shows, top first."""
+    if not palette_ready(app):
+        return []
+    options = app.screen.query_one(CommandList).options
+    return [str(o.hit.text) for o in options if isinstance(o, Command)]
+
+
+def palette_ready(app: App[None]) -> bool:
+    return isinstance(app.screen, CommandPalette) and bool(app.screen.query(CommandList))
+
+
+def first_help(app: App[None]) -> str:
+    option = app.screen.query_one(CommandList).get_option_at_index(0)
+    return str(option.prompt)
+
+
+async def open_and_type(app: PickerApp, pilot: Pilot[None], text: str) -> None:
+    app.action_command_palette()
+    await until(pilot, lambda: palette_ready(app))
+    await pilot.press(*["space" if c == " " else c for c in text])
+
+
+async def test_typing_flush_log_and_enter_edits_the_knob(catalog: Catalog) -> None:
+    app = PickerApp(catalog)
+    async with app.run_test() as pilot:
+        await open_and_type(app, pilot, "flush log")
+        await until(pilot, lambda: listed(app)[:1] == ["innodb_flush_log_at_trx_commit"])
+        assert "innodb_flush_log_at_timeout" in listed(app)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.edited == ["innodb_flush_log_at_trx_commit"])
+        assert not isinstance(app.screen, CommandPalette)
+
+
+async def test_hits_show_value_default_range_and_mode(catalog: Catalog) -> None:
+    app = PickerApp(catalog)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await open_and_type(app, pilot, "bpsize")
+        await until(pilot, lambda: listed(app)[:1] == ["innodb_buffer_pool_size"])
+        shown = first_help(app)
+        facts = catalog.get("innodb_buffer_pool_size")
+        assert f"now {facts.value}" in shown
+        assert "default 134217728" in shown
+        assert "≥ 2097152" in shown
+        assert "dynamic" in shown
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: len(app.edited) == 1)
+        assert app.edited[0] != "innodb_buffer_pool_size"  # the second hit, one of its kin
+        assert "size" in app.edited[0]
+
+
+async def test_absent_and_static_knobs_say_so(catalog: Catalog) -> None:
+    absent = describe(catalog.get("innodb_thread_concurrency"))
+    assert absent == "absent — removed in 10.6.0 (ignored since 10.5.5)"
+    static = describe(catalog.get("innodb_doublewrite"))
+    assert "static (config + restart)" in static and "one of OFF/ON" in static
+    io = catalog.get("innodb_io_capacity")
+    assert describe(io).startswith(f"now {io.value} · default 200 · 100 to 4294967295 · dynamic")
+
+    app = PickerApp(catalog)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await open_and_type(app, pilot, "thread conc")
+        await until(pilot, lambda: listed(app)[:1] == ["innodb_thread_concurrency"])
+        assert "removed in 10.6.0" in first_help(app)
+
+
+async def test_empty_query_lists_the_seed_knobs(catalog: Catalog) -> None:
+    app = PickerApp(catalog)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_command_palette()
+        await until(pilot, lambda: palette_ready(app))
+        await until(pilot, lambda: "innodb_io_capacity" in listed(app))
+        assert "innodb_doublewrite" in listed(app)
+
+
+async def test_without_a_catalog_the_picker_offers_nothing() -> None:
+    app = PickerApp(None)
+    async with app.run_test() as pilot:
+        await open_and_type(app, pilot, "quit")
+        await until(pilot, lambda: "Quit" in listed(app))  # the system commands still answer
+        await pilot.press(*["backspace"] * 4, *"innodb")
+        await until(pilot, lambda: no_matches(app))
+        assert listed(app) == []
+
+
+def no_matches(app: App[None]) -> bool:
+    """The palette finished a search and says "No matches found"."""
+    if not palette_ready(app):
+        return False
+    commands = app.screen.query_one(CommandList)
+    return any(commands.get_option_at_index(i).id == "--no-matches"
+               for i in range(commands.option_count))
