@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,11 @@ from knobtop.profiles import (
     EXAMPLE_PATH,
     ClientSpec,
     MysqlSpec,
+    NdbSpec,
+    NodeSpec,
+    Profile,
     ProfileError,
+    TargetSpec,
     lab_profile,
     list_profiles,
     load_profile,
@@ -67,10 +72,18 @@ def test_example_file_loads() -> None:
     )
     assert target.mysql.password_env == "KNOBTOP_DB_PASSWORD"
     assert profile.clients == (
-        ClientSpec(ssh="app1", sysbench="/usr/bin/sysbench", name="app1",
-                   mysql_host="db1.internal", mysql_port=3306),
+        ClientSpec(
+            ssh="app1",
+            sysbench="/usr/bin/sysbench",
+            name="app1",
+            mysql_host="db1.internal",
+            mysql_port=3306,
+        ),
         ClientSpec(ssh="bench@app2:2222", sysbench="sysbench", name="bench@app2:2222"),
     )
+    assert profile.nodes == ()
+    assert profile.ndb is None
+    assert [n.name for n in profile.server_nodes()] == ["db1"]
 
 
 def test_name_lookup_in_config_dir_and_defaults(tmp_path: Path) -> None:
@@ -482,7 +495,7 @@ def test_lab_profile_is_all_local() -> None:
 
 
 def test_server_address_as_a_client_sees_it() -> None:
-    from knobtop.profiles import Profile, TargetSpec, server_address
+    from knobtop.profiles import server_address
 
     remote = Profile("p", None, TargetSpec(ssh="dba@db1:2222", mysql=MysqlSpec(port=3307)))
     # Loopback on a remote target means that machine: use its SSH host name.
@@ -503,3 +516,314 @@ def test_client_mysql_port_is_checked(tmp_path: Path) -> None:
         load_profile(str(path))
     assert exc.value.key == "client[0].mysql_port"
     assert "out of range" in str(exc.value)
+
+
+# --------------------------------------------------------------------------- nodes and ndb
+
+
+NODES = """
+[target]
+ssh = "db1"
+[target.mysql]
+socket = "/run/mysqld/mysqld.sock"
+port = 3307
+user = "knobtop"
+password = { env = "PW" }
+
+[[node]]
+name = "db1"
+restart_command = "sudo systemctl restart mariadb"
+dropin_path = "/etc/mysql/conf.d/99-knobtop.cnf"
+
+[[node]]
+name = "db2"
+ssh = "admin@db2:2222"
+restart_command = "systemctl restart mysqld"
+dropin_path = "/etc/my.cnf.d/99-knobtop.cnf"
+[node.mysql]
+host = "10.0.0.2"
+port = 3306
+"""
+
+
+def test_nodes_load_with_target_defaults(tmp_path: Path) -> None:
+    profile = load_profile(str(write(tmp_path, NODES)))
+    assert profile.nodes == (
+        NodeSpec(
+            name="db1",
+            ssh="db1",
+            mysql_host="127.0.0.1",
+            mysql_port=3307,
+            mysql_socket="/run/mysqld/mysqld.sock",
+            restart_command="sudo systemctl restart mariadb",
+            dropin_path="/etc/mysql/conf.d/99-knobtop.cnf",
+        ),
+        NodeSpec(
+            name="db2",
+            ssh="admin@db2:2222",
+            mysql_host="10.0.0.2",
+            mysql_port=3306,
+            mysql_socket="/run/mysqld/mysqld.sock",
+            restart_command="systemctl restart mysqld",
+            dropin_path="/etc/my.cnf.d/99-knobtop.cnf",
+        ),
+    )
+    assert profile.server_nodes() == profile.nodes
+    db2 = profile.node_mysql(profile.nodes[1])
+    assert (db2.host, db2.port, db2.user, db2.password_source) == (
+        "10.0.0.2",
+        3306,
+        "knobtop",
+        "env:PW",
+    )
+
+
+def test_server_nodes_from_the_target_alone() -> None:
+    mysql = MysqlSpec(host="10.0.0.9", port=3307, socket="/tmp/m.sock")
+    target = TargetSpec(
+        ssh="dba@db1", mysql=mysql, restart_command="restart-it", dropin_path="/etc/x.cnf"
+    )
+    assert Profile("p", None, target).server_nodes() == (
+        NodeSpec("dba@db1", "dba@db1", "10.0.0.9", 3307, "/tmp/m.sock", "restart-it", "/etc/x.cnf"),
+    )
+    local = TargetSpec(restart_command="restart-it", dropin_path="/etc/x.cnf")
+    (node,) = Profile("p", None, local).server_nodes()
+    assert (node.name, node.ssh) == ("local", None)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        TargetSpec(ssh="db1"),
+        TargetSpec(ssh="db1", restart_command="restart-it"),
+        TargetSpec(ssh="db1", dropin_path="/etc/x.cnf"),
+    ],
+)
+def test_server_nodes_none_without_restart_and_dropin(target: TargetSpec) -> None:
+    assert Profile("p", None, target).server_nodes() == ()
+
+
+NODE = '[[node]]\nname = "{name}"\nrestart_command = "r"\ndropin_path = "/etc/k.cnf"\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "problem", "fix"),
+    [
+        (
+            "[target]\n" + NODE.format(name="a") + NODE.format(name="a"),
+            "node[1].name",
+            "'a' is already used by node[0]",
+            "distinct name",
+        ),
+        (
+            '[target]\n[[node]]\nname = "a"\ndropin_path = "/etc/k.cnf"\n',
+            "node[0].restart_command",
+            "missing restart_command",
+            'add restart_command = "sudo systemctl restart mariadb"',
+        ),
+        (
+            '[target]\n[[node]]\nrestart_command = "r"\ndropin_path = "/etc/k.cnf"\n',
+            "node[0].name",
+            "missing name",
+            "add name = ",
+        ),
+        (
+            '[target]\n[[node]]\nname = "a"\nrestart_command = "r"\ndropin_path = "k.cnf"\n',
+            "node[0].dropin_path",
+            "'k.cnf' is not an absolute path",
+            "absolute path",
+        ),
+        (
+            '[target]\nrestart_command = "r"\n' + NODE.format(name="a"),
+            "target.restart_command",
+            "together with [[node]]",
+            "remove target.restart_command;",
+        ),
+        (
+            '[target]\nrestart_command = "r"\ndropin_path = "/x"\n' + NODE.format(name="a"),
+            "target.restart_command",
+            "together with [[node]]",
+            "remove target.restart_command and target.dropin_path;",
+        ),
+        (
+            '[target]\ndropin_path = "/x"\n' + NODE.format(name="a"),
+            "target.dropin_path",
+            "together with [[node]]",
+            "remove target.dropin_path;",
+        ),
+        (
+            "[target]\n" + NODE.format(name="a") + "[node.mysql]\nport = 0\n",
+            "node[0].mysql.port",
+            "out of range",
+            "3306",
+        ),
+        (
+            "[target]\n" + NODE.format(name="a") + '[node.mysql]\nsocket = "m.sock"\n',
+            "node[0].mysql.socket",
+            "not an absolute path",
+            "socket path on that server",
+        ),
+        (
+            "[target]\n" + NODE.format(name="a") + '[node.mysql]\nuser = "root"\n',
+            "node[0].mysql.user",
+            "no user of its own",
+            "the user in [target.mysql]",
+        ),
+        (
+            "[target]\n" + NODE.format(name="a") + 'ssh = "a@"\n',
+            "node[0].ssh",
+            "no host",
+            "user@host",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nmgmd_command = "ndb_mgmd -f x.ini"\n',
+            "ndb.mgmd_command",
+            "does not contain {config}",
+            "{config} stands for config_ini",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nmgmd_command = "ndb_mgmd \'{config}"\n',
+            "ndb.mgmd_command",
+            "cannot be split into words",
+            "{config} stands for config_ini",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nnode_timeout = -5\n',
+            "ndb.node_timeout",
+            "-5 is not a positive number of seconds",
+            "node_timeout = 600",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nnode_timeout = 0.0\n',
+            "ndb.node_timeout",
+            "not a positive number",
+            "more than 0",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nnode_timeout = inf\n',
+            "ndb.node_timeout",
+            "not a positive number",
+            "more than 0",
+        ),
+        ("[target]\n[ndb]\n", "ndb.config_ini", "missing config_ini", "add config_ini = "),
+        (
+            '[target]\n[ndb]\nconfig_ini = "config.ini"\n',
+            "ndb.config_ini",
+            "not an absolute path",
+            "management host",
+        ),
+    ],
+)
+def test_bad_nodes_and_ndb(tmp_path: Path, body: str, key: str, problem: str, fix: str) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert problem in err.problem
+    assert fix in err.fix
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "suggestion"),
+    [
+        (
+            "[target]\n" + NODE.format(name="a") + 'dropin = "/x"\n',
+            "node[0].dropin",
+            "'dropin_path'",
+        ),
+        (
+            "[target]\n" + NODE.format(name="a") + '[node.mysql]\nsockett = "/s"\n',
+            "node[0].mysql.sockett",
+            "'socket'",
+        ),
+        ('[target]\n[ndb]\nconfig_ini = "/c.ini"\ntimeout = 5\n', "ndb.timeout", "'node_timeout'"),
+        ('[target]\n[ndb]\nconfig_ini = "/c.ini"\nzzzzzz = 5\n', "ndb.zzzzzz", None),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nmgmd_comand = "x"\n',
+            "ndb.mgmd_comand",
+            "'mgmd_command'",
+        ),
+        ("[target]\n[nbd]\n", "nbd", "'ndb'"),
+    ],
+)
+def test_unknown_keys_in_node_and_ndb(
+    tmp_path: Path, body: str, key: str, suggestion: str | None
+) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert err.problem == "unknown key"
+    if suggestion is None:
+        assert "known keys here: ssh, config_ini, connect_string" in err.fix
+    else:
+        assert f"did you mean {suggestion}?" in err.fix
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "expected", "found"),
+    [
+        ("[target]\n[node]\n", "node", "an array of tables ([[node]])", "table"),
+        ("ndb = 1\n[target]\n", "ndb", "a table", "integer 1"),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nnode_timeout = "600"\n',
+            "ndb.node_timeout",
+            "a number of seconds",
+            "string '600'",
+        ),
+        (
+            '[target]\n[ndb]\nconfig_ini = "/c.ini"\nnode_timeout = true\n',
+            "ndb.node_timeout",
+            "a number of seconds",
+            "boolean True",
+        ),
+        (
+            '[target]\n[[node]]\nname = 1\nrestart_command = "r"\ndropin_path = "/x"\n',
+            "node[0].name",
+            "a string",
+            "integer 1",
+        ),
+    ],
+)
+def test_wrong_types_in_node_and_ndb(
+    tmp_path: Path, body: str, key: str, expected: str, found: str
+) -> None:
+    err = refused(write(tmp_path, body), key)
+    assert err.problem == f"expected {expected}, found {found}"
+
+
+def test_ndb_loads_with_defaults(tmp_path: Path) -> None:
+    body = '[target]\nssh = "db1"\n[ndb]\nconfig_ini = "/var/lib/mysql-cluster/config.ini"\n'
+    ndb = load_profile(str(write(tmp_path, body))).ndb
+    assert ndb == NdbSpec(
+        ssh="db1",
+        config_ini="/var/lib/mysql-cluster/config.ini",
+        connect_string=None,
+        mgmd_command="ndb_mgmd -f {config} --reload",
+        node_timeout=600.0,
+    )
+    assert ndb.mgmd_argv == ("ndb_mgmd", "-f", "{config}", "--reload")
+
+
+def test_ndb_loads_given_values(tmp_path: Path) -> None:
+    body = (
+        '[target]\nssh = "db1"\n[ndb]\nssh = "mgm@mgm1"\nconfig_ini = "/c.ini"\n'
+        'connect_string = "mgm1:1186"\n'
+        "mgmd_command = \"sudo ndb_mgmd --config-file='{config}' --reload\"\n"
+        "node_timeout = 90\n"
+    )
+    ndb = load_profile(str(write(tmp_path, body))).ndb
+    command = "sudo ndb_mgmd --config-file='{config}' --reload"
+    assert ndb == NdbSpec("mgm@mgm1", "/c.ini", "mgm1:1186", command, 90.0)
+    assert ndb.mgmd_argv == ("sudo", "ndb_mgmd", "--config-file={config}", "--reload")
+    assert isinstance(ndb.node_timeout, float)
+
+
+def test_example_file_commented_nodes_and_ndb_load(tmp_path: Path) -> None:
+    """Uncommenting the optional examples (and dropping the target's restart settings,
+    as the example says) gives a profile that loads."""
+    lines = []
+    for line in EXAMPLE_PATH.read_text().splitlines():
+        if line.startswith(("restart_command", "dropin_path")):
+            continue
+        lines.append(line[1:] if re.match(r"#[\[a-z]", line) else line)
+    profile = load_profile(str(write(tmp_path, "\n".join(lines) + "\n")))
+    assert [n.name for n in profile.server_nodes()] == ["db1", "db2"]
+    assert profile.nodes[0].ssh == "db1"
+    assert profile.nodes[1].mysql_socket == "/run/mysqld/mysqld2.sock"
+    assert profile.ndb is not None
+    assert (profile.ndb.ssh, profile.ndb.connect_string) == ("mgm1", "mgm1:1186")

@@ -6,19 +6,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input
 
 from harness.sshd import SshServer
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.ssh import SshHost
-from knobtop.journal import Change, JournalReader, Note, Phase
+from knobtop.journal import Change, JournalReader, Note, Phase, Restart
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.static import ServerNode
 from knobtop.session import Session, SessionConfig, prepare_tables
 from knobtop.ui.app import KnobtopApp
+from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.knob_panel import KnobPanel
@@ -200,3 +203,51 @@ async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
         status = app.live.query_one(StatusBar).render_line(0).text
         assert "db-host" in status and "via ssh" in status
         await pilot.press("q")
+
+
+async def test_static_knob_by_keys_restarts_and_baseline_brings_it_back(tmp_path: Path) -> None:
+    sandbox = Sandbox(tmp_path / "lab")
+    info = sandbox.start()
+    node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+                      restart_command=sandbox.restart_command(),
+                      dropin_path=sandbox.dropin_file)
+    config = SessionConfig(profile="lab", connection=info, interval=0.3, nodes=(node,),
+                           journal_path=tmp_path / "s.knobtop.jsonl")
+    app = KnobtopApp(Session(config, LocalHost(), None))
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.knob_catalog is not None and app.board is not None)
+            # The knob picker: Ctrl+P, type, Enter opens the edit dialog for that variable.
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                        and bool(app.screen.query(CommandList)))
+            await pilot.press(*"doublewrite")
+
+            def first_hit() -> str:
+                option = app.screen.query_one(CommandList).get_option_at_index(0)
+                return str(option.prompt)
+
+            await until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0
+                        and "innodb_doublewrite" in first_hit())
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, PromptScreen))
+            assert "static" in app.screen.title_text
+            app.screen.query_one(Input).value = ""
+            await pilot.press(*"OFF", "enter")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            assert "restarts lab once" in app.screen.details
+            await pilot.press("y")
+            await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "OFF",
+                        timeout=60)
+            assert any(m.kind == "restart" for m in app.board.markers)
+            await pilot.press("b")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
+            await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "ON",
+                        timeout=60)
+            await pilot.press("q")
+    finally:
+        sandbox.stop()
+    steps = [(e.step, e.result) for e in JournalReader(tmp_path / "s.knobtop.jsonl")
+             if isinstance(e, Restart)]
+    assert steps.count(("restart", "ok")) == 2 and steps.count(("verify", "ok")) == 2

@@ -23,6 +23,21 @@ honoured) or at any path.  Layout (``knobtop/profile_example.toml`` is a complet
     mysql_host = "db1.internal"  # optional: the server as this client reaches it
     mysql_port = 3306
 
+    [[node]]                   # optional, zero or more: servers for rolling restarts; with
+    name = "db2"               #   nodes, leave restart_command/dropin_path out of [target]
+    ssh = "db2"                # optional, default: target.ssh
+    restart_command = "sudo systemctl restart mariadb"
+    dropin_path = "/etc/mysql/mariadb.conf.d/99-knobtop.cnf"
+    [node.mysql]               # optional: host, port, socket as seen from that node;
+    socket = "/run/mysqld/mysqld.sock"   # each defaults to target.mysql's (user/password too)
+
+    [ndb]                      # optional: NDB Cluster management (DiskPageBufferMemory)
+    ssh = "mgm1"               # optional, default: target.ssh
+    config_ini = "/var/lib/mysql-cluster/config.ini"
+    connect_string = "mgm1:1186"                 # optional
+    mgmd_command = "ndb_mgmd -f {config} --reload"   # optional; must contain {config}
+    node_timeout = 600         # optional: seconds to wait for each data node
+
 Unknown keys, wrong types, bad values and an inline password in a file that group or
 others can read raise ``ProfileError`` naming the file, the dotted key and the fix.
 """
@@ -31,12 +46,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import math
 import os
 import re
+import shlex
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from knobtop.hosts.base import parse_destination
@@ -46,6 +63,8 @@ __all__ = [
     "FLAVORS",
     "ClientSpec",
     "MysqlSpec",
+    "NdbSpec",
+    "NodeSpec",
     "Profile",
     "ProfileError",
     "TargetSpec",
@@ -59,6 +78,9 @@ __all__ = [
 ]
 
 EXAMPLE_PATH = Path(__file__).with_name("profile_example.toml")
+CONFIG_TOKEN = "{config}"
+DEFAULT_MGMD_COMMAND = f"ndb_mgmd -f {CONFIG_TOKEN} --reload"
+DEFAULT_NODE_TIMEOUT = 600.0
 FLAVORS = ("mariadb", "mysql")
 COMMAND_LINE = "command line"
 
@@ -150,13 +172,82 @@ class ClientSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One server that a static change restarts (several make a rolling restart).
+
+    ``ssh`` None = this machine; ``mysql_*`` is the server as seen from that host (the
+    socket, when set, is preferred); the MySQL user and password are the target's.
+    """
+
+    name: str
+    ssh: str | None
+    mysql_host: str
+    mysql_port: int
+    mysql_socket: str | None
+    restart_command: str
+    dropin_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class NdbSpec:
+    """NDB Cluster management: where config.ini lives and how to reload ``ndb_mgmd``.
+
+    ``ssh`` is the management host (None = this machine); ``mgmd_command`` contains
+    ``{config}``, which stands for ``config_ini``; ``node_timeout`` is in seconds.
+    """
+
+    ssh: str | None
+    config_ini: str
+    connect_string: str | None = None
+    mgmd_command: str = DEFAULT_MGMD_COMMAND
+    node_timeout: float = DEFAULT_NODE_TIMEOUT
+
+    @property
+    def mgmd_argv(self) -> tuple[str, ...]:
+        """``mgmd_command`` split as a POSIX shell would, ``{config}`` left in place."""
+        return tuple(shlex.split(self.mgmd_command))
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
-    """A named target plus its clients; ``path`` is the TOML file, None when built in code."""
+    """A named target plus its clients; ``path`` is the TOML file, None when built in code.
+
+    ``nodes`` are the servers for rolling restarts (``[[node]]``; see ``server_nodes``);
+    ``ndb`` is the NDB Cluster management host, when there is one.
+    """
 
     name: str
     path: Path | None
     target: TargetSpec
     clients: tuple[ClientSpec, ...] = ()
+    nodes: tuple[NodeSpec, ...] = ()
+    ndb: NdbSpec | None = None
+
+    def server_nodes(self) -> tuple[NodeSpec, ...]:
+        """The servers a static change restarts: the ``[[node]]`` tables if any; else the
+        target alone when it has both ``restart_command`` and ``dropin_path``; else ()."""
+        if self.nodes:
+            return self.nodes
+        target = self.target
+        if target.restart_command is None or target.dropin_path is None:
+            return ()
+        return (
+            NodeSpec(
+                name=target.ssh or "local",
+                ssh=target.ssh,
+                mysql_host=target.mysql.host,
+                mysql_port=target.mysql.port,
+                mysql_socket=target.mysql.socket,
+                restart_command=target.restart_command,
+                dropin_path=target.dropin_path,
+            ),
+        )
+
+    def node_mysql(self, node: NodeSpec) -> MysqlSpec:
+        """The target's MySQL settings (user, password) pointed at ``node``'s server."""
+        return replace(
+            self.target.mysql, host=node.mysql_host, port=node.mysql_port, socket=node.mysql_socket
+        )
 
 
 # --------------------------------------------------------------------------- destinations
@@ -319,6 +410,33 @@ class _Reader:
             fix = f"write {key} = 3306 (a whole number, no quotes)"
         raise self.wrong_type(dotted, "an integer", value, fix)
 
+    def opt_seconds(self, table: _Table, key: str, prefix: str) -> float | None:
+        if key not in table:
+            return None
+        value = table[key]
+        dotted = f"{prefix}.{key}"
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value) or value <= 0:
+                raise self.error(
+                    dotted,
+                    f"{value} is not a positive number of seconds",
+                    f"write {key} = 600 (seconds, more than 0), or remove it for the default",
+                )
+            return float(value)
+        fix = f"write {key} = 600 (seconds, a number, no quotes)"
+        raise self.wrong_type(dotted, "a number of seconds", value, fix)
+
+    def req_str(self, table: _Table, key: str, prefix: str, *, example: str) -> str:
+        value = self.opt_str(table, key, prefix, empty_fix=f"write {key} = {example}")
+        if value is None:
+            raise self.error(f"{prefix}.{key}", f"missing {key}", f"add {key} = {example}")
+        return value
+
+    def abs_path(self, value: str | None, dotted: str, fix: str) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise self.error(dotted, f"{value!r} is not an absolute path", fix)
+        return value
+
     def opt_table(self, table: _Table, key: str, prefix: str, fix: str) -> _Table | None:
         if key not in table:
             return None
@@ -339,7 +457,7 @@ class _Reader:
     # ---- sections
 
     def profile(self, doc: _Table, name: str, path: Path | None) -> Profile:
-        self.check_keys(doc, ("target", "client"), "")
+        self.check_keys(doc, ("target", "client", "node", "ndb"), "")
         target_table = self.opt_table(doc, "target", "", "write the target as a [target] table")
         if target_table is None:
             raise self.error(
@@ -349,7 +467,10 @@ class _Reader:
             )
         target = self.target(target_table)
         clients = self.clients(doc.get("client"))
-        return Profile(name=name, path=path, target=target, clients=clients)
+        nodes = self.nodes(doc.get("node"), target)
+        ndb_table = self.opt_table(doc, "ndb", "", "write it as an [ndb] table")
+        ndb = None if ndb_table is None else self.ndb(ndb_table, target)
+        return Profile(name=name, path=path, target=target, clients=clients, nodes=nodes, ndb=ndb)
 
     def target(self, table: _Table) -> TargetSpec:
         p = "target"
@@ -378,12 +499,11 @@ class _Reader:
         dropin = self.opt_str(
             table, "dropin_path", p, empty_fix="remove it, or give an absolute path on the target"
         )
-        if dropin is not None and not dropin.startswith("/"):
-            raise self.error(
-                f"{p}.dropin_path",
-                f"{dropin!r} is not an absolute path",
-                'give an absolute path on the target, e.g. "/etc/mysql/conf.d/99-knobtop.cnf"',
-            )
+        self.abs_path(
+            dropin,
+            f"{p}.dropin_path",
+            'give an absolute path on the target, e.g. "/etc/mysql/conf.d/99-knobtop.cnf"',
+        )
         flavor = self.opt_str(table, "flavor", p, empty_fix="remove it to auto-detect")
         if flavor is not None:
             if flavor.lower() not in FLAVORS:
@@ -406,9 +526,10 @@ class _Reader:
             flavor=flavor,
         )
 
-    def mysql(self, table: _Table) -> MysqlSpec:
-        p = "target.mysql"
-        self.check_keys(table, ("host", "port", "socket", "user", "password"), p)
+    def endpoint(
+        self, table: _Table, p: str, where: str
+    ) -> tuple[str | None, int | None, str | None]:
+        """host, port and socket of a MySQL table (None = not given)."""
         host = self.opt_str(table, "host", p, empty_fix='remove it, or write host = "127.0.0.1"')
         port = self.opt_int(table, "port", p)
         if port is not None and not 1 <= port <= 65535:
@@ -418,14 +539,19 @@ class _Reader:
                 "use the server's port, e.g. 3306",
             )
         socket = self.opt_str(
-            table, "socket", p, empty_fix="remove it, or give the socket path on the target"
+            table, "socket", p, empty_fix=f"remove it, or give the socket path on {where}"
         )
-        if socket is not None and not socket.startswith("/"):
-            raise self.error(
-                f"{p}.socket",
-                f"{socket!r} is not an absolute path",
-                'give the socket path on the target, e.g. "/run/mysqld/mysqld.sock"',
-            )
+        self.abs_path(
+            socket,
+            f"{p}.socket",
+            f'give the socket path on {where}, e.g. "/run/mysqld/mysqld.sock"',
+        )
+        return host, port, socket
+
+    def mysql(self, table: _Table) -> MysqlSpec:
+        p = "target.mysql"
+        self.check_keys(table, ("host", "port", "socket", "user", "password"), p)
+        host, port, socket = self.endpoint(table, p, "the target")
         user = self.opt_str(table, "user", p, empty_fix='remove it, or write user = "root"')
         source, password = self.password(table.get("password"), f"{p}.password")
         return MysqlSpec(
@@ -509,8 +635,11 @@ class _Reader:
                     f"{p}.mysql_port", f"port {mysql_port} is out of range 1-65535", "e.g. 3306"
                 )
             client = ClientSpec(
-                ssh=ssh, sysbench=sysbench or "sysbench", name=name or "",
-                mysql_host=mysql_host, mysql_port=mysql_port,
+                ssh=ssh,
+                sysbench=sysbench or "sysbench",
+                name=name or "",
+                mysql_host=mysql_host,
+                mysql_port=mysql_port,
             )
             if client.name in seen:
                 raise self.error(
@@ -521,6 +650,126 @@ class _Reader:
             seen[client.name] = i
             out.append(client)
         return tuple(out)
+
+    def nodes(self, value: object, target: TargetSpec) -> tuple[NodeSpec, ...]:
+        if value is None:
+            return ()
+        fix = "write each server as a [[node]] table (double brackets)"
+        if not isinstance(value, list):
+            raise self.wrong_type("node", "an array of tables ([[node]])", value, fix)
+        out: list[NodeSpec] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            p = f"node[{i}]"
+            if not isinstance(item, dict):
+                raise self.wrong_type(p, "a table", item, fix)
+            node = self.node(item, p, target)
+            if node.name in seen:
+                raise self.error(
+                    f"{p}.name",
+                    f"name {node.name!r} is already used by node[{seen[node.name]}]",
+                    "give each node a distinct name",
+                )
+            seen[node.name] = i
+            out.append(node)
+        given = [k for k in ("restart_command", "dropin_path") if getattr(target, k) is not None]
+        if out and given:
+            keys = " and ".join(f"target.{k}" for k in given)
+            raise self.error(
+                f"target.{given[0]}",
+                "is given together with [[node]] tables, which replace it",
+                f"remove {keys}; each [[node]] has its own restart_command and dropin_path",
+            )
+        return tuple(out)
+
+    def node(self, table: _Table, p: str, target: TargetSpec) -> NodeSpec:
+        self.check_keys(table, ("name", "ssh", "mysql", "restart_command", "dropin_path"), p)
+        name = self.req_str(table, "name", p, example='"db1" (a unique label for this server)')
+        ssh = self.destination(
+            self.opt_str(table, "ssh", p, empty_fix="omit ssh to use target.ssh, or " + _DEST_FIX),
+            f"{p}.ssh",
+        )
+        restart = self.req_str(
+            table, "restart_command", p, example='"sudo systemctl restart mariadb"'
+        )
+        dropin = self.req_str(
+            table, "dropin_path", p, example='"/etc/mysql/conf.d/99-knobtop.cnf" (absolute)'
+        )
+        self.abs_path(
+            dropin,
+            f"{p}.dropin_path",
+            'give an absolute path on that server, e.g. "/etc/mysql/conf.d/99-knobtop.cnf"',
+        )
+        mp = f"{p}.mysql"
+        mysql_table = self.opt_table(table, "mysql", p, f"write the connection as a [{mp}] table")
+        mysql_table = mysql_table or {}
+        for key in ("user", "password"):
+            if key in mysql_table:
+                raise self.error(
+                    f"{mp}.{key}",
+                    f"a node has no {key} of its own",
+                    f"remove it; every node uses the {key} in [target.mysql]",
+                )
+        self.check_keys(mysql_table, ("host", "port", "socket"), mp)
+        host, port, socket = self.endpoint(mysql_table, mp, "that server")
+        default = target.mysql
+        return NodeSpec(
+            name=name,
+            ssh=target.ssh if ssh is None else ssh,
+            mysql_host=default.host if host is None else host,
+            mysql_port=default.port if port is None else port,
+            mysql_socket=default.socket if socket is None else socket,
+            restart_command=restart,
+            dropin_path=dropin,
+        )
+
+    def ndb(self, table: _Table, target: TargetSpec) -> NdbSpec:
+        p = "ndb"
+        self.check_keys(
+            table, ("ssh", "config_ini", "connect_string", "mgmd_command", "node_timeout"), p
+        )
+        ssh = self.destination(
+            self.opt_str(table, "ssh", p, empty_fix="omit ssh to use target.ssh, or " + _DEST_FIX),
+            f"{p}.ssh",
+        )
+        config_ini = self.req_str(
+            table, "config_ini", p, example='"/var/lib/mysql-cluster/config.ini" (absolute)'
+        )
+        self.abs_path(
+            config_ini,
+            f"{p}.config_ini",
+            "give the absolute path on the management host, e.g. "
+            '"/var/lib/mysql-cluster/config.ini"',
+        )
+        connect_string = self.opt_str(
+            table, "connect_string", p, empty_fix='remove it, or write e.g. "mgm1:1186"'
+        )
+        command_fix = (
+            f'write e.g. mgmd_command = "{DEFAULT_MGMD_COMMAND}" '
+            f"({CONFIG_TOKEN} stands for config_ini), or remove it for that default"
+        )
+        mgmd = self.opt_str(table, "mgmd_command", p, empty_fix=command_fix)
+        if mgmd is not None:
+            try:
+                argv = shlex.split(mgmd)
+            except ValueError as exc:
+                raise self.error(
+                    f"{p}.mgmd_command", f"cannot be split into words: {exc}", command_fix
+                ) from None
+            if not any(CONFIG_TOKEN in arg for arg in argv):
+                raise self.error(
+                    f"{p}.mgmd_command",
+                    f"does not contain {CONFIG_TOKEN} (where config_ini goes)",
+                    command_fix,
+                )
+        timeout = self.opt_seconds(table, "node_timeout", p)
+        return NdbSpec(
+            ssh=target.ssh if ssh is None else ssh,
+            config_ini=config_ini,
+            connect_string=connect_string,
+            mgmd_command=DEFAULT_MGMD_COMMAND if mgmd is None else mgmd,
+            node_timeout=DEFAULT_NODE_TIMEOUT if timeout is None else timeout,
+        )
 
 
 # --------------------------------------------------------------------------- loading

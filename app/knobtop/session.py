@@ -41,6 +41,7 @@ from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
+from knobtop.server.catalog import Catalog, load_catalog
 from knobtop.server.knobs import (
     SEED_KNOBS,
     KnobError,
@@ -131,6 +132,7 @@ class Session:
         self.journal: JournalWriter | None = None
         self.version: ServerVersion | None = None
         self.knob_facts: dict[str, KnobFacts] = {}
+        self.catalog: Catalog | None = None  # every server variable (the knob picker's list)
         self.samples = 0
         self.late_samples = 0
         self.phase = 0
@@ -180,6 +182,7 @@ class Session:
             self.version = await self._sampler_link.connect()
             await self._action_link.connect()
             self.knob_facts = await load_facts(self._action_link, self.config.knobs)
+            self.catalog = await load_catalog(self._action_link)
             if self._closed:
                 raise ServerError("the session was closed while it was opening")
         except BaseException:
@@ -504,6 +507,8 @@ class Session:
             )
             self._record(last)
         await self._reapply_dynamic(link)
+        with contextlib.suppress(ServerError):
+            self.catalog = await load_catalog(link)
         assert last is not None
         return last
 

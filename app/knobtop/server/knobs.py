@@ -272,8 +272,12 @@ class SetGlobalApplier:
             warnings = await self.link.warnings()
         except ServerError as exc:
             after = await self._read_back(name)
+            reason = f"the server refused it: {exc}"
+            if exc.code == 1238:
+                reason = (f"{name} is read-only at runtime on this server (static): it needs "
+                          "a restart; nothing was changed")
             return ChangeOutcome(
-                name, raw, facts.value, after, "refused", f"the server refused it: {exc}",
+                name, raw, facts.value, after, "refused", reason,
                 duration=time.monotonic() - start,
             )
         after_all = await load_facts(self.link, watched)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from textual.app import App
@@ -13,9 +13,12 @@ from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, Event, Header, Knobs
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
+from knobtop.server.catalog import Catalog
 from knobtop.server.link import ServerError
 from knobtop.session import Session, SessionError, SessionThread
+from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.messages import JournalEvent
+from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
@@ -37,6 +40,7 @@ class KnobtopApp(App[int]):
     """
 
     TITLE = "knobtop"
+    COMMANDS = App.COMMANDS | {KnobProvider}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("k", "focus_knobs", "Knobs", id="knob.focus"),
@@ -45,6 +49,8 @@ class KnobtopApp(App[int]):
         Binding("plus,equals_sign", "threads(2)", "Threads+", id="load.threads_up"),
         Binding("minus", "threads(0.5)", "Threads-", id="load.threads_down"),
         Binding("t", "ask_threads", "Threads", id="load.threads"),
+        Binding("u", "undo", "Undo", id="knob.undo"),
+        Binding("b", "revert_baseline", "Baseline", id="knob.baseline"),
         Binding("n", "note", "Note", id="journal.note"),
         Binding("m", "mark", "Mark", id="journal.mark"),
     ]
@@ -171,46 +177,136 @@ class KnobtopApp(App[int]):
     def action_focus_knobs(self) -> None:
         self.live.query_one(KnobPanel).focus()
 
+    @property
+    def knob_catalog(self) -> Catalog | None:
+        """Every server variable, for the knob picker (built by the session at open)."""
+        return self.session.catalog if self.session is not None else None
+
     def on_knob_panel_edit_requested(self, message: KnobPanel.EditRequested) -> None:
-        panel = self.live.query_one(KnobPanel)
-        facts = panel.facts.get(message.knob, {})
-        status = panel.status_of(message.knob)
-        if status == "absent":
-            self.notify(f"{message.knob} is absent here: {facts.get('note', '')}",
-                        severity="warning")
-            return
-        if status == "static":
-            self.notify(f"{message.knob} is static: it changes only with a config edit and a "
-                        "restart (coming with static-knob support)", severity="warning")
-            return
+        self.edit_knob(message.knob)
+
+    def edit_knob(self, name: str) -> None:
+        """Ask for a value for ``name``; static knobs also ask to confirm the restart."""
         if self.session is None:
             self.notify("this view is read-only", severity="warning")
             return
-        current = self.board.knob_values.get(message.knob) if self.board else None
+        catalog = self.knob_catalog
+        panel = self.live.query_one(KnobPanel)
+        if catalog is not None:
+            facts = catalog.get(name).to_json()
+            current = catalog.get(name).value
+        else:
+            facts = panel.facts.get(name, {})
+            current = None
+        if self.board is not None and name in self.board.knob_values:
+            current = self.board.knob_values[name]
+        if not facts.get("present", True):
+            self.notify(f"{name} is absent here: {facts.get('note', '')}", severity="warning")
+            return
+        static = not facts.get("dynamic", True)
+        title = f"Set {name}" + (" (static: needs a restart)" if static else "")
         self.push_screen(
-            PromptScreen(f"Set {message.knob}", knob_help(facts, current), current or ""),
-            lambda value: self._set_knob(message.knob, value),
+            PromptScreen(title, knob_help(facts, current), current or ""),
+            lambda value: self._confirm_static(name, value) if static else self._set_knob(
+                name, value),
         )
 
-    def _set_knob(self, knob: str, value: str | None) -> None:
+    def _confirm_static(self, knob: str, value: str | None) -> None:
+        if value is None or self.session is None:
+            return
+        plan = self.session.restart_plan()
+        self.push_screen(
+            ConfirmScreen(f"Restart for {knob} = {value}?",
+                          f"{knob} is static: knobtop writes it to its drop-in file and "
+                          f"{plan}. If the server does not come back or the value does not "
+                          "take, the previous file is restored and the server restarted again.",
+                          yes="Restart"),
+            lambda yes: self._set_knob(knob, value, restart=True) if yes else None,
+        )
+
+    def _set_knob(self, knob: str, value: str | None, *, restart: bool = False) -> None:
         if value is None or self.session is None:
             return
         session = self.session
 
         async def apply() -> None:
-            change = await self._call(session.set_knob(knob, value))
-            if change is None:
-                return
-            if change.result == "ok":
-                extra = f"\n{change.message}" if change.message else ""
-                warn = "\n".join(change.warnings)
-                self.notify(f"{knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
-                            severity="warning" if change.warnings else "information")
-            else:
-                self.notify(change.message, title=f"{knob} not changed", severity="error",
-                            timeout=10)
+            if restart:
+                self.notify(f"{knob}: restarting the server ...", timeout=5)
+            change = await self._call(session.set_knob(knob, value, restart_ok=restart))
+            if change is not None:
+                self._report(change)
 
         self.run_worker(apply(), group="knobs")
+
+    def _report(self, change: Change) -> None:
+        what = f"{change.reason}: " if change.reason else ""
+        if change.result == "ok":
+            extra = f"\n{change.message}" if change.message else ""
+            warn = "\n".join(change.warnings)
+            self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
+                        severity="warning" if change.warnings else "information")
+        else:
+            self.notify(change.message, title=f"{what}{change.knob} not changed",
+                        severity="error", timeout=12)
+
+    def _if_yes(
+        self, work: Callable[[], Coroutine[Any, Any, None]]
+    ) -> Callable[[bool | None], None]:
+        """A dialog callback that starts ``work`` in a worker when the answer is yes."""
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(work(), group="knobs")
+
+        return answered
+
+    def action_undo(self) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+        if not session.history:
+            self.notify("nothing to undo")
+            return
+        last = session.history[-1]
+
+        async def undo() -> None:
+            change = await self._call(session.undo())
+            if change is not None:
+                self._report(change)
+
+        if last.method == "dropin_restart":
+            self.push_screen(
+                ConfirmScreen(f"Undo {last.knob} = {last.new}?",
+                              f"Back to {last.old}: {session.restart_plan()}.", yes="Undo"),
+                self._if_yes(undo),
+            )
+        else:
+            self.run_worker(undo(), group="knobs")
+
+    def action_revert_baseline(self) -> None:
+        session = self._need_session()
+        if session is None:
+            return
+        changed = sorted({c.knob for c in session.history})
+
+        async def revert() -> None:
+            changes = await self._call(session.revert_to_baseline())
+            if changes is None:
+                return
+            failed = [c for c in changes if c.result != "ok"]
+            if failed:
+                for change in failed:
+                    self._report(change)
+            else:
+                self.notify(f"back to baseline: {len(changes)} knob(s) restored")
+
+        listed = ", ".join(changed) or "whatever differs from the start of the session"
+        self.push_screen(
+            ConfirmScreen("Revert every knob to the session's baseline?",
+                          f"Restores {listed}. Static ones change together with one "
+                          f"restart: {session.restart_plan()}.", yes="Revert"),
+            self._if_yes(revert),
+        )
 
     # -- load -------------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+"""ConfirmScreen: a yes/no question with what will happen spelled out (restarts, downtime)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """``y``/Enter on Yes confirms; ``n``/Escape cancels."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen {
+        align: center middle;
+    }
+    ConfirmScreen > Vertical {
+        width: 72;
+        max-width: 100%;
+        height: auto;
+        border: thick $warning;
+        background: $surface;
+        padding: 0 1;
+    }
+    ConfirmScreen .confirm-title {
+        text-style: bold;
+        color: $text-warning;
+    }
+    ConfirmScreen Horizontal {
+        height: auto;
+        align: right middle;
+    }
+    ConfirmScreen Button {
+        margin: 0 0 0 2;
+    }
+    """
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, title: str, details: str, yes: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.details = details
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="confirm-title")
+            yield Static(self.details)
+            with Horizontal():
+                yield Button("No (n)", id="no")
+                yield Button(f"{self.yes} (y)", id="yes", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
