@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +191,61 @@ async def test_replica_health_from_status_rows() -> None:
     mysql57 = FakeLink("5.7.44", [])
     assert await node_health(mysql57) == NodeHealth(True, "plain", "answers")  # type: ignore[arg-type]
     assert mysql57.sent[-1] == "SHOW SLAVE STATUS"
+
+
+async def test_rolling_restart_of_a_static_knob_through_the_session(
+    galera_cluster: GaleraCluster, tmp_path: Path
+) -> None:
+    """A static change goes node by node, each Synced before the next; revert brings all back."""
+    import functools
+
+    from conftest import EventCollector
+    from knobtop.connect import node_healthy
+    from knobtop.hosts.local import LocalHost
+    from knobtop.journal import Restart
+    from knobtop.server.static import ServerNode
+    from knobtop.session import Session, SessionConfig
+
+    cluster = galera_cluster
+    nodes = tuple(
+        ServerNode(name=n.name, host=LocalHost(),
+                   link=functools.partial(ServerLink, cluster.connection(n)),
+                   restart_command=n.restart_command, dropin_path=n.dropin_dir / "knobtop.cnf",
+                   healthy=node_healthy)
+        for n in cluster.nodes
+    )
+    config = SessionConfig(profile="galera", connection=cluster.connection(0), interval=0.5,
+                           journal_path=tmp_path / "g.knobtop.jsonl", nodes=nodes)
+    session = Session(config, LocalHost(), None)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        after_change = [await doublewrite(cluster.connection(n)) for n in cluster.nodes]
+        reverted = await session.revert_to_baseline()
+    finally:
+        await session.close()
+    assert change.result == "ok", change.message
+    assert after_change == ["OFF", "OFF", "OFF"]
+    assert [c.result for c in reverted] == ["ok"]
+    assert [await doublewrite(cluster.connection(n)) for n in cluster.nodes] == ["ON"] * 3
+    steps = [(e.node, e.step) for e in collector.events if isinstance(e, Restart)]
+    names = [n.name for n in cluster.nodes]
+    one_pass = [(n, s) for n in names for s in ("write_dropin", "restart", "wait", "verify")]
+    assert steps == one_pass * 2  # the change, then the revert: node by node, in order
+    for node in cluster.nodes:  # nobody left out of sync
+        link = ServerLink(cluster.connection(node))
+        health = await node_health(link)
+        await link.close()
+        assert health.healthy and "Synced" in health.detail
+
+
+async def doublewrite(info: ConnectionInfo) -> str:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        rows = await link.query("SHOW GLOBAL VARIABLES LIKE 'innodb_doublewrite'")
+        return str(rows[0][1])
+    finally:
+        await link.close()

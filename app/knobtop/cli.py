@@ -27,6 +27,7 @@ from knobtop.connect import (
     preflight,
     resolve_password,
     server_link,
+    server_nodes,
 )
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
@@ -231,7 +232,8 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
         Path("~/.local/share/knobtop/journals").expanduser(), profile.name
     )
     config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
-                           interval=args.interval, load=spec)
+                           interval=args.interval, load=spec,
+                           nodes=server_nodes(profile, hosts, info, ssh))
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     session = Session(config, hosts.target, load_driver(profile, hosts, info),
                       clients=tuple(h for _, h in hosts.clients), via=tunnel)

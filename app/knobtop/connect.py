@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import getpass
 import ipaddress
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from knobtop.hosts.base import Host, HostError
@@ -17,7 +18,9 @@ from knobtop.hosts.ssh import SshHost
 from knobtop.load.base import LoadError
 from knobtop.load.sysbench import INSTALL_HINT, Sysbench
 from knobtop.profiles import ClientSpec, Profile, password_from_mycnf, server_address
+from knobtop.server.health import node_health
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
+from knobtop.server.static import ServerNode
 
 SB_DATABASE = "sbtest"
 
@@ -181,6 +184,40 @@ def load_driver(
                     password=info.password, database=SB_DATABASE, binary=spec.sysbench)
 
 
+async def node_healthy(link: ServerLink) -> tuple[bool, str]:
+    """Health for restarts: Galera nodes Synced, replicas' threads running, else answering."""
+    health = await node_health(link)
+    return health.healthy, health.detail
+
+
+def server_nodes(
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, ssh: SshOptions
+) -> tuple[ServerNode, ...]:
+    """The servers a static change restarts, each reached through its own host when its
+    address only makes sense there (a socket, or loopback on a remote host)."""
+    out: list[ServerNode] = []
+    by_dest: dict[str | None, Host] = {profile.target.ssh: hosts.target}
+    for _, client_host in hosts.clients:
+        by_dest.setdefault(getattr(client_host, "destination", None), client_host)
+    for spec in profile.server_nodes():
+        host = by_dest.get(spec.ssh)
+        if host is None:
+            host = ssh.host(spec.ssh, spec.name, jump=profile.target.jump) if spec.ssh else (
+                LocalHost(spec.name))
+            by_dest[spec.ssh] = host
+        node_info = replace(info, host=spec.mysql_host, port=spec.mysql_port,
+                            socket=spec.mysql_socket)
+        remote_only = spec.mysql_socket is not None or _is_loopback(spec.mysql_host)
+        tunnel = host if spec.ssh and remote_only and isinstance(host, SshHost) else None
+        out.append(ServerNode(
+            name=spec.name, host=host,
+            link=functools.partial(ServerLink, node_info, via=tunnel),
+            restart_command=spec.restart_command, dropin_path=PurePosixPath(spec.dropin_path),
+            healthy=node_healthy,
+        ))
+    return tuple(out)
+
+
 def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     return ServerLink(info, via=tunnel)
@@ -231,4 +268,5 @@ __all__ = [
     "preflight",
     "resolve_password",
     "server_link",
+    "server_nodes",
 ]
