@@ -128,3 +128,15 @@ def test_board_markers_for_changes_and_load() -> None:
     # The refused doublewrite change draws no marker.
     assert not any("doublewrite" in label for _, label in kinds)
     assert board.knob_values["innodb_flush_log_at_trx_commit"] == "2"
+
+
+def test_ndb_disk_page_buffer_hit_ratio_per_interval_per_node() -> None:
+    from knobtop.metrics.board import ndb_hit_ratio
+
+    first = {"2": [900, 100], "3": [50, 0]}
+    second = {"2": [1890, 110], "3": [50, 0]}
+    since_start = ndb_hit_ratio({}, first)
+    assert since_start["2"] == pytest.approx(90.0) and since_start["3"] == pytest.approx(100.0)
+    interval = ndb_hit_ratio(first, second)
+    assert interval["2"] == pytest.approx(99.0)  # 990 direct of 1000 in the interval
+    assert interval["3"] is None  # no page requests in the interval: no ratio

@@ -23,6 +23,7 @@ from knobtop.connect import (
     build_hosts,
     connection_info,
     load_driver,
+    ndb_restarter,
     needs_tunnel,
     preflight,
     resolve_password,
@@ -233,7 +234,8 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
     )
     config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
                            interval=args.interval, load=spec,
-                           nodes=server_nodes(profile, hosts, info, ssh))
+                           nodes=server_nodes(profile, hosts, info, ssh),
+                           ndb=ndb_restarter(profile, hosts, ssh))
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     session = Session(config, hosts.target, load_driver(profile, hosts, info),
                       clients=tuple(h for _, h in hosts.clients), via=tunnel)

@@ -20,6 +20,7 @@ from knobtop.load.sysbench import INSTALL_HINT, Sysbench
 from knobtop.profiles import ClientSpec, Profile, password_from_mycnf, server_address
 from knobtop.server.health import node_health
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
+from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import ServerNode
 
 SB_DATABASE = "sbtest"
@@ -218,6 +219,24 @@ def server_nodes(
     return tuple(out)
 
 
+def ndb_restarter(profile: Profile, hosts: Hosts, ssh: SshOptions) -> NdbRollingRestart | None:
+    """DiskPageBufferMemory's path when the profile has an ``[ndb]`` table."""
+    spec = profile.ndb
+    if spec is None:
+        return None
+    if spec.ssh is None:
+        host: Host = LocalHost("ndb-mgm")
+    elif spec.ssh == profile.target.ssh:
+        host = hosts.target
+    else:
+        host = ssh.host(spec.ssh, spec.ssh, jump=profile.target.jump)
+    restarter = NdbRollingRestart(host, PurePosixPath(spec.config_ini),
+                                  mgmd_argv=spec.mgmd_argv, node_timeout=spec.node_timeout)
+    if spec.connect_string:
+        restarter.connect_string = spec.connect_string
+    return restarter
+
+
 def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     return ServerLink(info, via=tunnel)
@@ -264,6 +283,7 @@ __all__ = [
     "build_hosts",
     "connection_info",
     "load_driver",
+    "ndb_restarter",
     "needs_tunnel",
     "preflight",
     "resolve_password",

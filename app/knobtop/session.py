@@ -52,9 +52,15 @@ from knobtop.server.knobs import (
     validate,
 )
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
+from knobtop.server.ndb import HIT_RATIO_SQL, NdbError, NdbRollingRestart, get_ndbd_default
+from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
 
 MIN_INTERVAL = 0.1
+# What NDB's documentation says of DiskPageBufferMemory (REFERENCE.md section 1).
+NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
+                      type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
+                      default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
 T = TypeVar("T")
 Listener = Callable[[Event], None]
@@ -71,6 +77,8 @@ class SessionConfig:
     knob_timeout: float = KNOB_TIMEOUT
     # The servers a static change restarts (one, or several for a rolling restart).
     nodes: tuple[ServerNode, ...] = ()
+    # NDB Cluster: how DiskPageBufferMemory reaches the data nodes (config.ini + restarts).
+    ndb: NdbRollingRestart | None = None
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -240,6 +248,11 @@ class Session:
         return header
 
     @property
+    def _ndb_sql(self) -> bool:
+        """An NDB Cluster SQL node: its data nodes' disk page buffer is sampled too."""
+        return self.catalog is not None and "ndb_version_string" in self.catalog
+
+    @property
     def hosts(self) -> tuple[Host, ...]:
         return (self.host, *self.clients)
 
@@ -323,9 +336,14 @@ class Session:
                 continue
             done = time.monotonic()
             stamp = round((sent + done) / 2 - self._t0, 4)
+            ndb: dict[str, list[int]] = {}
+            if self._ndb_sql:
+                with contextlib.suppress(ServerError, TimeoutError):
+                    rows = await asyncio.wait_for(link.query(HIT_RATIO_SQL), timeout=interval)
+                    ndb = {str(r[0]): [int(r[1] or 0), int(r[2] or 0)] for r in rows}
             try:
                 self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
-                                 host=self._os_samples(), re=reconnected))
+                                 host=self._os_samples(), re=reconnected, ndb=ndb))
             except Exception as exc:  # a full disk must not silently kill the sampler
                 self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
                                          message=f"sample not recorded: {exc}", gap=True))
@@ -388,6 +406,9 @@ class Session:
         name = name.strip().lower()
         try:
             link = await self._ensure_action_link()
+            if name == NDB_PARAMETER.lower():
+                return await self._set_ndb(value, restart_ok=restart_ok, reason=reason,
+                                           start=start)
             facts = None
             if valid_name(name):
                 found = await asyncio.wait_for(load_facts(link, [name]), self.config.knob_timeout)
@@ -521,6 +542,51 @@ class Session:
             if now[knob].present and now[knob].value != wanted:
                 await self._set_knob(knob, wanted, restart_ok=False,
                                      reason="re-applied after restart")
+
+    async def _set_ndb(self, raw: str, *, restart_ok: bool, reason: str, start: float) -> Change:
+        """DiskPageBufferMemory: config.ini on the management host, then every data node
+        restarted one at a time (NDB has no SET GLOBAL for it)."""
+        ndb = self.config.ndb
+
+        def event(
+            result: str, message: str, old: str | None, new: str | None, took: float = 0.0
+        ) -> Change:
+            change = Change(t=start, wall=self.wall(), knob=NDB_PARAMETER, requested=raw,
+                            old=old, new=new, method="ndb_rolling_restart", result=result,
+                            message=message, duration=round(took, 3), reason=reason)
+            self._record(change)
+            return change
+
+        if ndb is None:
+            return event("refused", f"{NDB_PARAMETER} is an NDB data node parameter in "
+                         "config.ini: add an [ndb] table (management host, config_ini) to "
+                         "the profile. Nothing was changed", None, None)
+        try:
+            value = validate(NDB_FACTS, raw, static_ok=True)
+        except KnobError as exc:
+            return event("refused", str(exc), None, None)
+        try:
+            text = (await ndb.host.read_file(ndb.config_path)).decode(errors="replace")
+        except (OSError, HostError) as exc:
+            return event("refused", f"cannot read {ndb.config_path} on {ndb.host.name}: "
+                         f"{exc}. Nothing was changed", None, None)
+        old = get_ndbd_default(text, NDB_PARAMETER)
+        if not restart_ok:
+            return event("refused", f"{NDB_PARAMETER} needs a rolling restart of every data "
+                         "node (each waits for STARTED before the next). Confirm to go "
+                         "ahead; nothing was changed", old, old)
+        ndb.on_step = self._ndb_step
+        began = time.monotonic()
+        try:
+            await ndb.run(str(value))
+        except NdbError as exc:
+            return event("failed", str(exc), old, old, time.monotonic() - began)
+        return event("ok", "", old, str(value), time.monotonic() - began)
+
+    def _ndb_step(self, step: str, node: int | None, status: str, seconds: float) -> None:
+        self._emit_quietly(Restart(t=self.now(), wall=self.wall(),
+                                   node="cluster" if node is None else f"ndb node {node}",
+                                   step=step, result=status, seconds=round(seconds, 3)))
 
     def _restart_step(self, step: Step) -> None:
         self._emit_quietly(Restart(t=self.now(), wall=self.wall(), node=step.node,

@@ -53,6 +53,8 @@ class Sample(Event):
     lat: float = 0.0
     host: dict[str, list[float]] = field(default_factory=dict)
     re: bool = False
+    # NDB SQL nodes only: per data node [page_requests_direct_return, page_requests_wait_io].
+    ndb: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

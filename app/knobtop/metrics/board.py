@@ -86,6 +86,21 @@ SAMPLE_METRICS = (
 LOAD_METRICS = ("load_tps", "load_qps", "load_p95", "load_err")
 
 
+def ndb_hit_ratio(
+    prev: dict[str, list[int]], cur: dict[str, list[int]]
+) -> dict[str, float | None]:
+    """Per data node: direct returns / (direct returns + waits for I/O) over the interval,
+    in %; without a previous sample, since the node started (REFERENCE.md section 2)."""
+    out: dict[str, float | None] = {}
+    for node, (direct, wait_io) in cur.items():
+        before = prev.get(node)
+        if before is not None and direct >= before[0] and wait_io >= before[1]:
+            direct, wait_io = direct - before[0], wait_io - before[1]
+        total = direct + wait_io
+        out[node] = 100.0 * direct / total if total > 0 else None
+    return out
+
+
 class MetricBoard:
     """The state every view draws from, rebuilt by applying events in order."""
 
@@ -98,6 +113,9 @@ class MetricBoard:
         self.latest: dict[str, float | None] = {}
         # Per host: the OS metrics of the newest sample (host name -> metric -> value).
         self.hosts: dict[str, dict[str, float | None]] = {}
+        # NDB: per data node, the disk page buffer hit ratio (%) over the last interval.
+        self.ndb_hit: dict[str, float | None] = {}
+        self._prev_ndb: dict[str, list[int]] = {}
         self.knob_values: dict[str, str | None] = {}
         self.load_running = False
         self.load_label = ""
@@ -147,6 +165,9 @@ class MetricBoard:
             metric, at, host = key.partition("@")
             if at:
                 self.hosts.setdefault(host, {})[metric] = value
+        if event.ndb:
+            self.ndb_hit = ndb_hit_ratio(self._prev_ndb if not event.re else {}, event.ndb)
+            self._prev_ndb = event.ndb
 
     def _apply_load(self, event: Load) -> None:
         for name, value in (

@@ -88,6 +88,21 @@ def _section(line: str) -> tuple[str, bool] | None:
     return _SECTION_ALIASES.get(first, first), second == "DEFAULT"
 
 
+def get_ndbd_default(config_ini: str, name: str) -> str | None:
+    """The value of ``name`` in the ``[ndbd default]`` section (same matching rules as
+    ``set_ndbd_default``), or None when it is not set there."""
+    in_target = False
+    for raw in config_ini.splitlines():
+        section = _section(raw)
+        if section is not None:
+            in_target = section == ("DB", True)
+            continue
+        m = _ASSIGNMENT.match(raw) if in_target else None
+        if m is not None and m.group("name").strip().lower() == name.lower():
+            return m.group("value").strip()
+    return None
+
+
 def set_ndbd_default(config_ini: str, name: str, value: str) -> str:
     """Return ``config_ini`` with ``name=value`` in its ``[ndbd default]`` section.
 

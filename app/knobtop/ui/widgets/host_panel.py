@@ -52,4 +52,7 @@ class HostPanel(Static):
             table.add_column(label, justify="right", no_wrap=True)
         for host, metrics in board.hosts.items():
             table.add_row(host, *(_cell(m, metrics.get(m)) for m, _ in COLUMNS))
+        for node, hit in board.ndb_hit.items():
+            shown = "–" if hit is None else f"{hit:.1f}%"  # noqa: RUF001
+            table.add_row(f"ndb node {node}", f"dpb hit {shown}", *[""] * (len(COLUMNS) - 1))
         self.update(table)
