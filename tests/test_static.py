@@ -189,3 +189,40 @@ def test_dropin_round_trip_and_value_comparison() -> None:
     }
     assert same_value("OFF", "0") and same_value("1", "ON") and same_value("90", "90.000000")
     assert not same_value("OFF", "ON") and not same_value("256", "257")
+
+
+async def test_load_is_paused_for_the_restart_and_resumes(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    from knobtop.journal import Phase
+    from knobtop.load.base import LoadSpec
+    from knobtop.load.sysbench import Sysbench
+    from knobtop.session import prepare_tables
+
+    sandbox, info = lab
+    small = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)
+    driver = Sysbench(LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
+                      password=info.password, database="sbtest")
+    await prepare_tables(info, driver, small)
+    node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+                      restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file)
+    config = SessionConfig(profile="lab", connection=info, interval=0.25, load=small,
+                           journal_path=tmp_path / "l.knobtop.jsonl", nodes=(node,))
+    session = Session(config, LocalHost(), driver)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(e.kind == "load" for e in ev), timeout=20)
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        loads_before = sum(1 for e in collector.events if e.kind == "load")
+        await collector.wait_for(
+            lambda ev: sum(1 for e in ev if e.kind == "load") > loads_before, timeout=20)
+        running = driver.running
+    finally:
+        await session.close()
+    assert change.result == "ok" and running
+    phases = [(e.action, e.phase) for e in collector.events if isinstance(e, Phase)]
+    # Stopped cleanly before the restart (no "failed"), a new phase after it.
+    assert phases == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)]

@@ -512,10 +512,20 @@ class Session:
         assert self.restarter is not None
         began = time.monotonic()
         result, message = "ok", ""
+        # sysbench would die with the server: stop it cleanly and start it again after.
+        async with self._load_lock:
+            resume = self.load_spec if self.driver is not None and self.driver.running else None
+            if resume is not None:
+                await self._stop_load()
         try:
             await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
         except StaticChangeError as exc:
             result, message = "failed", str(exc)
+        finally:
+            if resume is not None:
+                async with self._load_lock:
+                    with contextlib.suppress(LoadError):
+                        await self._start_load(resume.workload, resume.threads)
         await self._action_link.close()  # the server restarted under it
         link = await self._ensure_action_link()
         now = await load_facts(link, list(changes))
