@@ -175,13 +175,13 @@ class RestartApplier:
             self.on_step(Step(node.name, "rollback", "failed", time.monotonic() - started,
                               str(exc)))
             raise StaticChangeError(
-                f"{node.name}: {reason}; the rollback failed too: {exc}. The server may be "
+                f"{reason}; the rollback failed too: {exc}. The server may be "
                 f"down: check it and {node.dropin_path} by hand",
                 rolled_back=False,
             ) from None
         self.on_step(Step(node.name, "rollback", "ok", time.monotonic() - started,
                           "previous drop-in restored, server restarted with it"))
-        raise StaticChangeError(f"{node.name}: {reason}; rolled back", rolled_back=True)
+        raise StaticChangeError(f"{reason}; rolled back", rolled_back=True)
 
     async def _step(self, node: ServerNode, name: str, work: Awaitable[str]) -> None:
         started = time.monotonic()
