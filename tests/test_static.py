@@ -226,3 +226,21 @@ async def test_load_is_paused_for_the_restart_and_resumes(
     phases = [(e.action, e.phase) for e in collector.events if isinstance(e, Phase)]
     # Stopped cleanly before the restart (no "failed"), a new phase after it.
     assert phases == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)]
+
+
+async def test_a_static_string_value_cannot_smuggle_config_lines(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "i.knobtop.jsonl")
+    await session.open()
+    try:
+        # init_file is a static string variable: the value would go into the drop-in.
+        change = await session.set_knob("init_file", "/tmp/x\ninnodb_doublewrite=0",
+                                        restart_ok=True)
+        comment = await session.set_knob("init_file", "/tmp/x # y", restart_ok=True)
+    finally:
+        await session.close()
+    assert change.result == "refused" and "one line" in change.message
+    assert comment.result == "refused"
+    assert not sandbox.dropin_file.exists()

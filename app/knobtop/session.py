@@ -191,6 +191,8 @@ class Session:
             await self._action_link.connect()
             self.knob_facts = await load_facts(self._action_link, self.config.knobs)
             self.catalog = await load_catalog(self._action_link)
+            # The catalog knows more (flavor notes such as "ignored since 10.5.5").
+            self.knob_facts = {k: self.catalog.get(k) for k in self.config.knobs}
             if self._closed:
                 raise ServerError("the session was closed while it was opening")
         except BaseException:
@@ -494,6 +496,10 @@ class Session:
             )
         try:
             value = validate(facts, raw, static_ok=True)
+            if any(ch in str(value) for ch in "\r\n\0#;"):
+                # It goes into a config file: one line, no comment characters.
+                raise KnobError(f"{facts.name}: a value for the config file must be one line "
+                                "without '#' or ';'")
         except KnobError as exc:
             return refuse(str(exc))
         if not restart_ok:

@@ -8,8 +8,10 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-STATUS_TEXT = {"dynamic": "live", "static": "restart", "absent": "absent"}
-STATUS_SHORT = {"dynamic": "live", "static": "rst", "absent": "n/a"}
+STATUS_TEXT = {"dynamic": "live", "static": "restart", "absent": "absent",
+               "ignored": "ignored", "unknown": "?"}
+STATUS_SHORT = {"dynamic": "live", "static": "rst", "absent": "n/a", "ignored": "ign",
+                "unknown": "?"}
 
 
 class KnobPanel(DataTable[str]):
@@ -65,7 +67,7 @@ class KnobPanel(DataTable[str]):
 
     def _fill(self) -> None:
         # Changeable knobs first, then restart-only, then absent: what you can flip is on top.
-        order = {"dynamic": 0, "static": 1, "absent": 2}
+        order = {"dynamic": 0, "unknown": 1, "static": 1, "ignored": 2, "absent": 3}
         for name in sorted(self.values, key=lambda n: (order[self.status_of(n)], n)):
             label = name.removeprefix("innodb_") if self.compact else name
             status = (STATUS_SHORT if self.compact else STATUS_TEXT)[self.status_of(name)]
@@ -75,6 +77,10 @@ class KnobPanel(DataTable[str]):
         facts = self.facts.get(name, {})
         if not facts.get("present", True):
             return "absent"
+        if facts.get("ignored"):
+            return "ignored"
+        if facts.get("mode") == "unknown":
+            return "unknown"
         return "dynamic" if facts.get("dynamic", True) else "static"
 
     def set_value(self, name: str, value: str | None) -> None:
