@@ -39,6 +39,11 @@ def make(info: ConnectionInfo, tmp_path: Path, driver: Sysbench | None = None,
     return Session(config, LocalHost(), driver)
 
 
+def driver_marker(driver: Sysbench) -> str:
+    """What only this test run's sysbench has on its command line: this server's socket."""
+    return driver.argv(SMALL, "run")[3]
+
+
 def sysbench_cmdlines() -> list[str]:
     out = []
     for pid in os.listdir("/proc"):
@@ -61,7 +66,7 @@ async def test_password_never_on_the_command_line(
     try:
         await session.start_load()
         await collector.wait_for(lambda ev: any(e.kind == "load" for e in ev), timeout=20)
-        mine = [c for c in sysbench_cmdlines() if "--mysql-db=sbtest" in c]
+        mine = [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
         assert mine, "sysbench is running"
         assert all(mariadb_info.password not in c for c in mine)
         config = next(a for a in mine[0].split() if a.startswith("--config-file="))
@@ -81,11 +86,11 @@ async def test_racing_load_changes_leave_one_sysbench_and_whole_phases(
         await session.start_load()
         await asyncio.gather(session.change_load(threads=2), session.change_load(threads=3),
                              session.toggle_load(), session.toggle_load())
-        running = [c for c in sysbench_cmdlines() if "--mysql-db=sbtest" in c]
+        running = [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
         assert len(running) == (1 if driver.running else 0)
     finally:
         await session.close()
-    assert not [c for c in sysbench_cmdlines() if "--mysql-db=sbtest" in c]
+    assert not [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
     phases = [e for e in JournalReader(tmp_path / "s.knobtop.jsonl") if isinstance(e, Phase)]
     starts = [p.phase for p in phases if p.action == "start"]
     stops = [p.phase for p in phases if p.action == "stop"]

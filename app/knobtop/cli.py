@@ -35,13 +35,13 @@ from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase, Restart
 from knobtop.journal.writer import default_journal_path
 from knobtop.lab import LabError, Sandbox, default_lab_dir, find_program
-from knobtop.load.base import WORKLOADS, LoadError, LoadSpec
+from knobtop.load.base import RAND_TYPES, WORKLOADS, LoadError, LoadSpec
 from knobtop.load.sysbench import INSTALL_HINT
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.profiles import lab_profile, load_profile, profile_from_args
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
 from knobtop.server.static import ServerNode
-from knobtop.session import Session, SessionConfig, SessionError, prepare_tables
+from knobtop.session import Session, SessionConfig, SessionError, prepare_all
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
 
@@ -61,6 +61,14 @@ def parse_set(text: str) -> ScheduledChange:
             "e.g. innodb_flush_log_at_trx_commit=2@10"
         )
     return ScheduledChange(float(m.group(3) or 0), m.group(1).lower(), m.group(2))
+
+
+def workload_arg(text: str) -> str:
+    if text == "none" or text in WORKLOADS or text.endswith(".lua"):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown workload '{text}'; choose one of {', '.join(WORKLOADS)}, a .lua path, or none"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="SSH private key (repeatable; default: agent and ~/.ssh/id_*)")
     connect.add_argument("--ssh-config", metavar="FILE",
                          help="ssh config file, or 'none' (default ~/.ssh/config)")
+    connect.add_argument("--client-tables", choices=("shared", "own"), default="shared",
+                         help="with several clients: all on the sbtest tables (shared) or "
+                         "each on its own database sbtest_NAME (own)")
     add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
                         default_load="none")
     lab = sub.add_parser(
@@ -122,12 +133,26 @@ def add_session_options(
                    help=f"journal file to write (default: a new file in {journal_default})")
     p.add_argument("--interval", type=float, default=1.0,
                    help="sampling interval in seconds, 0.1 to 60 (default 1)")
-    p.add_argument("--load", default=default_load, choices=[*WORKLOADS, "none"],
-                   help=f"workload to start with (default {default_load}; 'none' starts idle)")
+    p.add_argument("--load", default=default_load, type=workload_arg, metavar="WORKLOAD",
+                   help=f"workload to start with: {', '.join(WORKLOADS)}, the absolute path "
+                   f"of a .lua script, or none (default {default_load})")
     p.add_argument("--threads", type=int, default=4, help="sysbench threads (default 4)")
     p.add_argument("--tables", type=int, default=4, help="sysbench tables (default 4)")
     p.add_argument("--table-size", type=int, default=10000,
                    help="rows per sysbench table (default 10000)")
+    p.add_argument("--rate", type=int, default=0,
+                   help="sysbench --rate: transactions per second in total (default 0 = max)")
+    p.add_argument("--rand-type", default="uniform", choices=RAND_TYPES,
+                   help="sysbench --rand-type (default uniform)")
+    p.add_argument("--percentile", type=int, default=95,
+                   help="latency percentile sysbench reports (default 95)")
+    p.add_argument("--no-ps", action="store_true",
+                   help="run sysbench without prepared statements (--db-ps-mode=disable)")
+    p.add_argument("--phase-seconds", type=int, default=0, metavar="S",
+                   help="each load phase runs S seconds and ends with sysbench's own summary "
+                   "(default 0: until stopped; sysbench prints no summary when stopped)")
+    p.add_argument("--cleanup", action="store_true",
+                   help="drop the sysbench tables when the session ends")
     p.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
                    metavar="KNOB=VALUE[@S]",
                    help="headless: set a knob at S seconds (repeatable; "
@@ -166,6 +191,11 @@ def load_spec(args: argparse.Namespace) -> LoadSpec:
         threads=args.threads,
         tables=args.tables,
         table_size=args.table_size,
+        rate=args.rate,
+        rand_type=args.rand_type,
+        percentile=args.percentile,
+        prepared=not args.no_ps,
+        duration=args.phase_seconds,
     )
     spec.check()
     return spec
@@ -206,6 +236,7 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
     ssh = SshOptions(known_hosts=args.known_hosts, accept_new=args.accept_new,
                      identities=tuple(args.identity), config=args.ssh_config)
     want_load = args.load != "none"
+    own = args.client_tables == "own"
 
     async def check() -> tuple[ConnectionInfo, bool]:
         hosts = build_hosts(profile, ssh)
@@ -217,11 +248,9 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
                 described = await preflight(profile, hosts, info, via, want_load)
             console.print(f"Server: {described}", highlight=False)
             if want_load:
-                driver = load_driver(profile, hosts, info)
-                assert driver is not None
-                link = server_link(hosts, info, via)
-                await prepare_with_progress(console, spec, lambda cb: prepare_tables(
-                    link, driver, spec, cb))
+                driver = load_driver(profile, hosts, info, own_tables=own)
+                await prepare_with_progress(console, spec, lambda cb: prepare_all(
+                    lambda: server_link(hosts, info, via), driver, spec, cb))
             return info, via
         finally:
             await hosts.close()
@@ -235,9 +264,10 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
     config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
                            interval=args.interval, load=spec,
                            nodes=server_nodes(profile, hosts, info, ssh),
-                           ndb=ndb_restarter(profile, hosts, ssh))
+                           ndb=ndb_restarter(profile, hosts, ssh),
+                           cleanup_on_close=args.cleanup)
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
-    session = Session(config, hosts.target, load_driver(profile, hosts, info),
+    session = Session(config, hosts.target, load_driver(profile, hosts, info, own_tables=own),
                       clients=tuple(h for _, h in hosts.clients), via=tunnel)
     return run_session(args, console, session)
 
@@ -260,9 +290,8 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
         hosts = build_hosts(profile, SshOptions())
         conn = connection_info(profile, info.password)
         driver = load_driver(profile, hosts, conn)
-        assert driver is not None
         asyncio.run(prepare_with_progress(
-            console, spec, lambda cb: prepare_tables(conn, driver, spec, cb)
+            console, spec, lambda cb: prepare_all(lambda: ServerLink(conn), driver, spec, cb)
         ))
         journal = args.journal or default_journal_path(sandbox.root / "journals", "lab")
         node = ServerNode(
@@ -270,7 +299,8 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
             restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file,
         )
         config = SessionConfig(profile=profile.name, connection=conn, journal_path=journal,
-                               interval=args.interval, load=spec, nodes=(node,))
+                               interval=args.interval, load=spec, nodes=(node,),
+                               cleanup_on_close=args.cleanup)
         session = Session(config, hosts.target, driver,
                           clients=tuple(h for _, h in hosts.clients))
         return run_session(args, console, session)

@@ -8,6 +8,7 @@ import functools
 import getpass
 import ipaddress
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -15,7 +16,8 @@ from pathlib import Path, PurePosixPath
 from knobtop.hosts.base import Host, HostError
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.ssh import SshHost
-from knobtop.load.base import LoadError
+from knobtop.load.base import LoadDriver, LoadError
+from knobtop.load.multi import MultiLoad
 from knobtop.load.sysbench import INSTALL_HINT, Sysbench
 from knobtop.profiles import ClientSpec, Profile, password_from_mycnf, server_address
 from knobtop.server.health import node_health
@@ -169,20 +171,36 @@ def connection_info(profile: Profile, password: str) -> ConnectionInfo:
     )
 
 
+def client_drivers(
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, *, own_tables: bool = False
+) -> list[Sysbench]:
+    """One sysbench per client host; ``own_tables`` gives each its own database
+    (``sbtest_NAME``) instead of all sharing ``sbtest``."""
+    out: list[Sysbench] = []
+    for spec, host in hosts.clients:
+        database = SB_DATABASE
+        if own_tables:
+            database = f"{SB_DATABASE}_{re.sub(r'[^A-Za-z0-9_]', '_', spec.name)}"[:64]
+        same_machine = spec.ssh == profile.target.ssh
+        if same_machine and info.socket and spec.mysql_host is None:
+            out.append(Sysbench(host, mysql_socket=info.socket, user=info.user,
+                                password=info.password, database=database,
+                                binary=spec.sysbench))
+            continue
+        mysql_host, mysql_port = server_address(profile, spec)
+        out.append(Sysbench(host, mysql_host=mysql_host, mysql_port=mysql_port, user=info.user,
+                            password=info.password, database=database, binary=spec.sysbench))
+    return out
+
+
 def load_driver(
-    profile: Profile, hosts: Hosts, info: ConnectionInfo
-) -> Sysbench | None:
-    """sysbench on the first client host (more clients at once arrive with issue #5)."""
-    if not hosts.clients:
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, *, own_tables: bool = False
+) -> LoadDriver | None:
+    """sysbench on the client host, or on all of them at once (summed per second)."""
+    drivers = client_drivers(profile, hosts, info, own_tables=own_tables)
+    if not drivers:
         return None
-    spec, host = hosts.clients[0]
-    same_machine = spec.ssh == profile.target.ssh
-    if same_machine and info.socket and spec.mysql_host is None:
-        return Sysbench(host, mysql_socket=info.socket, user=info.user, password=info.password,
-                        database=SB_DATABASE, binary=spec.sysbench)
-    mysql_host, mysql_port = server_address(profile, spec)
-    return Sysbench(host, mysql_host=mysql_host, mysql_port=mysql_port, user=info.user,
-                    password=info.password, database=SB_DATABASE, binary=spec.sysbench)
+    return drivers[0] if len(drivers) == 1 else MultiLoad(drivers)
 
 
 async def node_healthy(link: ServerLink) -> tuple[bool, str]:
@@ -259,12 +277,11 @@ async def preflight(
     finally:
         await link.close()
     if want_load and hosts.clients:
-        driver = load_driver(profile, hosts, info)
-        assert driver is not None
-        try:
-            await driver.check_installed()
-        except LoadError as exc:
-            raise ConnectError(str(exc)) from None
+        for driver in client_drivers(profile, hosts, info):
+            try:
+                await driver.check_installed()
+            except LoadError as exc:
+                raise ConnectError(str(exc)) from None
     elif want_load:
         raise ConnectError(
             "no client host to run sysbench on: add a [[client]] to the profile or "
@@ -281,6 +298,7 @@ __all__ = [
     "ServerError",
     "SshOptions",
     "build_hosts",
+    "client_drivers",
     "connection_info",
     "load_driver",
     "ndb_restarter",

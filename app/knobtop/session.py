@@ -38,6 +38,7 @@ from knobtop.journal.events import (
 )
 from knobtop.journal.writer import JournalWriter
 from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
+from knobtop.load.multi import ALL, MultiLoad
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
@@ -79,6 +80,7 @@ class SessionConfig:
     nodes: tuple[ServerNode, ...] = ()
     # NDB Cluster: how DiskPageBufferMemory reaches the data nodes (config.ini + restarts).
     ndb: NdbRollingRestart | None = None
+    cleanup_on_close: bool = False  # drop the sysbench tables when the session ends
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -146,6 +148,7 @@ class Session:
         self.phase = 0
         self.load_spec: LoadSpec | None = None
         self._phase_reports: list[IntervalReport] = []
+        self._host_reports: dict[str, list[IntervalReport]] = {}
         self.via = via
         self._sampler_link = ServerLink(config.connection, via=via)
         self._action_link = ServerLink(config.connection, via=via)
@@ -279,6 +282,12 @@ class Session:
         try:
             if self.driver is not None and self.driver.running:
                 await self.stop_load()
+            if self.config.cleanup_on_close and self.driver is not None:
+                try:
+                    await self.cleanup_load()
+                except (LoadError, HostError) as exc:
+                    self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="load",
+                                             message=f"cleanup failed: {exc}"))
         finally:
             if self._sampler is not None:
                 self._sampler.cancel()
@@ -700,6 +709,7 @@ class Session:
         self.phase += 1
         self.load_spec = spec
         self._phase_reports = []
+        self._host_reports = {}
         phase = self.phase
         try:
             await self.driver.start(spec, self._on_report, lambda ex: self._on_exit(phase, ex))
@@ -711,7 +721,7 @@ class Session:
             raise
         event = Phase(t=self.now(), wall=self.wall(), action="start", phase=phase,
                       driver=self.driver.name, workload=spec.workload, threads=spec.threads,
-                      host=self.driver.host_name)
+                      host=self.driver.host_name, summary=_options(spec, self.driver))
         self.emit(event)
         return event
 
@@ -729,6 +739,33 @@ class Session:
         self.load_spec = spec
         return spec
 
+    async def prepare_load(self, progress: Callable[[PrepareProgress], None] | None = None) -> bool:
+        """Create and fill the sysbench tables the load needs (unless already there)."""
+        async with self._load_lock:
+            if self.driver is not None and self.driver.running:
+                raise LoadError("stop the load before preparing its tables")
+            spec = self.load_spec or self.config.load
+            self.mark(f"prepare {spec.tables} tables x {spec.table_size} rows")
+            loaded = await prepare_all(
+                lambda: ServerLink(self.config.connection, via=self.via), self.driver, spec,
+                progress,
+            )
+            self.mark("tables ready" if loaded else "tables were already there")
+            return loaded
+
+    async def cleanup_load(self) -> None:
+        """Drop the sysbench tables (sysbench cleanup on each client's database)."""
+        async with self._load_lock:
+            if self.driver is not None and self.driver.running:
+                await self._stop_load()
+            spec = self.load_spec or self.config.load
+            seen: set[str] = set()
+            for sb in sysbench_drivers(self.driver):
+                if sb.database not in seen:
+                    seen.add(sb.database)
+                    await sb.cleanup(spec)
+            self.mark("sysbench tables dropped")
+
     async def stop_load(self) -> None:
         async with self._load_lock:
             await self._stop_load()
@@ -741,10 +778,12 @@ class Session:
         """A new thread count is a new phase: stop, then start with the same workload."""
         return await self.start_load(threads=threads)
 
-    def _on_report(self, report: IntervalReport) -> None:
-        self._phase_reports.append(report)
-        driver = self.driver
-        src = f"{driver.name}@{driver.host_name}" if driver else "load"
+    def _on_report(self, src: str, report: IntervalReport) -> None:
+        # With several clients the phase statistics use the per-second sums ("all").
+        if src == ALL or not isinstance(self.driver, MultiLoad):
+            self._phase_reports.append(report)
+        if src != ALL:
+            self._host_reports.setdefault(src, []).append(report)
         self.emit(Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report)))
 
     async def _on_exit(self, phase: int, exit: LoadExit) -> None:
@@ -752,6 +791,10 @@ class Session:
         summary: dict[str, Any] = _phase_stats(self._phase_reports)
         if exit.summary is not None:
             summary["sysbench"] = exit.summary.to_event()
+        if isinstance(self.driver, MultiLoad):
+            summary["hosts"] = {src: _phase_stats(r) for src, r in self._host_reports.items()}
+            if exit.per_host:
+                summary["sysbench_per_host"] = {h: s.to_event() for h, s in exit.per_host.items()}
         failed = bool(exit.error) and not exit.stopped
         driver = self.driver
         self.emit(
@@ -771,6 +814,21 @@ def _with_value(facts: KnobFacts, value: str | None) -> KnobFacts:
     return replace(facts, value=value)
 
 
+def _options(spec: LoadSpec, driver: LoadDriver) -> dict[str, Any]:
+    """What a start phase records of the run's settings (its ``summary`` at start)."""
+    versions = {getattr(d, "version", "") for d in getattr(driver, "drivers", [driver])}
+    return {
+        "version": ",".join(sorted(v for v in versions if v)),
+        "tables": spec.tables,
+        "table_size": spec.table_size,
+        "rate": spec.rate,
+        "rand_type": spec.rand_type,
+        "percentile": spec.percentile,
+        "prepared": spec.prepared,
+        "duration": spec.duration,
+    }
+
+
 def _load_fields(report: IntervalReport) -> dict[str, Any]:
     return report.to_event()
 
@@ -786,6 +844,29 @@ def _phase_stats(reports: list[IntervalReport]) -> dict[str, Any]:
         "tps_mean": round(statistics.fmean(tps), 2),
         "p95_median": round(statistics.median(lat), 2),
     }
+
+
+def sysbench_drivers(driver: LoadDriver | None) -> list[Sysbench]:
+    """The sysbench runs behind a driver (one, or each client of a MultiLoad)."""
+    inner = driver.drivers if isinstance(driver, MultiLoad) else [driver]
+    return [d for d in inner if isinstance(d, Sysbench)]
+
+
+async def prepare_all(
+    make_link: Callable[[], ServerLink],
+    driver: LoadDriver | None,
+    spec: LoadSpec,
+    progress: Callable[[PrepareProgress], None] | None = None,
+) -> bool:
+    """Prepare the tables of every client's database once (shared tables only once)."""
+    loaded = False
+    seen: set[str] = set()
+    for sb in sysbench_drivers(driver):
+        if sb.database in seen:
+            continue
+        seen.add(sb.database)
+        loaded = await prepare_tables(make_link(), sb, spec, progress) or loaded
+    return loaded
 
 
 async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from knobtop.load.sysbench_output import IntervalReport, RunSummary
 
-WORKLOADS: tuple[str, ...] = ("oltp_read_write", "oltp_point_select")
+WORKLOADS: tuple[str, ...] = (
+    "oltp_read_write",
+    "oltp_point_select",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_update_index",
+    "oltp_insert",
+)
+RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
+# A run "until stopped" is still capped, so nothing runs forever if all else fails.
+TIME_CAP = 24 * 3600
 
 
 class LoadError(RuntimeError):
@@ -21,15 +31,41 @@ class LoadSpec:
     threads: int = 4
     tables: int = 4
     table_size: int = 10000
-    duration: int = 0  # seconds; 0 = until stopped
+    duration: int = 0  # seconds; 0 = until stopped (capped at TIME_CAP)
+    rate: int = 0  # transactions per second in total; 0 = as fast as possible
+    rand_type: str = "uniform"
+    percentile: int = 95
+    prepared: bool = True  # sysbench --db-ps-mode auto (True) or disable
+
+    @property
+    def custom(self) -> bool:
+        """A Lua script of the engineer's own (a path on the client host)."""
+        return self.workload.endswith(".lua")
 
     def check(self) -> None:
-        if self.workload not in WORKLOADS:
+        if self.custom:
+            if not self.workload.startswith("/") or any(c.isspace() for c in self.workload):
+                raise LoadError(
+                    f"custom workload '{self.workload}': give the absolute path of the .lua "
+                    "script on the client host, without spaces"
+                )
+        elif self.workload not in WORKLOADS:
             raise LoadError(
-                f"unknown workload '{self.workload}'; choose one of {', '.join(WORKLOADS)}"
+                f"unknown workload '{self.workload}'; choose one of {', '.join(WORKLOADS)} "
+                "or the absolute path of a .lua script"
             )
         if not 1 <= self.threads <= 1024:
             raise LoadError(f"threads must be between 1 and 1024, not {self.threads}")
+        if self.rand_type not in RAND_TYPES:
+            raise LoadError(
+                f"unknown rand type '{self.rand_type}'; choose one of {', '.join(RAND_TYPES)}"
+            )
+        if not 1 <= self.percentile <= 100:
+            raise LoadError(f"percentile must be 1 to 100, not {self.percentile}")
+        if self.rate < 0 or self.duration < 0:
+            raise LoadError("rate and duration cannot be negative")
+        if self.tables < 1 or self.table_size < 1:
+            raise LoadError("tables and table size must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +76,11 @@ class LoadExit:
     summary: RunSummary | None
     error: str
     stopped: bool  # True when knobtop stopped it
+    per_host: dict[str, RunSummary] = field(default_factory=dict)
 
 
-ReportCallback = Callable[[IntervalReport], None]
+# (source, report): the source is "sysbench@HOST", or "all" for a multi-host aggregate.
+ReportCallback = Callable[[str, IntervalReport], None]
 ExitCallback = Callable[[LoadExit], Awaitable[None]]
 
 

@@ -9,7 +9,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import PurePosixPath
 
 from knobtop.hosts.base import Host, HostError, RunningCommand
-from knobtop.load.base import ExitCallback, LoadError, LoadExit, LoadSpec, ReportCallback
+from knobtop.load.base import (
+    TIME_CAP,
+    ExitCallback,
+    LoadError,
+    LoadExit,
+    LoadSpec,
+    ReportCallback,
+)
 from knobtop.load.sysbench_output import (
     IntervalReport,
     PrepareProgress,
@@ -19,6 +26,25 @@ from knobtop.load.sysbench_output import (
 )
 
 INSTALL_HINT = "install it with `sudo apt-get install -y sysbench`"
+
+
+def explain(error: str, host: str = "", database: str = "sbtest") -> str:
+    """sysbench's error, plus what to do about the common ones."""
+    if not error:
+        return error
+    where = f" on {host}" if host else ""
+    if "doesn't exist" in error:
+        return (f"{error}. The sysbench tables are missing in {database}: press P in the live "
+                "screen to prepare them, or start knobtop with --load WORKLOAD, which prepares "
+                "them")
+    if "Access denied" in error:
+        return f"{error}. Check the MySQL user and password source in the profile"
+    if "Can't connect" in error or "Unknown MySQL server host" in error:
+        return (f"{error}. sysbench{where} cannot reach the server: set mysql_host/mysql_port "
+                "for this client in the profile")
+    if "Cannot find benchmark" in error or "no such built-in test" in error:
+        return f"{error}. Is the workload name right, or the .lua path correct{where}?"
+    return error
 
 
 class Sysbench:
@@ -54,6 +80,8 @@ class Sysbench:
         self._password = password
         self.database = database
         self.binary = binary
+        self.src = f"sysbench@{host.name}"
+        self.version = ""
         self._proc: RunningCommand | None = None
         self._reader: asyncio.Task[None] | None = None
         self._stopping = False
@@ -97,6 +125,9 @@ class Sysbench:
         path = await self.host.which(self.binary)
         if path is None:
             raise LoadError(f"sysbench is not installed on {self.host.name}: {INSTALL_HINT}")
+        if not self.version:
+            result = await self.host.run([self.binary, "--version"], limit=15)
+            self.version = result.stdout.strip().removeprefix("sysbench ").split(" ")[0]
         return path
 
     async def prepare(
@@ -122,7 +153,7 @@ class Sysbench:
                 await asyncio.shield(proc.stop())
         if rc != 0:
             detail = "; ".join(errors) or proc.stderr_tail.strip() or f"exit code {rc}"
-            raise LoadError(f"sysbench prepare failed on {self.host.name}: {detail}")
+            raise LoadError(f"sysbench prepare failed on {self.host.name}: {explain(detail)}")
 
     async def cleanup(self, spec: LoadSpec) -> None:
         await self.check_installed()
@@ -142,10 +173,12 @@ class Sysbench:
             spec,
             "run",
             f"--threads={spec.threads}",
-            f"--time={spec.duration}",
+            f"--time={spec.duration or TIME_CAP}",
             "--report-interval=1",
-            "--percentile=95",
-            "--rand-type=uniform",
+            f"--percentile={spec.percentile}",
+            f"--rand-type={spec.rand_type}",
+            f"--db-ps-mode={'auto' if spec.prepared else 'disable'}",
+            *([f"--rate={spec.rate}"] if spec.rate else []),
             config=config,
         )
         try:
@@ -172,7 +205,7 @@ class Sysbench:
             async for line in proc.lines():
                 for item in parser.feed(line):
                     if isinstance(item, IntervalReport):
-                        on_report(item)
+                        on_report(self.src, item)
                     elif isinstance(item, RunSummary):
                         summary = item
                     elif isinstance(item, SysbenchError):
@@ -184,6 +217,7 @@ class Sysbench:
         error = "; ".join(errors[:2])
         if not error and rc not in (0, None) and not self._stopping:
             error = proc.stderr_tail.strip()[-300:] or f"sysbench exited with code {rc}"
+        error = explain(error, self.host.name, self.database)
         await on_exit(LoadExit(rc, summary, error, self._stopping))
 
     async def stop(self) -> LoadExit | None:

@@ -118,6 +118,9 @@ class MetricBoard:
         self._prev_ndb: dict[str, list[int]] = {}
         self.knob_values: dict[str, str | None] = {}
         self.load_running = False
+        self.load_hosts = 1  # clients in the current phase
+        # The newest report of each load source ("sysbench@HOST", and "all" for the sum).
+        self.load_by_src: dict[str, Load] = {}
         self.load_label = ""
         self.samples = 0
         self.version = 0  # bumped on every change, so views know when to repaint
@@ -170,6 +173,9 @@ class MetricBoard:
             self._prev_ndb = event.ndb
 
     def _apply_load(self, event: Load) -> None:
+        self.load_by_src[event.src] = event
+        if self.load_hosts > 1 and event.src != "all":
+            return  # several clients: the graphs show their per-second sum
         for name, value in (
             ("load_tps", event.tps),
             ("load_qps", event.qps),
@@ -182,7 +188,11 @@ class MetricBoard:
     def _apply_phase(self, event: Phase) -> None:
         if event.action == "start":
             self.load_running = True
+            self.load_hosts = len(event.host.split(","))
+            self.load_by_src = {}
             self.load_label = f"{event.workload} x{event.threads}"
+            if self.load_hosts > 1:
+                self.load_label += f" on {self.load_hosts} clients"
             self.markers.append(Marker(event.t, "load", f"load {self.load_label}"))
         else:
             self.load_running = False

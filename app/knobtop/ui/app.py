@@ -49,6 +49,7 @@ class KnobtopApp(App[int]):
         Binding("plus,equals_sign", "threads(2)", "Threads+", id="load.threads_up"),
         Binding("minus", "threads(0.5)", "Threads-", id="load.threads_down"),
         Binding("t", "ask_threads", "Threads", id="load.threads"),
+        Binding("P", "prepare", "Prepare", id="load.prepare", show=False),
         Binding("u", "undo", "Undo", id="knob.undo"),
         Binding("b", "revert_baseline", "Baseline", id="knob.baseline"),
         Binding("n", "note", "Note", id="journal.note"),
@@ -367,6 +368,21 @@ class KnobtopApp(App[int]):
                 self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)")
 
         self.run_worker(change(), group="load")
+
+    def action_prepare(self) -> None:
+        """Create the sysbench tables the load needs (when a run said they are missing)."""
+        session = self._need_session()
+        if session is None:
+            return
+        spec = session.load_spec or session.config.load
+        self.notify(f"preparing {spec.tables} sysbench tables x {spec.table_size} rows ...")
+
+        async def prepare() -> None:
+            loaded = await self._call(session.prepare_load())
+            if loaded is not None:
+                self.notify("sysbench tables ready" if loaded else "the tables were there")
+
+        self.run_worker(prepare(), group="load")
 
     # -- notes ------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ from knobtop.metrics.board import MetricBoard
 from knobtop.ui.widgets.metric_graph import default_fmt
 
 COLUMNS = (
+    ("tps", "tps"),
+    ("p95", "p95"),
     ("cpu", "cpu%"),
     ("iowait", "io%"),
     ("mem_used_pct", "mem%"),
@@ -26,6 +28,8 @@ def _cell(metric: str, value: float | None) -> str:
         return "–"  # noqa: RUF001
     if metric in ("cpu", "iowait", "mem_used_pct"):
         return f"{value:.0f}"
+    if metric == "p95":
+        return f"{value:.1f}"
     if metric == "load1":
         return f"{value:.2f}"
     return default_fmt(value)
@@ -35,7 +39,7 @@ class HostPanel(Static):
     DEFAULT_CSS = """
     HostPanel {
         height: auto;
-        max-height: 8;
+        max-height: 10;
         border: round $primary 50%;
         border-title-color: $text-accent;
     }
@@ -50,7 +54,11 @@ class HostPanel(Static):
         table.add_column("host", no_wrap=True, overflow="ellipsis", ratio=2)
         for _, label in COLUMNS:
             table.add_column(label, justify="right", no_wrap=True)
-        for host, metrics in board.hosts.items():
+        for host, os_metrics in board.hosts.items():
+            metrics: dict[str, float | None] = dict(os_metrics)
+            load = board.load_by_src.get(f"sysbench@{host}") if board.load_running else None
+            metrics["tps"] = load.tps if load is not None else None
+            metrics["p95"] = load.lat if load is not None else None
             table.add_row(host, *(_cell(m, metrics.get(m)) for m, _ in COLUMNS))
         for node, hit in board.ndb_hit.items():
             shown = "–" if hit is None else f"{hit:.1f}%"  # noqa: RUF001

@@ -1,0 +1,144 @@
+"""Load on several client hosts at once: one driver each, per-host reports plus a sum."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from knobtop.load.base import (
+    ExitCallback,
+    LoadDriver,
+    LoadError,
+    LoadExit,
+    LoadSpec,
+    ReportCallback,
+)
+from knobtop.load.sysbench_output import IntervalReport
+
+ALL = "all"
+
+
+def aggregate(second: int, reports: Sequence[IntervalReport]) -> IntervalReport:
+    """The clients' reports for one second, summed.  Latency is the worst client's
+    percentile: the percentile of the union cannot be rebuilt from per-client
+    percentiles, and the highest is the honest bound a person should see."""
+    return IntervalReport(
+        second=second,
+        threads=sum(r.threads for r in reports),
+        tps=round(sum(r.tps for r in reports), 2),
+        qps=round(sum(r.qps for r in reports), 2),
+        reads=round(sum(r.reads for r in reports), 2),
+        writes=round(sum(r.writes for r in reports), 2),
+        other=round(sum(r.other for r in reports), 2),
+        latency_percentile=reports[0].latency_percentile,
+        latency_ms=max(r.latency_ms for r in reports),
+        errors_per_s=round(sum(r.errors_per_s for r in reports), 2),
+        reconnects_per_s=round(sum(r.reconnects_per_s for r in reports), 2),
+        db=all(r.db for r in reports),
+    )
+
+
+@dataclass
+class _Run:
+    on_report: ReportCallback
+    on_exit: ExitCallback
+    live: set[str]
+    pending: dict[int, dict[str, IntervalReport]] = field(default_factory=dict)
+    exits: dict[str, LoadExit] = field(default_factory=dict)
+    stopping: bool = False
+    summed_upto: int = 0  # seconds up to this one have had their sum reported
+
+
+class MultiLoad:
+    """Drives the same workload on every client at once (threads are per client).
+
+    Each client's report is passed on as it comes (source ``sysbench@HOST``); once
+    every client still running has reported second ``s``, their sum follows with
+    source ``all``.  A client that dies stops counting; the others go on.
+    """
+
+    name = "sysbench"
+
+    def __init__(self, drivers: Sequence[LoadDriver]) -> None:
+        if len(drivers) < 2:
+            raise ValueError("MultiLoad needs two or more drivers")
+        self.drivers = list(drivers)
+        self.host_name = ",".join(d.host_name for d in drivers)
+        self._run: _Run | None = None
+
+    @property
+    def running(self) -> bool:
+        return any(d.running for d in self.drivers)
+
+    async def start(self, spec: LoadSpec, on_report: ReportCallback, on_exit: ExitCallback) -> None:
+        run = _Run(on_report, on_exit, {d.host_name for d in self.drivers})
+        self._run = run
+        started: list[LoadDriver] = []
+        try:
+            for driver in self.drivers:
+                await driver.start(spec, *self._callbacks(run, driver.host_name))
+                started.append(driver)
+        except LoadError as exc:
+            run.stopping = True
+            for driver in started:
+                with contextlib.suppress(LoadError):
+                    await driver.stop()
+            raise LoadError(f"{exc} (no client was left running)") from None
+
+    def _callbacks(self, run: _Run, host: str) -> tuple[ReportCallback, ExitCallback]:
+        def report(src: str, item: IntervalReport) -> None:
+            self._report(run, host, src, item)
+
+        async def exited(exit: LoadExit) -> None:
+            await self._exit(run, host, exit)
+
+        return report, exited
+
+    def _report(self, run: _Run, host: str, src: str, report: IntervalReport) -> None:
+        run.on_report(src, report)
+        if report.second <= run.summed_upto:
+            return  # that second's sum went out without this (late) client
+        bucket = run.pending.setdefault(report.second, {})
+        bucket[host] = report
+        for second in sorted(run.pending):
+            got = run.pending[second]
+            # Complete, or two seconds later already came in: a lagging client is left out.
+            if run.live <= set(got) or second < report.second - 1:
+                del run.pending[second]
+                run.summed_upto = second
+                run.on_report(ALL, aggregate(second, list(got.values())))
+            else:
+                break
+
+    async def _exit(self, run: _Run, host: str, exit: LoadExit) -> None:
+        run.exits[host] = exit
+        run.live.discard(host)
+        if run.live and not run.stopping and exit.error:
+            # One client failed: say so and stop the others, so the phase ends cleanly.
+            run.stopping = True
+            for driver in self.drivers:
+                if driver.host_name != host and driver.running:
+                    asyncio.get_running_loop().create_task(driver.stop())
+        if run.live:
+            return
+        errors = [f"{h}: {e.error}" for h, e in run.exits.items() if e.error]
+        summaries = [e.summary for e in run.exits.values() if e.summary is not None]
+        await run.on_exit(
+            LoadExit(
+                returncode=max((e.returncode or 0) for e in run.exits.values()),
+                summary=summaries[0] if len(summaries) == 1 else None,
+                error="; ".join(errors),
+                stopped=all(e.stopped for e in run.exits.values()) or run.stopping,
+                per_host={h: e.summary for h, e in run.exits.items() if e.summary is not None},
+            )
+        )
+
+    async def stop(self) -> LoadExit | None:
+        run = self._run
+        if run is None:
+            return None
+        run.stopping = True
+        await asyncio.gather(*(d.stop() for d in self.drivers if d.running))
+        return None

@@ -1,0 +1,259 @@
+"""Load on real client hosts (local and two sshd "hosts"): phases, sums, summaries, no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import EventCollector
+from harness.sshd import SshServer
+from knobtop.hosts.local import LocalHost
+from knobtop.hosts.ssh import SshHost
+from knobtop.journal import Load, Phase
+from knobtop.lab import Sandbox
+from knobtop.load.base import LoadError, LoadSpec
+from knobtop.load.multi import MultiLoad, aggregate
+from knobtop.load.sysbench import Sysbench
+from knobtop.load.sysbench_output import parse_interval
+from knobtop.session import Session, SessionConfig, prepare_tables
+
+DATA = Path(__file__).parent / "data" / "sysbench"
+SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000)
+
+
+def recorded_lines(name: str) -> list[str]:
+    return [ln for ln in (DATA / name).read_text().splitlines() if ln.startswith("[ ")]
+
+
+def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:
+    a, b = (parse_interval(ln) for ln in recorded_lines("oltp_read_write.8.txt")[:2])
+    assert a is not None and b is not None
+    both = aggregate(7, [a, b])
+    assert both.second == 7 and both.threads == a.threads + b.threads
+    assert both.tps == pytest.approx(a.tps + b.tps) and both.qps == pytest.approx(a.qps + b.qps)
+    assert both.reads == pytest.approx(a.reads + b.reads)
+    assert both.latency_ms == max(a.latency_ms, b.latency_ms)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        (LoadSpec(workload="oltp_nonsense"), "unknown workload 'oltp_nonsense'"),
+        (LoadSpec(workload="my.lua"), "absolute path"),
+        (LoadSpec(threads=0), "threads must be between 1 and 1024"),
+        (LoadSpec(rand_type="zipf"), "unknown rand type"),
+        (LoadSpec(percentile=0), "percentile must be 1 to 100"),
+    ],
+)
+def test_bad_load_settings_name_the_problem(spec: LoadSpec, says: str) -> None:
+    with pytest.raises(LoadError, match=says):
+        spec.check()
+
+
+def ssh_host(server: SshServer, name: str, known: Path) -> SshHost:
+    return SshHost(f"{server.user}@{server.host}:{server.port}", name=name,
+                   known_hosts=str(known), client_keys=[str(server.client_key_path)],
+                   config_paths=[], agent_path=None)
+
+
+@pytest.fixture
+def two_clients(
+    tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox,
+    sysbench_path: str,
+) -> tuple[Sysbench, Sysbench]:
+    known = tmp_path / "known_hosts"
+    known.write_text(ssh_target.known_hosts_path.read_text()
+                     + ssh_client.known_hosts_path.read_text())
+    info = mariadb.connection()
+    drivers = tuple(
+        Sysbench(ssh_host(server, name, known), mysql_host="127.0.0.1", mysql_port=info.port,
+                 user=info.user, password=info.password, database="sbtest")
+        for server, name in ((ssh_target, "app1"), (ssh_client, "app2"))
+    )
+    local = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                     password=info.password, database="sbtest")
+    asyncio.run(prepare_tables(info, local, SMALL))  # (SSH hosts belong to the test's loop)
+    return drivers  # type: ignore[return-value]
+
+
+def sysbench_running(marker: str) -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmd.startswith("sysbench ") and marker in cmd and state != "Z":
+            out.append(int(pid))
+    return out
+
+
+def wait_gone(marker: str, grace: float) -> list[int]:
+    """Bounded wait until no sysbench with ``marker`` runs; what is left after ``grace``."""
+    deadline = time.monotonic() + grace
+    while sysbench_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return sysbench_running(marker)
+
+
+async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
+    two_clients: tuple[Sysbench, Sysbench], mariadb: Sandbox, tmp_path: Path
+) -> None:
+    info = mariadb.connection()
+    spec = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000,
+                    duration=4)
+    config = SessionConfig(profile="multi", connection=info, load=spec, interval=0.5,
+                           journal_path=tmp_path / "m.knobtop.jsonl")
+    session = Session(config, LocalHost(), MultiLoad(list(two_clients)))
+    collector = EventCollector()
+    session.listeners.append(collector)
+
+    def stops(events: list) -> int:  # type: ignore[type-arg]
+        return sum(1 for e in events if isinstance(e, Phase) and e.action == "stop")
+
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: stops(ev) == 1, timeout=60)
+        await session.start_load(threads=4)  # per client: 8 in all
+        await collector.wait_for(lambda ev: stops(ev) == 2, timeout=60)
+    finally:
+        await session.close()
+    phases = [e for e in collector.events if isinstance(e, Phase)]
+    assert [(p.action, p.threads, p.host) for p in phases] == [
+        ("start", 2, "app1,app2"), ("stop", 2, "app1,app2"),
+        ("start", 4, "app1,app2"), ("stop", 4, "app1,app2"),
+    ]
+    loads = [e for e in collector.events if isinstance(e, Load)]
+    assert {e.src for e in loads} == {"sysbench@app1", "sysbench@app2", "all"}
+    by_second: dict[tuple[int, int], dict[str, Load]] = {}
+    phase = 0
+    for event in collector.events:
+        if isinstance(event, Phase) and event.action == "start":
+            phase += 1
+        if isinstance(event, Load):
+            by_second.setdefault((phase, event.s), {})[event.src] = event
+    sums = [v for v in by_second.values() if "all" in v]
+    assert sum(1 for e in loads if e.src == "all") == len(sums)  # one sum per second
+    # A sum covers every client unless one lagged two seconds behind (not on loopback).
+    complete = [v for v in sums if len(v) == 3 and v["all"].thds == 2 * v["sysbench@app1"].thds]
+    assert len(complete) >= 0.8 * len(sums) and len(complete) >= 4
+    for group in complete:  # the sum is the sum of what each client said that second
+        assert group["all"].tps == pytest.approx(
+            group["sysbench@app1"].tps + group["sysbench@app2"].tps, abs=0.02)
+        assert group["all"].thds == group["sysbench@app1"].thds * 2
+    for stop in (p for p in phases if p.action == "stop"):
+        per_host = stop.summary["sysbench_per_host"]
+        assert set(per_host) == {"app1", "app2"}
+        summary_tps = sum(s["tps"] for s in per_host.values())
+        # sysbench's own summaries and knobtop's per-second sums tell the same story.
+        assert stop.summary["tps_mean"] == pytest.approx(summary_tps, rel=0.15)
+        hosts = stop.summary["hosts"]
+        for host, summary in per_host.items():
+            assert hosts[f"sysbench@{host}"]["tps_mean"] == pytest.approx(summary["tps"],
+                                                                          rel=0.15)
+
+
+async def test_stop_leaves_no_sysbench_on_either_client(
+    two_clients: tuple[Sysbench, Sysbench], mariadb: Sandbox, tmp_path: Path
+) -> None:
+    info = mariadb.connection()
+    config = SessionConfig(profile="multi", connection=info, load=SMALL,
+                           journal_path=tmp_path / "s.knobtop.jsonl")
+    session = Session(config, LocalHost(), MultiLoad(list(two_clients)))
+    collector = EventCollector()
+    session.listeners.append(collector)
+    marker = f"--mysql-port={info.port}"
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(getattr(e, "src", "") == "all" for e in ev), 30)
+        assert len(sysbench_running(marker)) == 2
+        await session.stop_load()
+    finally:
+        await session.close()
+    assert wait_gone(marker, grace=10) == []
+
+
+async def test_missing_tables_say_how_to_prepare(
+    mariadb: Sandbox, tmp_path: Path, sysbench_path: str
+) -> None:
+    info = mariadb.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                      password=info.password, database="sbtest_empty")
+    config = SessionConfig(profile="t", connection=info, load=SMALL,
+                           journal_path=tmp_path / "e.knobtop.jsonl")
+    session = Session(config, LocalHost(), driver)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await session._action_link.query("CREATE DATABASE IF NOT EXISTS sbtest_empty")
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(
+            isinstance(e, Phase) and e.action != "start" for e in ev), timeout=30)
+        failed = [e for e in collector.events if isinstance(e, Phase)][-1]
+        assert failed.action == "failed" and "press P" in failed.message
+        assert await session.prepare_load() is True
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(e.kind == "load" for e in ev), timeout=30)
+    finally:
+        await session.close()
+
+
+def test_sigkill_of_knobtop_leaves_no_sysbench_on_client_hosts(
+    tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox,
+    sysbench_path: str,
+) -> None:
+    info = mariadb.connection()
+    known = tmp_path / "known_hosts"
+    known.write_text(ssh_target.known_hosts_path.read_text()
+                     + ssh_client.known_hosts_path.read_text())
+    profile = tmp_path / "k.toml"
+    profile.write_text(
+        "[target]\n[target.mysql]\n"
+        f'socket = "{mariadb.socket}"\nuser = "{info.user}"\n'
+        'password = { env = "KT_PW" }\n'
+        + "".join(
+            f'[[client]]\nssh = "{s.user}@{s.host}:{s.port}"\nname = "{n}"\n'
+            f'mysql_host = "127.0.0.1"\nmysql_port = {info.port}\n'
+            for s, n in ((ssh_target, "c1"), (ssh_client, "c2"))
+        )
+    )
+    journal = tmp_path / "k.knobtop.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
+    env["KT_PW"] = info.password
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "knobtop", "connect", str(profile), "--known-hosts", str(known),
+         "--ssh-config", "none", "-i", str(ssh_target.client_key_path),
+         "-i", str(ssh_client.client_key_path), "--headless", "--duration", "120",
+         "--journal", str(journal), "--load", "oltp_point_select", "--threads", "1",
+         "--tables", "1", "--table-size", "1000"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )
+    marker = f"--mysql-port={info.port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines = journal.read_bytes().splitlines() if journal.exists() else []
+            if any(orjson.loads(ln).get("src") == "all" for ln in lines[1:]):
+                break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        assert len(sysbench_running(marker)) == 2
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # The stated grace time: remote commands get TERM when their channel closes, KILL 3 s on.
+    assert wait_gone(marker, grace=10) == []
