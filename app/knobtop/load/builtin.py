@@ -1,0 +1,890 @@
+"""A sysbench-like load from Python worker processes, for hosts without sysbench."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import math
+import multiprocessing
+import os
+import pickle
+import random
+import signal
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from knobtop.load.base import (
+    TIME_CAP,
+    ExitCallback,
+    LoadError,
+    LoadExit,
+    LoadSpec,
+    ReportCallback,
+)
+from knobtop.load.sysbench_output import IntervalReport, RunSummary
+from knobtop.server.link import ConnectionInfo, describe_error
+
+__all__ = ["SUPPORTED", "BuiltinDriver", "default_processes", "percentile_ms"]
+
+SUPPORTED: tuple[str, ...] = ("oltp_point_select", "oltp_read_write")
+
+# The statements of sysbench 1.0's oltp_common.lua, with its defaults: 10 point selects,
+# one of each range query over range_size=100 rows, one of each update, one delete+insert.
+_SQL: dict[str, str] = {
+    "begin": "BEGIN",
+    "commit": "COMMIT",
+    "point_selects": "SELECT c FROM sbtest{t} WHERE id=?",
+    "simple_ranges": "SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ?",
+    "sum_ranges": "SELECT SUM(k) FROM sbtest{t} WHERE id BETWEEN ? AND ?",
+    "order_ranges": "SELECT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c",
+    "distinct_ranges": "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN ? AND ? ORDER BY c",
+    "index_updates": "UPDATE sbtest{t} SET k=k+1 WHERE id=?",
+    "non_index_updates": "UPDATE sbtest{t} SET c=? WHERE id=?",
+    "deletes": "DELETE FROM sbtest{t} WHERE id=?",
+    "inserts": "INSERT INTO sbtest{t} (id, k, c, pad) VALUES (?, ?, ?, ?)",
+}
+_RANGES = ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges")
+RANGE_SIZE = 100
+# Queries per event, as sysbench counts them (reads, writes, other).
+_RWO: dict[str, tuple[int, int, int]] = {
+    "oltp_point_select": (1, 0, 0),
+    "oltp_read_write": (14, 4, 2),
+}
+# sysbench's default --mysql-ignore-errors: roll back, count in err/s, run a new event.
+IGNORED_ERRORS = frozenset({1213, 1020, 1205})
+
+# sysbench's latency histogram: 1024 log-spaced buckets from 0.001 ms to 100 s.
+HIST_SIZE = 1024
+_DEDUCT = math.log(0.001)
+_MULT = (HIST_SIZE - 1) / (math.log(100_000.0) - _DEDUCT)
+
+CONNECT_TIMEOUT = 10.0
+START_TIMEOUT = 45.0  # spawn the interpreters, connect every client, prepare
+STOP_GRACE = 5.0  # after "stop", before SIGTERM; then as long again before SIGKILL
+FLUSH_GRACE = 0.8  # how long past a second's end a slow worker's tick is awaited
+
+
+def bucket(ms: float) -> int:
+    """The histogram bucket of a latency, as sysbench's sb_histogram_update computes it."""
+    if ms <= 0.0:
+        return 0
+    i = math.floor((math.log(ms) - _DEDUCT) * _MULT + 0.5)
+    return 0 if i < 0 else min(i, HIST_SIZE - 1)
+
+
+def percentile_ms(hist: dict[int, int], percentile: int) -> float:
+    """The percentile of a sparse {bucket: count} histogram, as sysbench reports it."""
+    total = sum(hist.values())
+    limit = math.floor(total * percentile / 100 + 0.5)
+    if limit == 0:
+        return 0.0
+    seen = 0
+    for i in sorted(hist):
+        seen += hist[i]
+        if seen >= limit:
+            return round(math.exp(i / _MULT + _DEDUCT), 2)
+    return 0.0  # not reached
+
+
+def default_processes(threads: int, *, local_server: bool = True) -> int:
+    """Worker processes for ``threads`` clients: one per 4 clients, at most one per core, and
+    half the cores when the server runs on this machine too.
+
+    Measured on a 2-core box with mariadbd beside it (oltp_point_select, median TPS of
+    alternating 6 s runs): 8 clients gave ~49k TPS in one process, ~34k in two; 32 clients
+    ~45k in one, ~31k in two.  One asyncio process keeps a local server busy; a second only
+    takes a core from it.
+    """
+    cores = os.cpu_count() or 1
+    budget = max(1, cores // 2) if local_server else cores
+    return max(1, min(budget, threads // 4))
+
+
+def client_library() -> str:
+    """asyncmy when installed (server-side prepared statements, C parser), else aiomysql."""
+    return "asyncmy" if importlib.util.find_spec("asyncmy") is not None else "aiomysql"
+
+
+# -- worker side --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _WorkerConfig:
+    """What one worker process needs: the first message on its pipe, never in argv."""
+
+    index: int
+    clients: int
+    info: ConnectionInfo  # its password is not in repr and never in argv
+    database: str
+    library: str
+    workload: str
+    tables: int
+    table_size: int
+    duration: float
+    rate_per_client: float
+    prepared: bool
+    parent_pid: int
+
+
+class _Fatal(Exception):
+    """The run cannot go on; the message is for the engineer."""
+
+
+class _Counts:
+    __slots__ = ("errors", "hist", "other", "reads", "reconnects", "tx", "writes")
+
+    def __init__(self) -> None:
+        self.tx = self.reads = self.writes = self.other = self.errors = self.reconnects = 0
+        self.hist = [0] * HIST_SIZE
+
+    def add(self, other: _Counts) -> None:
+        self.tx += other.tx
+        self.reads += other.reads
+        self.writes += other.writes
+        self.other += other.other
+        self.errors += other.errors
+        self.reconnects += other.reconnects
+        for i, n in enumerate(other.hist):
+            if n:
+                self.hist[i] += n
+
+    def sparse(self) -> dict[int, int]:
+        return {i: n for i, n in enumerate(self.hist) if n}
+
+    def numbers(self) -> tuple[int, int, int, int, int, int]:
+        return (self.tx, self.reads, self.writes, self.other, self.errors, self.reconnects)
+
+
+def _literal(value: object) -> str:
+    # Only ints and sysbench's digit-and-dash strings are ever bound.
+    return str(value) if isinstance(value, int) else f"'{value}'"
+
+
+class _Client:
+    """One connection; runs statements prepared (binary protocol) or as plain text."""
+
+    __slots__ = ("busy_s", "conn", "events", "stmts")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.stmts: dict[tuple[str, int], Any] = {}
+        self.events = 0
+        self.busy_s = 0.0
+
+
+class _Worker:
+    def __init__(self, pipe: Connection, cfg: _WorkerConfig) -> None:
+        self.pipe = pipe
+        self.cfg = cfg
+        self.where = cfg.info.where
+        self.cur = _Counts()
+        self.total = _Counts()
+        self.lat_min = math.inf
+        self.lat_max = 0.0
+        self.lat_sum = 0.0
+        self.clients: list[_Client] = []
+        self.t0 = 0.0
+        self.go = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.rng = random.Random()
+        library: Any = importlib.import_module(cfg.library)
+        # asyncmy before 0.2.18 has no server-side prepared statements: plain text then.
+        self.prepared = cfg.prepared and hasattr(getattr(library, "Connection", None), "prepare")
+        self.run = self._query_prepared if self.prepared else self._query_text
+        self.text = {key: sql.split("?") for key, sql in _SQL.items()}
+        self.event: Callable[[_Client], Awaitable[None]] = (
+            self._point_select if cfg.workload == "oltp_point_select" else self._read_write
+        )
+
+    # messages ------------------------------------------------------------------
+    def send(self, *msg: object) -> None:
+        with contextlib.suppress(OSError):
+            self.pipe.send(msg)
+
+    def _on_control(self) -> None:
+        try:
+            while self.pipe.poll():
+                msg = self.pipe.recv()
+                if msg[0] == "go":
+                    self.t0 = float(msg[1])
+                    self.go.set()
+                elif msg[0] == "stop":
+                    self.stopping.set()
+        except (EOFError, OSError):
+            os._exit(0)  # the parent is gone: leave at once, never run unattended
+
+    async def _watch_parent(self) -> None:
+        while True:  # the pipe's EOF covers this too, unless a stray fork holds the pipe
+            await asyncio.sleep(1.0)
+            if os.getppid() != self.cfg.parent_pid:
+                os._exit(0)
+
+    # connections -------------------------------------------------------------------
+    async def connect(self) -> Any:
+        info, cfg = self.cfg.info, self.cfg
+        target: dict[str, Any] = (
+            {"unix_socket": info.socket} if info.socket else {"host": info.host, "port": info.port}
+        )
+        module: Any = importlib.import_module(cfg.library)
+        db = {"database": cfg.database} if cfg.library == "asyncmy" else {"db": cfg.database}
+        async with asyncio.timeout(CONNECT_TIMEOUT + 2):
+            return await module.connect(
+                user=info.user, password=info.password, autocommit=True,
+                connect_timeout=CONNECT_TIMEOUT, **db, **target,
+            )
+
+    def _describe(self, exc: BaseException) -> str:
+        message = str(describe_error(exc, self.cfg.info))
+        if self.where not in message:
+            message = f"{message} (server at {self.where})"
+        return f"built-in load: {message}"
+
+    async def _connect_all(self) -> None:
+        tasks = [asyncio.ensure_future(self.connect()) for _ in range(self.cfg.clients)]
+        try:
+            for conn in await asyncio.gather(*tasks):
+                self.clients.append(_Client(conn))
+        except Exception as exc:
+            for task in tasks:
+                task.cancel()  # the process exits right after: the others need no closing
+            raise _Fatal(self._describe(exc)) from None
+        # Fail now, not in the first second, if a table is missing.
+        client = self.clients[0]
+        try:
+            for table in range(1, self.cfg.tables + 1):
+                await self.run(client, "point_selects", table, (1,))
+        except Exception as exc:
+            code = exc.args[0] if exc.args else None
+            hint = "; prepare the sysbench tables first" if code in (1146, 1049) else ""
+            raise _Fatal(self._describe(exc) + hint) from None
+
+    # statements ------------------------------------------------------------------
+    async def _query_prepared(
+        self, c: _Client, key: str, table: int, args: tuple[Any, ...]
+    ) -> None:
+        stmt = c.stmts.get((key, table))
+        if stmt is None:
+            stmt = c.stmts[key, table] = await c.conn.prepare(_SQL[key].format(t=table))
+        await stmt.execute(args)
+
+    async def _query_text(self, c: _Client, key: str, table: int, args: tuple[Any, ...]) -> None:
+        parts = self.text[key]
+        sql = parts[0] + "".join(_literal(a) + p for a, p in zip(args, parts[1:], strict=True))
+        await c.conn.query(sql.format(t=table))
+
+    def _table(self) -> int:
+        return self.rng.randint(1, self.cfg.tables)
+
+    def _id(self) -> int:
+        return self.rng.randint(1, self.cfg.table_size)
+
+    def _digits(self, groups: int) -> str:
+        return "-".join(f"{self.rng.randrange(10**11):011d}" for _ in range(groups))
+
+    async def _point_select(self, c: _Client) -> None:
+        await self.run(c, "point_selects", self._table(), (self._id(),))
+
+    async def _read_write(self, c: _Client) -> None:
+        run, table, ident = self.run, self._table, self._id
+        await run(c, "begin", 0, ())
+        t = table()
+        for _ in range(10):
+            await run(c, "point_selects", t, (ident(),))
+        for key in _RANGES:
+            i = ident()
+            await run(c, key, table(), (i, i + RANGE_SIZE - 1))
+        await run(c, "index_updates", table(), (ident(),))
+        await run(c, "non_index_updates", table(), (self._digits(10), ident()))
+        t, i, k = table(), ident(), ident()
+        await run(c, "deletes", t, (i,))
+        await run(c, "inserts", t, (i, k, self._digits(10), self._digits(5)))
+        await run(c, "commit", 0, ())
+
+    # the run -----------------------------------------------------------------------
+    async def _recover(self, c: _Client, exc: Exception) -> None:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if code in IGNORED_ERRORS:
+            self.cur.errors += 1
+            with contextlib.suppress(Exception):
+                await c.conn.query("ROLLBACK")
+            return
+        if code is not None and 0 < code < 2000:
+            raise _Fatal(self._describe(exc)) from None
+        # A client-side error (lost connection, reset): reconnect once, as sysbench does
+        # for 2006/2013 when told to ignore them; a second failure ends the run.
+        with contextlib.suppress(Exception):
+            c.conn.close()
+        c.stmts.clear()
+        try:
+            c.conn = await self.connect()
+        except Exception as again:
+            raise _Fatal(f"{self._describe(again)} (connection lost; reconnect failed)") from None
+        self.cur.reconnects += 1
+
+    async def _client(self, c: _Client, t0: float) -> None:
+        event = self.event
+        reads, writes, other = _RWO[self.cfg.workload]
+        rate = self.cfg.rate_per_client
+        clock = time.monotonic
+        scheduled = t0
+        while True:
+            if rate:
+                scheduled += self.rng.expovariate(rate)
+                delay = scheduled - clock()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                start = scheduled  # latency counts the wait when the server falls behind
+            else:
+                start = clock()
+            try:
+                await event(c)
+            except Exception as exc:
+                await self._recover(c, exc)
+                continue
+            end = clock()
+            took = end - start
+            ms = took * 1000.0
+            cur = self.cur
+            cur.tx += 1
+            cur.reads += reads
+            cur.writes += writes
+            cur.other += other
+            cur.hist[bucket(ms)] += 1
+            c.events += 1
+            c.busy_s += took
+            self.lat_sum += ms
+            if ms < self.lat_min:
+                self.lat_min = ms
+            if ms > self.lat_max:
+                self.lat_max = ms
+
+    def _rotate(self) -> _Counts:
+        done, self.cur = self.cur, _Counts()
+        self.total.add(done)
+        return done
+
+    async def _ticker(self, t0: float) -> None:
+        loop = asyncio.get_running_loop()
+        last, k = t0, 0
+        while k < self.cfg.duration:
+            k += 1
+            await asyncio.sleep(max(0.0, t0 + k - loop.time()))
+            now = loop.time()
+            done = self._rotate()
+            self.send("tick", k, now - last, *done.numbers(), done.sparse())
+            last = now
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self.pipe.fileno(), self._on_control)
+        watchdog = asyncio.create_task(self._watch_parent())
+        try:
+            try:
+                await self._connect_all()
+            except _Fatal as exc:
+                self.send("fatal", str(exc))
+                return 1
+            self.send("ready", len(self.clients))
+            stop_wait = asyncio.create_task(self.stopping.wait())
+            go_wait = asyncio.create_task(self.go.wait())
+            await asyncio.wait({go_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            go_wait.cancel()
+            if self.stopping.is_set():
+                return 0
+            t0 = self.t0
+            tasks = {asyncio.create_task(self._client(c, t0)) for c in self.clients}
+            ticker = asyncio.create_task(self._ticker(t0))
+            await asyncio.wait({*tasks, ticker, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (*tasks, ticker, stop_wait):
+                task.cancel()
+            results = await asyncio.gather(*tasks, ticker, stop_wait, return_exceptions=True)
+            end = loop.time()
+            failed = [r for r in results if isinstance(r, BaseException)
+                      and not isinstance(r, asyncio.CancelledError)]
+            if failed:
+                first = failed[0]
+                message = str(first) if isinstance(first, _Fatal) else (
+                    f"built-in load worker failed: {type(first).__name__}: {first}")
+                self.send("fatal", message)
+            self._rotate()
+            self.send(
+                "done", end - t0, *self.total.numbers(), self.total.sparse(),
+                self.lat_min if self.total.tx else 0.0, self.lat_max, self.lat_sum,
+                [(c.events, c.busy_s) for c in self.clients],
+            )
+            return 1 if failed else 0
+        finally:
+            watchdog.cancel()
+            loop.remove_reader(self.pipe.fileno())
+            for c in self.clients:
+                with contextlib.suppress(Exception):
+                    c.conn.close()
+
+
+def _worker_entry(fd: int) -> None:
+    """Entry point of a worker process: its first message on the pipe is its config."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    pipe: Connection = Connection(fd)
+    try:
+        cfg = pipe.recv()
+    except (EOFError, OSError, pickle.UnpicklingError):
+        os._exit(0)
+    if not isinstance(cfg, _WorkerConfig) or os.getppid() != cfg.parent_pid:
+        os._exit(0)
+    worker = _Worker(pipe, cfg)
+    try:
+        code = asyncio.run(worker.main())
+    except BaseException as exc:
+        worker.send("fatal", f"built-in load worker crashed: {type(exc).__name__}: {exc}")
+        code = 1
+    pipe.close()
+    sys.exit(code)
+
+
+# -- parent side -------------------------------------------------------------------------
+
+
+def _worker_argv(fd: int) -> list[str]:
+    # A fresh interpreter (fork+exec, like multiprocessing's "spawn", never a bare fork of
+    # a process with threads), but without spawn's re-run of the caller's __main__ module,
+    # which breaks scripts without a main guard and imports the whole UI into each worker.
+    # The command line holds only the pipe's fd number: the config (and the password)
+    # arrive pickled as the first message on that pipe.
+    code = f"from knobtop.load.builtin import _worker_entry; _worker_entry({fd})"
+    return [sys.executable, "-c", code]
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding knobtop/
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@dataclass
+class _Handle:
+    index: int
+    clients: int
+    proc: asyncio.subprocess.Process
+    pipe: Connection
+    state: str = "starting"  # starting, ready, running, finished
+    pipe_open: bool = True
+    reaped: bool = False
+    stderr: str = ""
+    done: tuple[Any, ...] | None = None
+    waiter: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Interval:
+    seen: set[int] = field(default_factory=set)
+    rates: list[float] = field(default_factory=lambda: [0.0] * 6)
+    hist: dict[int, int] = field(default_factory=dict)
+
+    def add(
+        self, index: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int]
+    ) -> None:
+        self.seen.add(index)
+        span = max(elapsed, 1e-3)
+        for i, n in enumerate(numbers):
+            self.rates[i] += n / span
+        for b, n in hist.items():
+            self.hist[b] = self.hist.get(b, 0) + n
+
+
+class _Run:
+    """One run: its worker processes, the per-second merge, and how it ends."""
+
+    def __init__(
+        self,
+        driver: BuiltinDriver,
+        spec: LoadSpec,
+        on_report: ReportCallback,
+        on_exit: ExitCallback,
+    ) -> None:
+        self.driver = driver
+        self.spec = spec
+        self.on_report = on_report
+        self.on_exit = on_exit
+        self.loop = asyncio.get_running_loop()
+        self.handles: list[_Handle] = []
+        self.changed = asyncio.Event()
+        self.started = False
+        self.stopping = False
+        self.error = ""
+        self.t0 = 0.0
+        self.next_k = 1
+        self.pending: dict[int, _Interval] = {}
+        self.flush_timer: asyncio.TimerHandle | None = None
+        self.finish_task: asyncio.Task[LoadExit] | None = None
+        self.shutdown_task: asyncio.Task[None] | None = None
+
+    # start -----------------------------------------------------------------------
+    async def launch(self, processes: int) -> None:
+        spec, driver = self.spec, self.driver
+        count = max(1, min(processes, spec.threads))
+        shares = [spec.threads // count + (1 if i < spec.threads % count else 0)
+                  for i in range(count)]
+        for index, clients in enumerate(shares):
+            cfg = _WorkerConfig(
+                index=index,
+                clients=clients,
+                info=driver.info,
+                database=driver.database,
+                library=driver.library,
+                workload=spec.workload,
+                tables=spec.tables,
+                table_size=spec.table_size,
+                duration=spec.duration or TIME_CAP,
+                rate_per_client=spec.rate / spec.threads if spec.rate else 0.0,
+                prepared=spec.prepared,
+                parent_pid=os.getpid(),
+            )
+            ours, theirs = multiprocessing.Pipe(duplex=True)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *_worker_argv(theirs.fileno()),
+                    pass_fds=(theirs.fileno(),),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,  # kept for the message if it dies
+                    env=_worker_env(),
+                )
+            except BaseException:
+                ours.close()
+                raise
+            finally:
+                theirs.close()
+            handle = _Handle(index, clients, proc, ours)
+            self.handles.append(handle)
+            self._send(handle, cfg)  # the first message; it holds the password
+            self.loop.add_reader(ours.fileno(), self._on_pipe, handle)
+            handle.waiter = self.loop.create_task(self._wait_exit(handle))
+        try:
+            async with asyncio.timeout(START_TIMEOUT):
+                while not self.error and not all(h.state == "ready" for h in self.handles):
+                    if any(h.state == "finished" for h in self.handles):
+                        break
+                    self.changed.clear()
+                    await self.changed.wait()
+        except TimeoutError:
+            self.error = (
+                f"built-in load: the workers did not connect to {driver.info.where} "
+                f"within {START_TIMEOUT:.0f} s"
+            )
+        if self.error or not all(h.state == "ready" for h in self.handles):
+            raise LoadError(self.error or "built-in load: a worker process exited while starting")
+        self.t0 = self.loop.time()  # asyncio's clock is CLOCK_MONOTONIC, shared by processes
+        for h in self.handles:
+            h.state = "running"
+            self._send(h, ("go", self.t0))
+        self.started = True
+        self._arm_flush()
+
+    # messages ----------------------------------------------------------------------
+    def _send(self, h: _Handle, msg: object) -> None:
+        if h.pipe_open:
+            with contextlib.suppress(OSError):
+                h.pipe.send(msg)
+
+    def _on_pipe(self, h: _Handle) -> None:
+        try:
+            while h.pipe.poll():
+                self._handle(h, h.pipe.recv())
+        except (EOFError, OSError):
+            self.loop.remove_reader(h.pipe.fileno())
+            h.pipe.close()
+            h.pipe_open = False
+            self._check_gone(h)
+        self.changed.set()
+
+    async def _wait_exit(self, h: _Handle) -> None:
+        assert h.proc.stderr is not None
+        tail = b""
+        while chunk := await h.proc.stderr.read(1 << 16):  # ends at exit
+            tail = (tail + chunk)[-4096:]
+        await h.proc.wait()
+        lines = tail.decode(errors="replace").strip().splitlines()
+        h.stderr = lines[-1][-300:] if lines else ""
+        h.reaped = True
+        self._check_gone(h)
+        self.changed.set()
+
+    def _handle(self, h: _Handle, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "tick":
+            self._on_tick(h, msg[1], msg[2], tuple(msg[3:9]), msg[9])
+        elif kind == "ready":
+            h.state = "ready"
+        elif kind == "fatal":
+            self._fail(str(msg[1]))
+        elif kind == "done":
+            h.done = msg[1:]
+            h.state = "finished"
+            self._emit()
+
+    def _fail(self, message: str) -> None:
+        if not self.error:
+            self.error = message
+        if self.started and self.shutdown_task is None:
+            self.shutdown_task = self.loop.create_task(self.shutdown())
+
+    def _check_gone(self, h: _Handle) -> None:
+        if h.pipe_open or not h.reaped:
+            return
+        if h.done is None and not self.stopping and not self.error:
+            self._fail(
+                f"built-in load worker {h.proc.pid} died (exit code {h.proc.returncode})"
+                + (f": {h.stderr}" if h.stderr else "")
+            )
+        h.state = "finished"
+        if self.started and self.finish_task is None and all(
+            not x.pipe_open and x.reaped for x in self.handles
+        ):
+            self.finish_task = self.loop.create_task(self._finish())
+        else:
+            self._emit()
+
+    # the per-second merge -------------------------------------------------------------
+    def _on_tick(
+        self, h: _Handle, k: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int]
+    ) -> None:
+        # A tick that comes after its second was given out counts in the next one.
+        self.pending.setdefault(max(k, self.next_k), _Interval()).add(
+            h.index if k >= self.next_k else -1, elapsed, numbers, hist
+        )
+        self._emit()
+
+    def _arm_flush(self) -> None:
+        at = max(self.t0 + self.next_k + FLUSH_GRACE, self.loop.time() + 0.25)
+        self.flush_timer = self.loop.call_at(at, self._flush_due)
+
+    def _flush_due(self) -> None:
+        self._emit(force_to=int(self.loop.time() - self.t0 - FLUSH_GRACE))
+        if self.started and not self.stopping and self.finish_task is None:
+            self._arm_flush()
+
+    def _emit(self, force_to: int = 0) -> None:
+        if not self.started or self.stopping:
+            return
+        while True:
+            k = self.next_k
+            running = {h.index for h in self.handles if h.state == "running"}
+            interval = self.pending.get(k)
+            complete = interval is not None and running <= interval.seen
+            if not complete and not (k <= force_to and running):
+                return
+            interval = self.pending.pop(k, None) or _Interval()
+            self.next_k += 1
+            self.on_report(self.driver.src, self._report(k, interval))
+
+    def _report(self, k: int, interval: _Interval) -> IntervalReport:
+        tx, reads, writes, other, errors, reconnects = (round(r, 2) for r in interval.rates)
+        return IntervalReport(
+            second=k,
+            threads=self.spec.threads,
+            tps=tx,
+            qps=round(reads + writes + other, 2),
+            reads=reads,
+            writes=writes,
+            other=other,
+            latency_percentile=self.spec.percentile,
+            latency_ms=percentile_ms(interval.hist, self.spec.percentile),
+            errors_per_s=errors,
+            reconnects_per_s=reconnects,
+        )
+
+    # the end ---------------------------------------------------------------------------
+    def _summary(self) -> RunSummary | None:
+        dones = [h.done for h in self.handles]
+        if not dones or any(d is None for d in dones):
+            return None
+        elapsed = max(float(d[0]) for d in dones if d is not None)
+        sums = [sum(int(d[i]) for d in dones if d is not None) for i in range(1, 7)]
+        tx, reads, writes, other, errors, reconnects = sums
+        hist: dict[int, int] = {}
+        per_client: list[tuple[int, float]] = []
+        mins: list[float] = []
+        maxes: list[float] = []
+        lat_sum = 0.0
+        for d in dones:
+            assert d is not None
+            for b, n in d[7].items():
+                hist[b] = hist.get(b, 0) + n
+            if int(d[1]):
+                mins.append(float(d[8]))
+            maxes.append(float(d[9]))
+            lat_sum += float(d[10])
+            per_client.extend(d[11])
+        events = [float(e) for e, _ in per_client] or [0.0]
+        busy = [float(b) for _, b in per_client] or [0.0]
+        span = max(elapsed, 1e-9)
+        queries = reads + writes + other
+        return RunSummary(
+            reads=reads,
+            writes=writes,
+            other=other,
+            total_queries=queries,
+            transactions=tx,
+            tps=round(tx / span, 2),
+            queries=queries,
+            qps=round(queries / span, 2),
+            ignored_errors=errors,
+            reconnects=reconnects,
+            total_time_s=round(elapsed, 4),
+            events=tx,
+            latency_min_ms=round(min(mins), 2) if mins else 0.0,
+            latency_avg_ms=round(lat_sum / tx, 2) if tx else 0.0,
+            latency_max_ms=round(max(maxes), 2),
+            latency_percentile=self.spec.percentile,
+            latency_pct_ms=percentile_ms(hist, self.spec.percentile),
+            latency_sum_ms=round(lat_sum, 2),
+            events_avg=round(statistics.fmean(events), 4),
+            events_stddev=round(statistics.pstdev(events), 2),
+            exec_time_avg=round(statistics.fmean(busy), 4),
+            exec_time_stddev=round(statistics.pstdev(busy), 2),
+        )
+
+    async def _finish(self) -> LoadExit:
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
+        if not self.stopping:
+            self._emit()  # seconds every worker reported before it ended
+        failed = bool(self.error)
+        result = LoadExit(1 if failed else 0, self._summary(), self.error, self.stopping)
+        if self.driver._run is self:
+            self.driver._run = None
+        await self.on_exit(result)
+        return result
+
+    async def _wait_gone(self, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                while not all(not h.pipe_open and h.reaped for h in self.handles):
+                    self.changed.clear()
+                    await self.changed.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def shutdown(self) -> None:
+        """Ask every worker to stop; SIGTERM, then SIGKILL, those that do not."""
+        for h in self.handles:
+            self._send(h, ("stop",))
+        if await self._wait_gone(STOP_GRACE):
+            return
+        for h in self.handles:
+            if h.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    h.proc.terminate()
+        if await self._wait_gone(STOP_GRACE):
+            return
+        for h in self.handles:
+            if h.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    h.proc.kill()
+        await self._wait_gone(STOP_GRACE)
+
+    async def abandon(self) -> None:
+        """A start that failed: no report, no on_exit, no process left behind."""
+        self.stopping = True
+        await self.shutdown()
+        for h in self.handles:
+            if h.pipe_open:
+                with contextlib.suppress(Exception):
+                    self.loop.remove_reader(h.pipe.fileno())
+                h.pipe.close()
+                h.pipe_open = False
+
+
+class BuiltinDriver:
+    """sysbench's ``oltp_point_select`` and ``oltp_read_write`` from Python, on this host.
+
+    ``spec.threads`` client connections are spread over ``processes`` worker
+    processes (fresh interpreters, never a bare ``fork``), each an asyncio loop.
+    They run the statements of sysbench 1.0's oltp_common.lua with uniform ids
+    in 1..table_size.  With asyncmy the statements are server-side prepared, as
+    sysbench does by default (``spec.prepared=False``, or aiomysql, sends them
+    as plain text).  Every second each worker sends its counts and a sysbench-
+    style latency histogram over its pipe; the parent merges them into one
+    ``IntervalReport`` (latency = the percentile of the merged histogram).
+
+    The password reaches the workers pickled through their pipe, never on a
+    command line.  A worker leaves when its pipe to the parent closes (the
+    parent died) or its parent pid changes; ``stop()`` asks, then SIGTERMs,
+    then SIGKILLs.
+    """
+
+    name = "builtin"
+    host_name = "local"
+    src = "builtin@local"
+
+    def __init__(
+        self, info: ConnectionInfo, *, database: str = "sbtest", processes: int | None = None
+    ) -> None:
+        self.info = info
+        self.database = database
+        self.processes = processes
+        self.library = client_library()
+        try:
+            self.version = f"{self.library} {importlib.metadata.version(self.library)}"
+        except importlib.metadata.PackageNotFoundError:
+            self.version = self.library
+        self._run: _Run | None = None
+        self.worker_pids: list[int] = []
+
+    @property
+    def running(self) -> bool:
+        return self._run is not None
+
+    @staticmethod
+    def check(spec: LoadSpec) -> None:
+        if spec.workload not in SUPPORTED:
+            raise LoadError(
+                f"the built-in load runs {' or '.join(SUPPORTED)}, not '{spec.workload}'; "
+                "use sysbench for other workloads"
+            )
+        spec.check()
+        if spec.rand_type != "uniform":
+            raise LoadError(
+                f"the built-in load draws uniform ids only, not '{spec.rand_type}'; "
+                "use sysbench for other distributions"
+            )
+
+    async def start(self, spec: LoadSpec, on_report: ReportCallback, on_exit: ExitCallback) -> None:
+        self.check(spec)
+        if self._run is not None:
+            raise LoadError("the built-in load is already running; stop it first")
+        run = _Run(self, spec, on_report, on_exit)
+        self._run = run
+        try:
+            local = bool(self.info.socket) or self.info.host in ("127.0.0.1", "localhost", "::1")
+            await run.launch(self.processes or default_processes(spec.threads, local_server=local))
+        except BaseException:
+            self.worker_pids = [h.proc.pid for h in run.handles]
+            if self._run is run:
+                self._run = None
+            await asyncio.shield(run.abandon())
+            raise
+        self.worker_pids = [h.proc.pid for h in run.handles]
+
+    async def stop(self) -> LoadExit | None:
+        run = self._run
+        if run is None:
+            return None
+        run.stopping = True
+        if run.shutdown_task is None:
+            run.shutdown_task = asyncio.create_task(run.shutdown())
+        await asyncio.shield(run.shutdown_task)
+        if run.finish_task is None:  # the workers could not be reaped: end the run anyway
+            run.finish_task = asyncio.create_task(run._finish())
+        return await asyncio.shield(run.finish_task)
