@@ -83,3 +83,27 @@ def test_bad_lab_arguments_name_the_problem(tmp_path: Path, args: list[str], say
     assert result.returncode == 2
     assert says in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_headless_lab_with_the_builtin_driver_prepares_and_reports(tmp_path: Path) -> None:
+    """No sysbench needed: knobtop creates the tables and drives the load itself."""
+    journal = tmp_path / "b.knobtop.jsonl"
+    result = knobtop(
+        "lab", "--dir", str(tmp_path / "lab"), "--headless", "--duration", "4",
+        "--journal", str(journal), "--driver", "builtin", "--load", "oltp_point_select",
+        "--tables", "2", "--table-size", "1500", "--threads", "2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Loaded 2 sysbench tables x 1500 rows" in result.stderr
+    events = list(JournalReader(journal))
+    phases = [e for e in events if isinstance(e, Phase)]
+    assert phases[0].driver == "builtin" and phases[0].summary["version"].startswith("asyncmy")
+    loads = [e for e in events if isinstance(e, Load)]
+    assert loads and all(ld.src == "builtin@local" and ld.tps > 0 for ld in loads)
+    assert {"tps", "qps", "r", "w", "o", "lat", "err", "reconn"} <= set(vars_of(loads[0]))
+
+
+def vars_of(event: Load) -> dict[str, object]:
+    from knobtop.journal.events import to_dict
+
+    return to_dict(event)

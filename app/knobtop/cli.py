@@ -34,8 +34,9 @@ from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase, Restart
 from knobtop.journal.writer import default_journal_path
-from knobtop.lab import LabError, Sandbox, default_lab_dir, find_program
-from knobtop.load.base import RAND_TYPES, WORKLOADS, LoadError, LoadSpec
+from knobtop.lab import LAB_DB, LabError, Sandbox, default_lab_dir, find_program
+from knobtop.load.base import RAND_TYPES, WORKLOADS, LoadDriver, LoadError, LoadSpec
+from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.sysbench import INSTALL_HINT
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.profiles import lab_profile, load_profile, profile_from_args
@@ -118,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--fresh", action="store_true", help="wipe the sandbox and start anew")
     lab.add_argument("--keep-running", action="store_true",
                      help="leave the sandbox server running on exit")
+    lab.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
+                     help="load generator: sysbench, or knobtop's built-in one (auto: sysbench "
+                     "when installed, else built-in)")
     add_session_options(lab, journal_default="the lab's journals/",
                         default_load="oltp_read_write")
     return parser
@@ -274,8 +278,15 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
 
 def run_lab(args: argparse.Namespace, console: Console) -> int:
     spec = load_spec(args)
-    if find_program("sysbench") is None:
-        raise LoadError(f"sysbench is not installed: {INSTALL_HINT}")
+    has_sysbench = find_program("sysbench") is not None
+    if args.driver == "sysbench" and not has_sysbench:
+        raise LoadError(f"sysbench is not installed: {INSTALL_HINT}, or use --driver builtin")
+    builtin = args.driver == "builtin" or (args.driver == "auto" and not has_sysbench)
+    if builtin:
+        BuiltinDriver.check(spec)
+        if args.driver == "auto":
+            console.print("sysbench is not installed: using knobtop's built-in load "
+                          f"({INSTALL_HINT} for sysbench)")
     sandbox = Sandbox(args.dir or default_lab_dir())
     if args.fresh:
         sandbox.wipe()
@@ -289,7 +300,9 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
         profile = lab_profile(str(sandbox.socket), info.port, info.user)
         hosts = build_hosts(profile, SshOptions())
         conn = connection_info(profile, info.password)
-        driver = load_driver(profile, hosts, conn)
+        driver: LoadDriver | None = load_driver(profile, hosts, conn)
+        if builtin:
+            driver = BuiltinDriver(conn, database=LAB_DB)
         asyncio.run(prepare_with_progress(
             console, spec, lambda cb: prepare_all(lambda: ServerLink(conn), driver, spec, cb)
         ))

@@ -37,7 +37,8 @@ from knobtop.journal.events import (
     Sample,
 )
 from knobtop.journal.writer import JournalWriter
-from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
+from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec, TableDriver
+from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import ALL, MultiLoad
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
@@ -760,7 +761,7 @@ class Session:
                 await self._stop_load()
             spec = self.load_spec or self.config.load
             seen: set[str] = set()
-            for sb in sysbench_drivers(self.driver):
+            for sb in table_drivers(self.driver):
                 if sb.database not in seen:
                     seen.add(sb.database)
                     await sb.cleanup(spec)
@@ -846,10 +847,10 @@ def _phase_stats(reports: list[IntervalReport]) -> dict[str, Any]:
     }
 
 
-def sysbench_drivers(driver: LoadDriver | None) -> list[Sysbench]:
-    """The sysbench runs behind a driver (one, or each client of a MultiLoad)."""
+def table_drivers(driver: LoadDriver | None) -> list[Sysbench | BuiltinDriver]:
+    """The drivers behind ``driver`` that own tables (one, or each client of a MultiLoad)."""
     inner = driver.drivers if isinstance(driver, MultiLoad) else [driver]
-    return [d for d in inner if isinstance(d, Sysbench)]
+    return [d for d in inner if isinstance(d, Sysbench | BuiltinDriver)]
 
 
 async def prepare_all(
@@ -861,7 +862,7 @@ async def prepare_all(
     """Prepare the tables of every client's database once (shared tables only once)."""
     loaded = False
     seen: set[str] = set()
-    for sb in sysbench_drivers(driver):
+    for sb in table_drivers(driver):
         if sb.database in seen:
             continue
         seen.add(sb.database)
@@ -887,7 +888,7 @@ async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
 
 async def prepare_tables(
     server: ConnectionInfo | ServerLink,
-    driver: Sysbench,
+    driver: TableDriver,
     spec: LoadSpec,
     progress: Callable[[PrepareProgress], None] | None = None,
 ) -> bool:

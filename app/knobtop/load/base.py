@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from knobtop.load.sysbench_output import IntervalReport, RunSummary
+from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 
 WORKLOADS: tuple[str, ...] = (
     "oltp_read_write",
@@ -82,6 +82,18 @@ class LoadExit:
 # (source, report): the source is "sysbench@HOST", or "all" for a multi-host aggregate.
 ReportCallback = Callable[[str, IntervalReport], None]
 ExitCallback = Callable[[LoadExit], Awaitable[None]]
+
+
+class TableDriver(Protocol):
+    """A driver that can create and drop the tables its workload runs on."""
+
+    database: str
+
+    async def prepare(
+        self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
+    ) -> None: ...
+
+    async def cleanup(self, spec: LoadSpec) -> None: ...
 
 
 class LoadDriver(Protocol):

@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,8 @@ from knobtop.load.base import (
     LoadSpec,
     ReportCallback,
 )
-from knobtop.load.sysbench_output import IntervalReport, RunSummary
-from knobtop.server.link import ConnectionInfo, describe_error
+from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, describe_error
 
 __all__ = ["SUPPORTED", "BuiltinDriver", "default_processes", "percentile_ms"]
 
@@ -845,6 +845,57 @@ class BuiltinDriver:
     @property
     def running(self) -> bool:
         return self._run is not None
+
+    async def prepare(
+        self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
+    ) -> None:
+        """Create and fill sbtest1..N as sysbench's oltp_common.lua does (same columns,
+        same secondary index on k, c and pad in its digit-group format), for machines
+        without sysbench."""
+        rng = random.Random()
+
+        def digits(groups: int) -> str:
+            return "-".join(f"{rng.randrange(10**11):011d}" for _ in range(groups))
+
+        link = ServerLink(replace(self.info, database=self.database))
+        try:
+            await link.connect()
+            for i in range(1, spec.tables + 1):
+                table = f"sbtest{i}"
+                if progress is not None:
+                    progress(PrepareProgress(table, "create"))
+                await link.query(
+                    f"CREATE TABLE `{table}` (id INTEGER NOT NULL AUTO_INCREMENT, "
+                    "k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, "
+                    "pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))"
+                )
+                if progress is not None:
+                    progress(PrepareProgress(table, "insert", spec.table_size))
+                for start in range(0, spec.table_size, 1000):
+                    rows = min(1000, spec.table_size - start)
+                    values = ", ".join(["(%s, %s, %s)"] * rows)
+                    args: list[object] = []
+                    for _ in range(rows):
+                        args += [rng.randint(1, spec.table_size), digits(10), digits(5)]
+                    await link.query(f"INSERT INTO `{table}` (k, c, pad) VALUES {values}", args)
+                if progress is not None:
+                    progress(PrepareProgress(table, "index"))
+                await link.query(f"CREATE INDEX k_{i} ON `{table}` (k)")
+        except ServerError as exc:
+            raise LoadError(f"preparing the tables in {self.database} failed: {exc}") from None
+        finally:
+            await link.close()
+
+    async def cleanup(self, spec: LoadSpec) -> None:
+        link = ServerLink(replace(self.info, database=self.database))
+        try:
+            await link.connect()
+            for i in range(1, spec.tables + 1):
+                await link.query(f"DROP TABLE IF EXISTS `sbtest{i}`")
+        except ServerError as exc:
+            raise LoadError(f"dropping the tables in {self.database} failed: {exc}") from None
+        finally:
+            await link.close()
 
     @staticmethod
     def check(spec: LoadSpec) -> None:
