@@ -213,3 +213,18 @@ def test_adhoc_target_and_client_over_a_tcp_tunnel(
     samples = [e for e in events(journal) if e["ev"] == "sample"]
     assert len(samples) >= 4
     assert {target, client} <= set(samples[-1]["host"])  # type: ignore[arg-type]
+
+
+def test_sysbench_missing_on_a_client_names_the_install_command(
+    tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox
+) -> None:
+    profile = tmp_path / "p.toml"
+    write_profile(profile, ssh_target, ssh_client, mariadb)
+    profile.write_text(profile.read_text().replace('name = "app"\n',
+                                                   'name = "app"\nsysbench = "/opt/no/sysbench"\n'))
+    proc = knobtop(str(profile), *ssh_args(tmp_path, ssh_target, ssh_client), "--headless",
+                   "--duration", "1", "--load", "oltp_point_select",
+                   password=mariadb.password())
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "sysbench is not installed on app" in err and "apt-get install -y sysbench" in err

@@ -257,3 +257,60 @@ def test_sigkill_of_knobtop_leaves_no_sysbench_on_client_hosts(
         proc.wait()
     # The stated grace time: remote commands get TERM when their channel closes, KILL 3 s on.
     assert wait_gone(marker, grace=10) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"password": "wrong-password"}, "Check the MySQL user and password source"),
+        ({"mysql_port": 1, "mysql_socket": None}, "cannot reach the server"),
+    ],
+)
+async def test_sysbench_failures_say_what_to_fix(
+    mariadb: Sandbox, tmp_path: Path, sysbench_path: str, change: dict[str, object], says: str
+) -> None:
+    info = mariadb.connection()
+    kwargs: dict[str, object] = {"mysql_socket": str(mariadb.socket), "user": info.user,
+                                 "password": info.password, "database": "sbtest"}
+    kwargs.update(change)
+    driver = Sysbench(LocalHost(), **kwargs)  # type: ignore[arg-type]
+    config = SessionConfig(profile="t", connection=info, load=SMALL,
+                           journal_path=tmp_path / "f.knobtop.jsonl")
+    session = Session(config, LocalHost(), driver)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(
+            isinstance(e, Phase) and e.action == "failed" for e in ev), timeout=30)
+    finally:
+        await session.close()
+    failed = [e for e in collector.events if isinstance(e, Phase)][-1]
+    assert says in failed.message
+    assert info.password not in failed.message
+
+
+async def test_cleanup_drops_the_tables(mariadb: Sandbox, tmp_path: Path,
+                                        sysbench_path: str) -> None:
+    from knobtop.server.link import ServerLink
+    from knobtop.session import tables_ready
+
+    info = mariadb.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                      password=info.password, database="sbtest_cleanup")
+    config = SessionConfig(profile="t", connection=info, load=SMALL,
+                           journal_path=tmp_path / "c.knobtop.jsonl")
+    session = Session(config, LocalHost(), driver)
+    await session.open()
+    try:
+        assert await session.prepare_load() is True
+        assert await session.prepare_load() is False  # already there at that size
+        await session.cleanup_load()
+        link = ServerLink(info)
+        await link.connect()
+        ready = await tables_ready(link, "sbtest_cleanup", SMALL)
+        await link.close()
+    finally:
+        await session.close()
+    assert ready is False
