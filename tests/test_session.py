@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EventCollector
+from harness.procs import sysbench_processes
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Phase
 from knobtop.lab import Sandbox
@@ -44,17 +45,8 @@ def driver_marker(driver: Sysbench) -> str:
     return driver.argv(SMALL, "run")[3]
 
 
-def sysbench_cmdlines() -> list[str]:
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if cmd.startswith("sysbench "):
-                out.append(cmd)
-    return out
+def sysbench_cmdlines(marker: str) -> list[str]:
+    return list(sysbench_processes(marker).values())
 
 
 async def test_password_never_on_the_command_line(
@@ -66,7 +58,7 @@ async def test_password_never_on_the_command_line(
     try:
         await session.start_load()
         await collector.wait_for(lambda ev: any(e.kind == "load" for e in ev), timeout=20)
-        mine = [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
+        mine = sysbench_cmdlines(driver_marker(driver))
         assert mine, "sysbench is running"
         assert all(mariadb_info.password not in c for c in mine)
         config = next(a for a in mine[0].split() if a.startswith("--config-file="))
@@ -86,11 +78,11 @@ async def test_racing_load_changes_leave_one_sysbench_and_whole_phases(
         await session.start_load()
         await asyncio.gather(session.change_load(threads=2), session.change_load(threads=3),
                              session.toggle_load(), session.toggle_load())
-        running = [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
+        running = sysbench_cmdlines(driver_marker(driver))
         assert len(running) == (1 if driver.running else 0)
     finally:
         await session.close()
-    assert not [c for c in sysbench_cmdlines() if driver_marker(driver) in c]
+    assert not sysbench_cmdlines(driver_marker(driver))
     phases = [e for e in JournalReader(tmp_path / "s.knobtop.jsonl") if isinstance(e, Phase)]
     starts = [p.phase for p in phases if p.action == "start"]
     stops = [p.phase for p in phases if p.action == "stop"]

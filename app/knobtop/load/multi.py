@@ -75,17 +75,22 @@ class MultiLoad:
     async def start(self, spec: LoadSpec, on_report: ReportCallback, on_exit: ExitCallback) -> None:
         run = _Run(on_report, on_exit, {d.host_name for d in self.drivers})
         self._run = run
-        started: list[LoadDriver] = []
-        try:
-            for driver in self.drivers:
-                await driver.start(spec, *self._callbacks(run, driver.host_name))
-                started.append(driver)
-        except LoadError as exc:
+        # All at once: their "second N" lines then line up (a start over SSH takes a while).
+        results = await asyncio.gather(
+            *(d.start(spec, *self._callbacks(run, d.host_name)) for d in self.drivers),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
             run.stopping = True
-            for driver in started:
-                with contextlib.suppress(LoadError):
-                    await driver.stop()
-            raise LoadError(f"{exc} (no client was left running)") from None
+            for driver in self.drivers:
+                if driver.running:
+                    with contextlib.suppress(LoadError):
+                        await driver.stop()
+            first = errors[0]
+            if not isinstance(first, LoadError):
+                raise first
+            raise LoadError(f"{first} (no client was left running)") from None
 
     def _callbacks(self, run: _Run, host: str) -> tuple[ReportCallback, ExitCallback]:
         def report(src: str, item: IntervalReport) -> None:
