@@ -108,6 +108,26 @@ def build_parser() -> argparse.ArgumentParser:
                          "each on its own database sbtest_NAME (own)")
     add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
                         default_load="none")
+    report = sub.add_parser(
+        "report", help="write a Markdown or CSV report of a journal (no server needed)",
+        description="Setup, baseline knobs, a timeline of changes and notes, and a table per "
+        "load phase (Markdown); or one row of metrics per sample (CSV).",
+    )
+    report.add_argument("journal", type=Path, help="a *.knobtop.jsonl file")
+    report.add_argument("--format", choices=("md", "csv"), default="md")
+    report.add_argument("--range", dest="span", metavar="FROM-TO",
+                        help="only this time range (seconds or m:ss from the start), e.g. 60-300")
+    report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
+    compare = sub.add_parser(
+        "compare", help="compare two journals, or two time ranges of one",
+        description="Per load phase: median TPS, p95, hit ratio and dirty %% with B/A ratios; "
+        "and what differs in server version and knob values.",
+    )
+    compare.add_argument("a", type=Path, help="journal A")
+    compare.add_argument("b", type=Path, nargs="?", help="journal B (default: A again)")
+    compare.add_argument("--range-a", metavar="FROM-TO", help="time range of A")
+    compare.add_argument("--range-b", metavar="FROM-TO", help="time range of B")
+    compare.add_argument("--format", choices=("text", "md"), default="text")
     lab = sub.add_parser(
         "lab",
         help="start a sandbox MariaDB on this machine and open the live screen on it",
@@ -171,6 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_lab(args, console)
         if args.command == "connect":
             return run_connect(args, console)
+        if args.command == "report":
+            return run_report(args)
+        if args.command == "compare":
+            return run_compare(args)
     except (LabError, LoadError, ServerError, SessionError, HostError, ConnectError,
             ValueError) as exc:
         console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
@@ -183,6 +207,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("knobtop: interrupted")
         return 130
     return 2
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from knobtop.recipes.report import csv_report, load_journal, markdown_report, parse_range
+
+    t_from, t_to = parse_range(args.span) if args.span else (None, None)
+    data = load_journal(args.journal, t_from=t_from, t_to=t_to)
+    text = markdown_report(data) if args.format == "md" else csv_report(data)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from knobtop.recipes.compare import compare, comparison_markdown, comparison_text
+    from knobtop.recipes.report import load_journal, parse_range
+
+    span_a = parse_range(args.range_a) if args.range_a else (None, None)
+    span_b = parse_range(args.range_b) if args.range_b else (None, None)
+    if args.b is None and not (args.range_a or args.range_b):
+        raise ValueError("give journal B, or --range-a/--range-b to compare parts of A")
+    a = load_journal(args.a, t_from=span_a[0], t_to=span_a[1])
+    b = load_journal(args.b or args.a, t_from=span_b[0], t_to=span_b[1])
+    result = compare(a, b)
+    if args.format == "md":
+        sys.stdout.write(comparison_markdown(result))
+    else:
+        Console().print(comparison_text(result))
+    return 0
 
 
 def load_spec(args: argparse.Namespace) -> LoadSpec:

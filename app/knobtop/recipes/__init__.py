@@ -1,0 +1,1 @@
+"""Experiment recipes, statistics, reports and comparisons of recorded journals."""
