@@ -317,3 +317,42 @@ async def test_cleanup_drops_the_tables(mariadb: Sandbox, tmp_path: Path,
     finally:
         await session.close()
     assert ready is False
+
+
+def test_every_load_option_survives_a_thread_change(mariadb: Sandbox, tmp_path: Path) -> None:
+    info = mariadb.connection()
+    spec = LoadSpec(workload="oltp_point_select", threads=2, rate=50, rand_type="pareto",
+                    percentile=99, prepared=False)
+    session = Session(SessionConfig(profile="t", connection=info, load=spec,
+                                    journal_path=tmp_path / "x.knobtop.jsonl"), LocalHost(), None)
+    planned = session.plan_load(threads=8)
+    assert (planned.threads, planned.rate, planned.rand_type, planned.percentile,
+            planned.prepared) == (8, 50, "pareto", 99, False)
+
+
+async def test_one_client_failing_ends_the_phase_as_failed(
+    mariadb: Sandbox, tmp_path: Path, sysbench_path: str
+) -> None:
+    info = mariadb.connection()
+    good = Sysbench(LocalHost("good"), mysql_socket=str(mariadb.socket), user=info.user,
+                    password=info.password, database="sbtest")
+    bad = Sysbench(LocalHost("bad"), mysql_host="127.0.0.1", mysql_port=1, user=info.user,
+                   password=info.password, database="sbtest")
+    await prepare_tables(info, good, SMALL)
+    config = SessionConfig(profile="t", connection=info, load=SMALL,
+                           journal_path=tmp_path / "f.knobtop.jsonl")
+    session = Session(config, LocalHost(), MultiLoad([good, bad]))
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: any(
+            isinstance(e, Phase) and e.action != "start" for e in ev), timeout=30)
+    finally:
+        await session.close()
+    end = [e for e in collector.events if isinstance(e, Phase)][-1]
+    assert end.action == "failed" and "bad:" in end.message
+    assert not good.running and not bad.running
+    assert any(e.kind == "error" and "load stopped" in e.message  # type: ignore[attr-defined]
+               for e in collector.events)

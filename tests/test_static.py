@@ -244,3 +244,39 @@ async def test_a_static_string_value_cannot_smuggle_config_lines(
     assert change.result == "refused" and "one line" in change.message
     assert comment.result == "refused"
     assert not sandbox.dropin_file.exists()
+
+
+async def test_quit_during_a_restart_waits_for_it_and_journals_it(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    import asyncio
+
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "q.knobtop.jsonl")
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    change = asyncio.create_task(
+        session.set_knob("innodb_doublewrite", "OFF", restart_ok=True))
+    await collector.wait_for(lambda ev: any(isinstance(e, Restart) for e in ev), timeout=30)
+    await session.close("quit")  # must not tear the restart down halfway
+    assert change.done() and change.result().result == "ok"
+    kinds = [e.kind for e in JournalReader(tmp_path / "q.knobtop.jsonl")]
+    assert kinds.index("change") < kinds.index("end")
+    assert await value_of(info, "innodb_doublewrite") == "OFF"
+
+
+async def test_a_knob_from_outside_the_panel_list_is_reverted_too(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "o.knobtop.jsonl")
+    await session.open()
+    try:
+        before = await value_of(info, "max_connections")
+        assert (await session.set_knob("max_connections", str(int(before) + 21))).result == "ok"
+        reverted = await session.revert_to_baseline()
+    finally:
+        await session.close()
+    assert [c.knob for c in reverted] == ["max_connections"]
+    assert await value_of(info, "max_connections") == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import platform
 import socket
@@ -280,6 +281,12 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        # A static change in flight (restart, rollback) finishes first: tearing the
+        # connections down under it could leave the server down.
+        async with self._action_lock:
+            await self._close(reason)
+
+    async def _close(self, reason: str) -> None:
         try:
             if self.driver is not None and self.driver.running:
                 await self.stop_load()
@@ -291,9 +298,7 @@ class Session:
                                              message=f"cleanup failed: {exc}"))
         finally:
             if self._sampler is not None:
-                self._sampler.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._sampler
+                await _stop_task(self._sampler)
             try:
                 if self.journal is not None:
                     with contextlib.suppress(OSError, ValueError):
@@ -303,7 +308,11 @@ class Session:
             finally:
                 await self._sampler_link.close()
                 await self._action_link.close()
-                for h in self.hosts:
+                extra = [n.host for n in self.config.nodes]
+                if self.config.ndb is not None:
+                    extra.append(self.config.ndb.host)
+                closing = {id(h): h for h in (*self.hosts, *extra)}
+                for h in closing.values():
                     with contextlib.suppress(Exception):
                         await h.close()
 
@@ -324,7 +333,7 @@ class Session:
         down_since: float | None = None
         backoff = 0.5
         reconnected = False
-        while True:
+        while not self._closed:
             delay = next_due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -334,7 +343,10 @@ class Session:
                     await link.connect()
                     poller = StatusPoller(link, SERVER_COUNTERS)
                     reconnected = True
-                values = await asyncio.wait_for(poller.poll(), timeout=max(5.0, 3 * interval))
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the
+                # cancellation close() sends, and the sampler would never stop.
+                async with asyncio.timeout(max(5.0, 3 * interval)):
+                    values = await poller.poll()
             except (ServerError, TimeoutError) as exc:
                 if down_since is None:
                     down_since = sent
@@ -351,7 +363,8 @@ class Session:
             ndb: dict[str, list[int]] = {}
             if self._ndb_sql:
                 with contextlib.suppress(ServerError, TimeoutError):
-                    rows = await asyncio.wait_for(link.query(HIT_RATIO_SQL), timeout=interval)
+                    async with asyncio.timeout(interval):
+                        rows = await link.query(HIT_RATIO_SQL)
                     ndb = {str(r[0]): [int(r[1] or 0), int(r[2] or 0)] for r in rows}
             try:
                 self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
@@ -425,6 +438,11 @@ class Session:
             if valid_name(name):
                 found = await asyncio.wait_for(load_facts(link, [name]), self.config.knob_timeout)
                 facts = found[name]
+                known = self.catalog.get(name) if self.catalog is not None else None
+                if facts.present and facts.dynamic and known is not None and known.present \
+                        and not known.dynamic and known.mode == "static":
+                    # MySQL's variable tables do not say; the catalog's flavor table does.
+                    facts = dataclasses.replace(facts, dynamic=False)
             if facts is not None and facts.present and not facts.dynamic:
                 return await self._set_static(facts, value, restart_ok=restart_ok,
                                               reason=reason, start=start)
@@ -456,6 +474,10 @@ class Session:
         return event
 
     def _record(self, event: Change) -> None:
+        if event.result == "ok" and event.knob not in self.baseline:
+            # A knob outside the panel's list: its value before the first change is its
+            # baseline, so revert-to-baseline brings it back too.
+            self.baseline[event.knob] = event.old
         if event.result == "ok":
             changed = {event.knob: event.new}
             changed.update({k: v[1] for k, v in event.side_effects.items()})
@@ -537,25 +559,34 @@ class Session:
             await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
         except StaticChangeError as exc:
             result, message = "failed", str(exc)
-        finally:
-            if resume is not None:
-                async with self._load_lock:
-                    with contextlib.suppress(LoadError):
-                        await self._start_load(resume.workload, resume.threads)
         await self._action_link.close()  # the server restarted under it
-        link = await self._ensure_action_link()
-        now = await load_facts(link, list(changes))
+        now: dict[str, KnobFacts] = {}
+        link: ServerLink | None = None
+        try:
+            link = await self._ensure_action_link()
+            now = await load_facts(link, list(changes))
+        except (ServerError, TimeoutError) as exc:
+            # Journal what happened even if the server is not back: never lose the story.
+            result = "failed"
+            message = f"{message}; the server does not answer after it: {exc}".lstrip("; ")
         last: Change | None = None
         for knob, (old, _new) in changes.items():
             last = Change(
                 t=start, wall=self.wall(), knob=knob, requested=requested or _new, old=old,
-                new=now[knob].value, method="dropin_restart", result=result, message=message,
-                duration=round(time.monotonic() - began, 3), reason=reason,
+                new=now[knob].value if knob in now else None, method="dropin_restart",
+                result=result, message=message, duration=round(time.monotonic() - began, 3),
+                reason=reason,
             )
             self._record(last)
-        await self._reapply_dynamic(link)
-        with contextlib.suppress(ServerError):
-            self.catalog = await load_catalog(link)
+        if link is not None:
+            # Dynamic values first, so the resumed load runs with the session's settings.
+            with contextlib.suppress(ServerError, TimeoutError):
+                await self._reapply_dynamic(link)
+                self.catalog = await load_catalog(link)
+        if resume is not None:
+            async with self._load_lock:
+                with contextlib.suppress(LoadError, HostError):
+                    await self._start_load(resume.workload, resume.threads)
         assert last is not None
         return last
 
@@ -619,15 +650,22 @@ class Session:
                                    step=step.step, result=step.result,
                                    seconds=round(step.seconds, 3), message=step.message))
 
-    async def undo(self) -> Change | None:
-        """Put the last change (not itself an undo) back; static ones restart again."""
+    async def undo(self, expected: Change | None = None) -> Change | None:
+        """Put the last change (not itself an undo) back; static ones restart again.
+
+        ``expected`` is the change the person confirmed; if another one landed since,
+        nothing is done (they confirmed something else)."""
         async with self._action_lock:
             if not self.history:
                 return None
-            last = self.history.pop()
+            last = self.history[-1]
+            if expected is not None and last is not expected:
+                raise LoadError("the last change is not the one you confirmed; press u again")
             if last.old is None:
                 return None
             undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
+            if undone.result == "ok":
+                self.history.remove(last)
             # What the server changed along with it (io_capacity_max after io_capacity).
             for knob, (old, _new) in last.side_effects.items():
                 if old is not None and undone.result == "ok":
@@ -729,12 +767,8 @@ class Session:
     def plan_load(self, workload: str | None = None, threads: int | None = None) -> LoadSpec:
         """Choose the next load without starting it."""
         base = self.load_spec or self.config.load
-        spec = LoadSpec(
-            workload=workload or base.workload,
-            threads=threads or base.threads,
-            tables=base.tables,
-            table_size=base.table_size,
-            duration=base.duration,
+        spec = dataclasses.replace(
+            base, workload=workload or base.workload, threads=threads or base.threads
         )
         spec.check()
         self.load_spec = spec
@@ -807,6 +841,15 @@ class Session:
         if failed:
             self.emit(Error(t=self.now(), wall=self.wall(), source="load",
                             message=f"load stopped: {exit.error}"))
+
+
+async def _stop_task(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it, re-sending the cancellation if it got lost."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=2.0)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
 
 
 def _with_value(facts: KnobFacts, value: str | None) -> KnobFacts:
@@ -947,7 +990,8 @@ class SessionThread:
 
         return self.submit(wrapper())
 
-    def stop(self, reason: str = "quit", timeout: float = 30.0) -> None:
+    def stop(self, reason: str = "quit", timeout: float = 900.0) -> None:
+        """Close the session (waiting for a knob change in flight) and end the thread."""
         if not self._started:
             return
         try:

@@ -130,7 +130,8 @@ class ServerLink:
         but never greets (wrong service, stalled server) would hang forever.
         """
         try:
-            return await asyncio.wait_for(self._connect(), self.connect_timeout)
+            async with asyncio.timeout(self.connect_timeout):
+                return await self._connect()
         except TimeoutError:
             self._drop()
             raise ServerError(
