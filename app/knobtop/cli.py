@@ -322,7 +322,7 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
     )
     config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
                            interval=args.interval, load=spec,
-                           nodes=server_nodes(profile, hosts, info, ssh),
+                           nodes=server_nodes(profile, hosts, info, ssh, via=via),
                            ndb=ndb_restarter(profile, hosts, ssh),
                            cleanup_on_close=args.cleanup)
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None

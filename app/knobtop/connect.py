@@ -210,7 +210,7 @@ async def node_healthy(link: ServerLink) -> tuple[bool, str]:
 
 
 def server_nodes(
-    profile: Profile, hosts: Hosts, info: ConnectionInfo, ssh: SshOptions
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, ssh: SshOptions, *, via: bool = False
 ) -> tuple[ServerNode, ...]:
     """The servers a static change restarts, each reached through its own host when its
     address only makes sense there (a socket, or loopback on a remote host)."""
@@ -226,7 +226,9 @@ def server_nodes(
             by_dest[spec.ssh] = host
         node_info = replace(info, host=spec.mysql_host, port=spec.mysql_port,
                             socket=spec.mysql_socket)
-        remote_only = spec.mysql_socket is not None or _is_loopback(spec.mysql_host)
+        # Through the node's SSH when its address only means something there, or when
+        # the session itself could not reach the server directly.
+        remote_only = via or spec.mysql_socket is not None or _is_loopback(spec.mysql_host)
         tunnel = host if spec.ssh and remote_only and isinstance(host, SshHost) else None
         out.append(ServerNode(
             name=spec.name, host=host,

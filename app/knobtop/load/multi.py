@@ -48,6 +48,7 @@ class _Run:
     pending: dict[int, dict[str, IntervalReport]] = field(default_factory=dict)
     exits: dict[str, LoadExit] = field(default_factory=dict)
     stopping: bool = False
+    user_stop: bool = False  # stop() was called (not: another client failed)
     summed_upto: int = 0  # seconds up to this one have had their sum reported
 
 
@@ -135,7 +136,7 @@ class MultiLoad:
                 returncode=max((e.returncode or 0) for e in run.exits.values()),
                 summary=summaries[0] if len(summaries) == 1 else None,
                 error="; ".join(errors),
-                stopped=all(e.stopped for e in run.exits.values()) or run.stopping,
+                stopped=run.user_stop,
                 per_host={h: e.summary for h, e in run.exits.items() if e.summary is not None},
             )
         )
@@ -145,5 +146,6 @@ class MultiLoad:
         if run is None:
             return None
         run.stopping = True
+        run.user_stop = True
         await asyncio.gather(*(d.stop() for d in self.drivers if d.running))
         return None

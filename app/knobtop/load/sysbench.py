@@ -201,6 +201,7 @@ class Sysbench:
         parser = SysbenchOutputParser()
         summary: RunSummary | None = None
         errors: list[str] = []
+        rc: int | None = None
         try:
             async for line in proc.lines():
                 for item in parser.feed(line):
@@ -211,9 +212,12 @@ class Sysbench:
                     elif isinstance(item, SysbenchError):
                         errors.append(item.message)
             rc = await proc.wait()
+        except HostError as exc:  # the SSH connection to the client dropped
+            errors.append(str(exc))
         finally:
-            await config_cm.__aexit__(None, None, None)
-        self._proc = None
+            self._proc = None
+            with contextlib.suppress(Exception):
+                await config_cm.__aexit__(None, None, None)
         error = "; ".join(errors[:2])
         if not error and rc not in (0, None) and not self._stopping:
             error = proc.stderr_tail.strip()[-300:] or f"sysbench exited with code {rc}"
@@ -225,8 +229,11 @@ class Sysbench:
         if proc is None:
             return None
         self._stopping = True
-        rc = await proc.stop()
+        try:
+            rc = await proc.stop()
+        except HostError:
+            rc = None  # the host is gone; its wrapper ends the command on its own
         if reader is not None:
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
         return LoadExit(rc, None, "", True)

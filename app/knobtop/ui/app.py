@@ -108,7 +108,7 @@ class KnobtopApp(App[int]):
 
     async def action_quit(self) -> None:
         if self.runner is not None:
-            self._state = "stopping ..."
+            self._state = "stopping (a restart in progress finishes first) ..."
             self.paint(force=True)
             await asyncio.to_thread(self.runner.stop, "quit")
         self.exit(0)
@@ -271,11 +271,11 @@ class KnobtopApp(App[int]):
         last = session.history[-1]
 
         async def undo() -> None:
-            change = await self._call(session.undo())
+            change = await self._call(session.undo(last))
             if change is not None:
                 self._report(change)
 
-        if last.method == "dropin_restart":
+        if last.method in ("dropin_restart", "ndb_rolling_restart"):
             self.push_screen(
                 ConfirmScreen(f"Undo {last.knob} = {last.new}?",
                               f"Back to {last.old}: {session.restart_plan()}.", yes="Undo"),

@@ -50,8 +50,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, classes="confirm-title")
-            yield Static(self.details)
+            # Typed values and commands are shown as they are, never read as markup.
+            yield Label(self.title_text, classes="confirm-title", markup=False)
+            yield Static(self.details, markup=False)
             with Horizontal():
                 yield Button("No (n)", id="no")
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")

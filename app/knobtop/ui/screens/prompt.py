@@ -43,9 +43,9 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, classes="prompt-title")
+            yield Label(self.title_text, classes="prompt-title", markup=False)
             if self.help_text:
-                yield Static(self.help_text, classes="prompt-help")
+                yield Static(self.help_text, classes="prompt-help", markup=False)
             yield Input(value=self.value, id="prompt-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
