@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -43,6 +44,9 @@ from knobtop.profiles import lab_profile, load_profile, profile_from_args
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session import Session, SessionConfig, SessionError, prepare_all
+
+if TYPE_CHECKING:
+    from knobtop.ui.app import KnobtopApp
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
 
@@ -108,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "each on its own database sbtest_NAME (own)")
     add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
                         default_load="none")
+    follow = sub.add_parser(
+        "follow", help="watch a journal another knobtop is writing (read-only live view)",
+        description="Tail a journal that another knobtop process (lab, connect) is writing: "
+        "the same graphs and panels, read-only; says how far behind it is; survives the "
+        "writer restarting or the file being replaced.",
+    )
+    follow.add_argument("journal", type=Path, help="a *.knobtop.jsonl file being written")
+    follow.add_argument("--history", type=float, default=900.0, metavar="S",
+                        help="seconds of history to load first (default 900)")
     report = sub.add_parser(
         "report", help="write a Markdown or CSV report of a journal (no server needed)",
         description="Setup, baseline knobs, a timeline of changes and notes, and a table per "
@@ -193,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_connect(args, console)
         if args.command == "report":
             return run_report(args)
+        if args.command == "follow":
+            return run_follow(args)
         if args.command == "compare":
             return run_compare(args)
     except (LabError, LoadError, ServerError, SessionError, HostError, ConnectError,
@@ -207,6 +222,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print("knobtop: interrupted")
         return 130
     return 2
+
+
+def following_app(path: Path, history: float) -> KnobtopApp:
+    """The live screen over a journal being written: its knob state from the start,
+    the last ``history`` seconds of events, then whatever is appended."""
+    from knobtop.journal.follow import JournalFollower
+    from knobtop.journal.index import JournalIndex
+    from knobtop.ui.app import KnobtopApp
+
+    index = JournalIndex(path)
+    index.build()
+    lo, hi = index.t_range or (0.0, 0.0)
+    early = sorted({i for kind in ("knobs", "change") for i in index.lines_of(kind)})
+    first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
+    recent = index.events_between(max(lo, hi - history), hi + 1)
+    return KnobtopApp(header=index.header, events=[*first, *recent],
+                      follow=JournalFollower.after(index))
+
+
+def run_follow(args: argparse.Namespace) -> int:
+    app = following_app(args.journal, args.history)
+    app.run()
+    return app.return_code or 0
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ from textual.app import App
 from textual.binding import Binding
 
 from knobtop.hosts.base import HostError
-from knobtop.journal.events import Change, Event, Header, Knobs
+from knobtop.journal.events import Change, Error, Event, Header, Knobs
+from knobtop.journal.follow import JournalFollower
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
 from knobtop.server.catalog import Catalog
@@ -63,6 +64,7 @@ class KnobtopApp(App[int]):
         start_load: bool = False,
         header: Header | None = None,
         events: Iterable[Event] = (),
+        follow: JournalFollower | None = None,
     ) -> None:
         super().__init__()
         self.session = session
@@ -70,6 +72,7 @@ class KnobtopApp(App[int]):
         self.runner = SessionThread(session) if session is not None else None
         self.board: MetricBoard | None = MetricBoard(header) if header is not None else None
         self._initial = list(events)
+        self.follower = follow
         self._painted = -1
         self._marks = 0
         self._state = ""
@@ -85,10 +88,24 @@ class KnobtopApp(App[int]):
         for event in self._initial:
             self._apply(event)
         self.set_interval(PAINT_INTERVAL, self.paint)
+        if self.follower is not None:
+            self._journal_name = self.follower.path.name
+            self.run_worker(self._follow(), name="follow", exclusive=True)
         if self.runner is not None and self.session is not None:
             self.session.listeners.append(self._from_session)
             self.runner.start()
             self.run_worker(self._open(), name="open", exclusive=True)
+
+    async def _follow(self) -> None:
+        """Tail the journal another knobtop writes; the view is the same as live."""
+        assert self.follower is not None
+        async for event in self.follower.events():
+            if isinstance(event, Error) and event.source == "follow" and self.follower.header:
+                # The writer started a new journal: its header may lay samples out anew.
+                self.board = MetricBoard(self.follower.header)
+            self._apply(event)
+            lag = self.follower.lag
+            self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
 
     def _from_session(self, event: Event) -> None:
         """Called on the session's thread; post_message is thread-safe."""
