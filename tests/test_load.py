@@ -145,11 +145,15 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
             phase += 1
         if isinstance(event, Load):
             by_second.setdefault((phase, event.s), {})[event.src] = event
-    sums = [v for v in by_second.values() if "all" in v]
+    sums = {k: v for k, v in by_second.items() if "all" in v}
     assert sum(1 for e in loads if e.src == "all") == len(sums)  # one sum per second
-    # A sum covers every client unless one lagged two seconds behind (not on loopback).
-    complete = [v for v in sums if len(v) == 3 and v["all"].thds == 2 * v["sysbench@app1"].thds]
-    assert len(complete) >= 0.8 * len(sums) and len(complete) >= 4
+    # Inside a phase, a sum covers every client (the last second of a run is ragged:
+    # sysbench's final line may come from one client, with fewer threads).
+    last = {ph: max(s for p2, s in by_second if p2 == ph) for ph, _ in by_second}
+    interior = [v for (ph, s), v in sums.items() if s < last[ph]]
+    complete = [v for v in sums.values() if len(v) == 3 and v["all"].thds
+                == v["sysbench@app1"].thds + v["sysbench@app2"].thds]
+    assert sum(1 for v in interior if len(v) == 3) >= 0.8 * len(interior) >= 3
     for group in complete:  # the sum is the sum of what each client said that second
         assert group["all"].tps == pytest.approx(
             group["sysbench@app1"].tps + group["sysbench@app2"].tps, abs=0.02)
