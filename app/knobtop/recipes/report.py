@@ -14,7 +14,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -348,19 +348,7 @@ class _Loader:
             ended_by = span.ended_by
             if end < span.end:
                 ended_by = "end of range"
-            data.phases.append(
-                PhaseSpan(
-                    number=span.number,
-                    workload=span.workload,
-                    threads=span.threads,
-                    driver=span.driver,
-                    host=span.host,
-                    start=start,
-                    end=end,
-                    ended_by=ended_by,
-                    message=span.message,
-                )
-            )
+            data.phases.append(replace(span, start=start, end=end, ended_by=ended_by))
         data.unknown_types = dict(self.unknown)
 
 
