@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ from knobtop.journal import Change, End, JournalReader, Knobs, Load, Phase, Samp
 from knobtop.lab import Sandbox
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def stop_leftover_sandbox(tmp_path: Path) -> Iterator[None]:
+    """If a knobtop run was killed (a timeout), its sandbox server is stopped here."""
+    yield
+    Sandbox(tmp_path / "lab").stop()
 
 
 def knobtop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
