@@ -15,7 +15,8 @@ from harness.binaries import require_binary
 from harness.sshd import SshServer
 from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
-from knobtop.server.link import ConnectionInfo
+from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.link import ConnectionInfo, ServerLink
 
 DATA = Path(__file__).parent / "data"
 pytest_plugins = [
@@ -51,6 +52,32 @@ def sshd_server() -> Iterator[SshServer]:
     sshd = require_binary("sshd", "openssh-server")
     with SshServer(sshd) as server:
         yield server
+
+
+async def show_global(info: ConnectionInfo, name: str) -> str:
+    """A global variable's value as SHOW GLOBAL VARIABLES gives it (read on its own link)."""
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        return str(rows[0][1])
+    finally:
+        await link.close()
+
+
+@pytest.fixture(scope="session")
+def catalog(mariadb_info: ConnectionInfo) -> Catalog:
+    """The knob catalog of the test server (every variable, merged with the flavor table)."""
+
+    async def load() -> Catalog:
+        link = ServerLink(mariadb_info)
+        await link.connect()
+        try:
+            return await load_catalog(link)
+        finally:
+            await link.close()
+
+    return asyncio.run(load())
 
 
 class EventCollector:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from knobtop.server import flavors
-from knobtop.server.catalog import Catalog, build_catalog, load_catalog, match_offsets
+from knobtop.server.catalog import Catalog, build_catalog, match_offsets
 from knobtop.server.flavors import lookup
 from knobtop.server.knobs import SEED_KNOBS, validate
 from knobtop.server.link import ConnectionInfo, ServerLink, ServerVersion
@@ -187,19 +187,6 @@ def test_flavor_spans_are_contiguous_and_end_open() -> None:
 
 
 # -- the catalog of a real server ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def catalog(mariadb_info: ConnectionInfo) -> Catalog:
-    async def load() -> Catalog:
-        link = ServerLink(mariadb_info)
-        await link.connect()
-        try:
-            return await load_catalog(link)
-        finally:
-            await link.close()
-
-    return asyncio.run(load())
 
 
 async def show_global(info: ConnectionInfo) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -11,8 +10,7 @@ from textual.command import Command, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from knobtop.server.catalog import Catalog, load_catalog
-from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.catalog import Catalog
 from knobtop.ui.knob_picker import KnobProvider, describe
 
 pytestmark = pytest.mark.integration
@@ -31,19 +29,6 @@ class PickerApp(App[None]):
 
     def edit_knob(self, name: str) -> None:
         self.edited.append(name)
-
-
-@pytest.fixture(scope="module")
-def catalog(mariadb_info: ConnectionInfo) -> Catalog:
-    async def load() -> Catalog:
-        link = ServerLink(mariadb_info)
-        await link.connect()
-        try:
-            return await load_catalog(link)
-        finally:
-            await link.close()
-
-    return asyncio.run(load())
 
 
 async def until(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 10) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import show_global
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.server.knobs import KnobError, KnobFacts, load_facts, validate
@@ -13,16 +14,6 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
-
-
-async def global_value(info: ConnectionInfo, name: str) -> str:
-    link = ServerLink(info)
-    await link.connect()
-    try:
-        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
-        return str(rows[0][1])
-    finally:
-        await link.close()
 
 
 @pytest.fixture
@@ -44,12 +35,12 @@ def journaled_changes(session: Session) -> list[Change]:
 async def test_set_global_happy_path_reads_back(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
-    before = await global_value(mariadb_info, "innodb_flush_log_at_trx_commit")
+    before = await show_global(mariadb_info, "innodb_flush_log_at_trx_commit")
     target = "2" if before != "2" else "0"
     change = await session.set_knob("innodb_flush_log_at_trx_commit", target)
     assert change.result == "ok"
     assert change.old == before and change.new == target
-    assert await global_value(mariadb_info, "innodb_flush_log_at_trx_commit") == target
+    assert await show_global(mariadb_info, "innodb_flush_log_at_trx_commit") == target
     assert journaled_changes(session)[-1] == change
     await session.set_knob("innodb_flush_log_at_trx_commit", before)
 
@@ -57,13 +48,13 @@ async def test_set_global_happy_path_reads_back(
 async def test_warnings_and_side_effects_are_surfaced(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
-    cap_max = await global_value(mariadb_info, "innodb_io_capacity_max")
+    cap_max = await show_global(mariadb_info, "innodb_io_capacity_max")
     above = str(int(cap_max) + 1000)
     change = await session.set_knob("innodb_io_capacity", above)
     assert change.result == "ok" and change.new == above
     # MariaDB accepts it with warning 1210 and silently raises the max.
     assert any("1210" in w for w in change.warnings)
-    new_max = await global_value(mariadb_info, "innodb_io_capacity_max")
+    new_max = await show_global(mariadb_info, "innodb_io_capacity_max")
     assert change.side_effects["innodb_io_capacity_max"] == [cap_max, new_max]
     assert "innodb_io_capacity_max" in change.message
     await session.set_knob("innodb_io_capacity", "200")
@@ -83,12 +74,12 @@ async def test_warnings_and_side_effects_are_surfaced(
 async def test_bad_values_are_refused_before_the_server_sees_them(
     session: Session, mariadb_info: ConnectionInfo, knob: str, value: str, says: str
 ) -> None:
-    before = await global_value(mariadb_info, knob)
+    before = await show_global(mariadb_info, knob)
     change = await session.set_knob(knob, value)
     assert change.result == "refused"
     assert says in change.message and knob in change.message
     assert change.new == before
-    assert await global_value(mariadb_info, knob) == before
+    assert await show_global(mariadb_info, knob) == before
     assert journaled_changes(session)[-1].result == "refused"
 
 
@@ -107,13 +98,13 @@ async def test_unknown_variable_is_refused_by_name(session: Session) -> None:
 async def test_read_only_variable_is_refused_and_unchanged(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
-    before = await global_value(mariadb_info, "innodb_doublewrite")
+    before = await show_global(mariadb_info, "innodb_doublewrite")
     # This session has no restart command: even a confirmed static change is refused.
     change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
     assert change.result == "refused"
     assert "static (read-only at runtime)" in change.message
     assert "restart_command" in change.message and "Nothing was changed" in change.message
-    assert await global_value(mariadb_info, "innodb_doublewrite") == before
+    assert await show_global(mariadb_info, "innodb_doublewrite") == before
     assert journaled_changes(session)[-1].knob == "innodb_doublewrite"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EventCollector
+from conftest import EventCollector, show_global
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, Error, JournalReader, Restart
 from knobtop.lab import Sandbox
@@ -16,16 +16,6 @@ from knobtop.server.static import ServerNode, parse_dropin, render_dropin, same_
 from knobtop.session import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
-
-
-async def value_of(info: ConnectionInfo, name: str) -> str:
-    link = ServerLink(info)
-    await link.connect()
-    try:
-        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
-        return str(rows[0][1])
-    finally:
-        await link.close()
 
 
 def lab_session(sandbox: Sandbox, info: ConnectionInfo, journal: Path, **node: str) -> Session:
@@ -62,7 +52,7 @@ async def test_doublewrite_off_through_dropin_and_restart(
         refused = await session.set_knob("innodb_doublewrite", "OFF")
         assert refused.result == "refused" and "Confirm" in refused.message
         assert "restarts lab once" in refused.message
-        assert await value_of(info, "innodb_doublewrite") == "ON"
+        assert await show_global(info, "innodb_doublewrite") == "ON"
         change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
         await collector.wait_for(
             lambda ev: any(e.kind == "sample" and e.re for e in ev), timeout=30
@@ -71,7 +61,7 @@ async def test_doublewrite_off_through_dropin_and_restart(
         await session.close()
     assert (change.result, change.old, change.new) == ("ok", "ON", "OFF")
     assert change.method == "dropin_restart"
-    assert await value_of(info, "innodb_doublewrite") == "OFF"
+    assert await show_global(info, "innodb_doublewrite") == "OFF"
     assert restarts(collector.events) == [
         ("write_dropin", "ok"), ("restart", "ok"), ("wait", "ok"), ("verify", "ok")
     ]
@@ -98,7 +88,7 @@ async def test_a_value_the_server_cannot_start_with_rolls_back(
     assert change.result == "failed"
     assert "rolled back" in change.message and "restart command failed" in change.message
     assert change.new == "16384"
-    assert await value_of(info, "innodb_page_size") == "16384"  # back, and answering
+    assert await show_global(info, "innodb_page_size") == "16384"  # back, and answering
     steps = restarts(collector.events)
     assert steps[:2] == [("write_dropin", "ok"), ("restart", "failed")]
     assert steps[-1] == ("rollback", "ok")
@@ -113,21 +103,21 @@ async def test_undo_and_revert_to_baseline(
     session.listeners.append(collector)
     await session.open()
     try:
-        base_cap = await value_of(info, "innodb_io_capacity")
-        base_max = await value_of(info, "innodb_io_capacity_max")
+        base_cap = await show_global(info, "innodb_io_capacity")
+        base_max = await show_global(info, "innodb_io_capacity_max")
         up = str(int(base_max) + 500)  # raises io_capacity_max as a side effect
         assert (await session.set_knob("innodb_io_capacity", up)).result == "ok"
         undone = await session.undo()
         assert undone is not None and undone.reason == "undo" and undone.new == base_cap
-        assert await value_of(info, "innodb_io_capacity_max") == base_max
+        assert await show_global(info, "innodb_io_capacity_max") == base_max
 
         assert (await session.set_knob("innodb_flush_log_at_trx_commit", "2")).result == "ok"
         assert (await session.set_knob("innodb_io_capacity", "1000")).result == "ok"
         static = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
         assert static.result == "ok"
         # The restart forgot the SET GLOBAL values; the session put them back.
-        assert await value_of(info, "innodb_flush_log_at_trx_commit") == "2"
-        assert await value_of(info, "innodb_io_capacity") == "1000"
+        assert await show_global(info, "innodb_flush_log_at_trx_commit") == "2"
+        assert await show_global(info, "innodb_io_capacity") == "1000"
         reapplied = [e for e in collector.events
                      if isinstance(e, Change) and e.reason == "re-applied after restart"]
         assert {c.knob for c in reapplied} == {"innodb_flush_log_at_trx_commit",
@@ -140,9 +130,9 @@ async def test_undo_and_revert_to_baseline(
         "innodb_flush_log_at_trx_commit", "innodb_io_capacity", "innodb_doublewrite"
     }
     assert all(c.result == "ok" and c.reason == "revert to baseline" for c in reverted)
-    assert await value_of(info, "innodb_flush_log_at_trx_commit") == "1"
-    assert await value_of(info, "innodb_io_capacity") == base_cap
-    assert await value_of(info, "innodb_doublewrite") == "ON"
+    assert await show_global(info, "innodb_flush_log_at_trx_commit") == "1"
+    assert await show_global(info, "innodb_io_capacity") == base_cap
+    assert await show_global(info, "innodb_doublewrite") == "ON"
     # Static knobs come back with a single restart.
     assert [s for s in restarts(collector.events)[before:] if s[0] == "restart"] == [
         ("restart", "ok")
@@ -165,7 +155,7 @@ async def test_unwritable_dropin_and_failing_restart_command(
     assert change.result == "failed"
     assert "cannot use the drop-in" in change.message
     assert "nothing was changed" in change.message and "dropin_path" in change.message
-    assert await value_of(info, "innodb_doublewrite") == "ON"
+    assert await show_global(info, "innodb_doublewrite") == "ON"
 
     session = lab_session(sandbox, info, tmp_path / "b.knobtop.jsonl", restart="exit 3")
     await session.open()
@@ -174,7 +164,7 @@ async def test_unwritable_dropin_and_failing_restart_command(
     finally:
         await session.close()
     assert change.result == "failed" and "exit 3" in change.message
-    assert await value_of(info, "innodb_doublewrite") == "ON"  # never restarted
+    assert await show_global(info, "innodb_doublewrite") == "ON"  # never restarted
     assert "innodb_doublewrite" not in parse_dropin(sandbox.dropin_file.read_text())
     changes = [e for e in JournalReader(tmp_path / "b.knobtop.jsonl") if isinstance(e, Change)]
     assert changes[-1].result == "failed"
@@ -263,7 +253,7 @@ async def test_quit_during_a_restart_waits_for_it_and_journals_it(
     assert change.done() and change.result().result == "ok"
     kinds = [e.kind for e in JournalReader(tmp_path / "q.knobtop.jsonl")]
     assert kinds.index("change") < kinds.index("end")
-    assert await value_of(info, "innodb_doublewrite") == "OFF"
+    assert await show_global(info, "innodb_doublewrite") == "OFF"
 
 
 async def test_a_knob_from_outside_the_panel_list_is_reverted_too(
@@ -273,10 +263,10 @@ async def test_a_knob_from_outside_the_panel_list_is_reverted_too(
     session = lab_session(sandbox, info, tmp_path / "o.knobtop.jsonl")
     await session.open()
     try:
-        before = await value_of(info, "max_connections")
+        before = await show_global(info, "max_connections")
         assert (await session.set_knob("max_connections", str(int(before) + 21))).result == "ok"
         reverted = await session.revert_to_baseline()
     finally:
         await session.close()
     assert [c.knob for c in reverted] == ["max_connections"]
-    assert await value_of(info, "max_connections") == before
+    assert await show_global(info, "max_connections") == before
