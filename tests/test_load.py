@@ -21,6 +21,7 @@ from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Load, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadSpec
+from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import MultiLoad, aggregate
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import parse_interval
@@ -52,11 +53,24 @@ def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:
         (LoadSpec(threads=0), "threads must be between 1 and 1024"),
         (LoadSpec(rand_type="zipf"), "unknown rand type"),
         (LoadSpec(percentile=0), "percentile must be 1 to 100"),
+        (LoadSpec(engine="rocksdb; DROP TABLE x"), "not an engine name"),
+        (LoadSpec(engine="1nnodb"), "not an engine name"),
     ],
 )
 def test_bad_load_settings_name_the_problem(spec: LoadSpec, says: str) -> None:
     with pytest.raises(LoadError, match=says):
         spec.check()
+
+
+def test_storage_engine_goes_to_sysbench_prepare_and_run() -> None:
+    sb = Sysbench(LocalHost(), mysql_socket="/tmp/x.sock")
+    spec = LoadSpec(engine="rocksdb")
+    spec.check()
+    for command in ("prepare", "run"):
+        argv = sb.argv(spec, command)
+        assert "--mysql-storage-engine=rocksdb" in argv
+        assert argv[-1] == command
+    assert not any("storage-engine" in a for a in sb.argv(LoadSpec(), "prepare"))
 
 
 def ssh_host(server: SshServer, name: str, known: Path) -> SshHost:
@@ -362,3 +376,27 @@ async def test_one_client_failing_ends_the_phase_as_failed(
     assert not good.running and not bad.running
     assert any(e.kind == "error" and "load stopped" in e.message  # type: ignore[attr-defined]
                for e in collector.events)
+
+
+async def test_builtin_driver_missing_tables_also_say_press_p(
+    mariadb: Sandbox, tmp_path: Path
+) -> None:
+    """The hint comes from the server, whatever the driver printed first."""
+    info = mariadb.connection()
+    driver = BuiltinDriver(info, database="sbtest_empty_builtin", processes=1)
+    config = SessionConfig(profile="t", connection=info, load=SMALL,
+                           journal_path=tmp_path / "e.knobtop.jsonl")
+    session = Session(config, LocalHost(), driver)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await session._action_link.query("CREATE DATABASE IF NOT EXISTS sbtest_empty_builtin")
+        with pytest.raises(LoadError) as raised:
+            await session.start_load()
+    finally:
+        await session.close()
+    failed = [e for e in collector.events if isinstance(e, Phase)][-1]
+    assert failed.action == "failed"
+    assert "press P" in str(raised.value) and "sbtest_empty_builtin" in str(raised.value)
+    assert failed.message == str(raised.value)

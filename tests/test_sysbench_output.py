@@ -342,3 +342,18 @@ def test_stream_fatal_errors() -> None:
     assert messages[0] == "mysql_stmt_prepare() failed"
     assert "1146" in messages[1] and "doesn't exist" in messages[1]
     assert not any(m.startswith("FATAL") for m in messages)
+
+
+def test_the_servers_error_leads_whatever_order_the_threads_print_in() -> None:
+    """Two threads' FATAL lines, in the order a CI run saw them: the generic ones first."""
+    from knobtop.load.sysbench import explain, summarize_errors
+
+    lines = [item.message for item in _feed_all(_local("fatal_missing_table.txt"))
+             if isinstance(item, SysbenchError)]
+    prepare, mysql, thread_init = lines[0], lines[1], lines[2]
+    seen = [prepare, prepare, thread_init, thread_init, mysql, mysql]
+    summary = summarize_errors(seen)
+    assert summary.startswith("MySQL error: 1146")
+    assert summary.count("mysql_stmt_prepare() failed") == 1
+    assert "press P" in explain(summary, database="test")
+    assert "press P" not in explain(summarize_errors([prepare, thread_init]), database="test")

@@ -28,15 +28,19 @@ from knobtop.load.sysbench_output import (
 INSTALL_HINT = "install it with `sudo apt-get install -y sysbench`"
 
 
+def missing_tables_hint(database: str) -> str:
+    """What to do when the load's tables are not there."""
+    return (f"The sysbench tables are missing in {database}: press P in the live screen to "
+            "prepare them, or start knobtop with --load WORKLOAD, which prepares them")
+
+
 def explain(error: str, host: str = "", database: str = "sbtest") -> str:
     """sysbench's error, plus what to do about the common ones."""
     if not error:
         return error
     where = f" on {host}" if host else ""
     if "doesn't exist" in error:
-        return (f"{error}. The sysbench tables are missing in {database}: press P in the live "
-                "screen to prepare them, or start knobtop with --load WORKLOAD, which prepares "
-                "them")
+        return f"{error}. {missing_tables_hint(database)}"
     if "Access denied" in error:
         return f"{error}. Check the MySQL user and password source in the profile"
     if "Can't connect" in error or "Unknown MySQL server host" in error:
@@ -45,6 +49,17 @@ def explain(error: str, host: str = "", database: str = "sbtest") -> str:
     if "Cannot find benchmark" in error or "no such built-in test" in error:
         return f"{error}. Is the workload name right, or the .lua path correct{where}?"
     return error
+
+
+def summarize_errors(errors: list[str], keep: int = 2) -> str:
+    """The distinct FATAL messages, the server's own ("MySQL error: 1146 ...") first.
+
+    Every sysbench thread prints its own lines, interleaved in no fixed order; without
+    this the generic "mysql_stmt_prepare() failed" of two threads could hide the cause.
+    """
+    distinct = list(dict.fromkeys(e for e in errors if e))
+    distinct.sort(key=lambda e: 0 if "MySQL error" in e else 1)
+    return "; ".join(distinct[:keep])
 
 
 class Sysbench:
@@ -103,6 +118,7 @@ class Sysbench:
             f"--mysql-db={self.database}",
             f"--tables={spec.tables}",
             f"--table-size={spec.table_size}",
+            *([f"--mysql-storage-engine={spec.engine}"] if spec.engine else []),
             *extra,
             command,
         ]
@@ -134,6 +150,7 @@ class Sysbench:
         self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
     ) -> None:
         """Create and fill the tables, reporting each step (no time limit: big sets take long)."""
+        spec.check_engine()
         await self.check_installed()
         async with self._secret_config() as config:
             argv = self.argv(spec, "prepare", f"--threads={min(spec.tables, 4)}", config=config)
@@ -202,8 +219,15 @@ class Sysbench:
         summary: RunSummary | None = None
         errors: list[str] = []
         rc: int | None = None
+        password_file = True
         try:
             async for line in proc.lines():
+                if password_file:
+                    # sysbench reads --config-file before it prints anything: the password
+                    # file goes now, so not even a kill -9 of knobtop leaves it behind.
+                    password_file = False
+                    with contextlib.suppress(Exception):
+                        await config_cm.__aexit__(None, None, None)
                 for item in parser.feed(line):
                     if isinstance(item, IntervalReport):
                         on_report(self.src, item)
@@ -216,9 +240,10 @@ class Sysbench:
             errors.append(str(exc))
         finally:
             self._proc = None
-            with contextlib.suppress(Exception):
-                await config_cm.__aexit__(None, None, None)
-        error = "; ".join(errors[:2])
+            if password_file:
+                with contextlib.suppress(Exception):
+                    await config_cm.__aexit__(None, None, None)
+        error = summarize_errors(errors)
         if not error and rc not in (0, None) and not self._stopping:
             error = proc.stderr_tail.strip()[-300:] or f"sysbench exited with code {rc}"
         error = explain(error, self.host.name, self.database)
