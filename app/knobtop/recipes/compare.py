@@ -254,12 +254,20 @@ def comparison_markdown(c: Comparison) -> str:
     return "\n".join(lines)
 
 
+def ratio_verdict(value: float | None, better: int) -> int:
+    """+1 when a B/A ratio says B is better (by 2 % or more), -1 when worse, 0 when the
+    metric has no better direction, the ratio is unknown, or the difference is noise."""
+    if value is None or better == 0 or abs(value - 1.0) < 0.02:
+        return 0
+    return 1 if (value > 1.0) == (better > 0) else -1
+
+
 def _ratio_text(value: float | None, better: int) -> Text:
     text = fmt_ratio(value)
-    if value is None or better == 0 or abs(value - 1.0) < 0.02:
+    verdict = ratio_verdict(value, better)
+    if verdict == 0:
         return Text(text)
-    good = (value > 1.0) == (better > 0)
-    return Text(text, style="green" if good else "red")
+    return Text(text, style="green" if verdict > 0 else "red")
 
 
 def comparison_text(c: Comparison) -> RenderableType:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import statistics
 from collections import Counter
@@ -31,11 +32,14 @@ from knobtop.journal import (
     Mark,
     Note,
     Phase,
+    RecipeRun,
     Restart,
     Sample,
+    StepResult,
     Unknown,
 )
 from knobtop.metrics.derive import Snapshot, derive
+from knobtop.recipes.results import collect, results_csv, results_markdown
 
 # Columns of one per-interval row (and of the CSV report), in order.
 ROW_FIELDS = (
@@ -136,6 +140,7 @@ class JournalData:
     skipped_unknown: int = 0
     unknown_types: dict[str, int] = field(default_factory=dict)
     torn_tail: bool = False
+    recipe_events: list[Event] = field(default_factory=list)  # recipe runs and their steps
 
     @property
     def label(self) -> str:
@@ -248,6 +253,9 @@ class _Loader:
                 _apply_change(data.knobs_end, event)
             if inside:
                 data.changes.append(event)
+        elif isinstance(event, RecipeRun | StepResult):
+            if inside:
+                data.recipe_events.append(event)
         elif isinstance(event, Unknown):
             data.skipped_unknown += 1
             self.unknown[event.type] += 1
@@ -660,7 +668,24 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("No load phases.")
     lines.append("")
+    runs = collect(data.recipe_events)
+    if runs:
+        lines += ["## Recipe results", ""]
+        for results in runs:
+            lines.append(results_markdown(results))
     return "\n".join(lines)
+
+
+def steps_csv(data: JournalData) -> str:
+    """One row per measured recipe step (all recipe runs in the journal)."""
+    runs = collect(data.recipe_events)
+    if not runs:
+        raise ValueError(f"{data.path}: no recipe steps in this journal (knobtop run records "
+                         "them); use --format csv for per-interval metrics")
+    text = results_csv(runs[0])
+    for results in runs[1:]:
+        text += results_csv(results).split("\n", 1)[1]
+    return text
 
 
 def _csv_num(value: float | None) -> str:
@@ -701,6 +726,8 @@ def parse_time(text: str) -> float:
     seconds = 0.0
     for v in values:
         seconds = seconds * 60 + v
+    if not math.isfinite(seconds):  # "nan", "inf", a thousand digits
+        raise ValueError(f"not a time: {text!r} (use seconds, mm:ss or h:mm:ss)")
     return seconds
 
 

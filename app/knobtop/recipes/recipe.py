@@ -1,0 +1,1138 @@
+"""Experiment recipes: arms of knob values, a load sweep, gates, replicates, loaded from TOML.
+
+A recipe is a TOML file (``experiments/README.md`` documents every key with a complete,
+annotated example; ``experiments/*.toml`` are the bundled ones)::
+
+    name = "doublewrite"                  # required: letters, digits, . _ -
+    description = "What it shows"         # required
+    [applies]                             # optional; absent = any server
+    mariadb = ">=10.1"                    # clauses >=, >, <=, <, ==, comma-separated; "*" = any
+    mysql = ">=5.5, <8.0.30"
+    ndb = ">=7.0"                         # an SQL node of an NDB Cluster (its NDB version)
+    why = "shown when a server is refused"
+    [load]
+    workload = "oltp_read_write"          # one of WORKLOADS, or an absolute .lua path
+    threads = [4, 8, 16]                  # a sweep (list) or one int
+    duration = 60                         # measured seconds per step, >= 5
+    warmup = 10                           # seconds run first and trimmed, >= 0
+    tables = 4
+    table_size = 100000
+    [wait]                                # optional gates before each measured step
+    history_below = 10000
+    [run]
+    replicates = 3
+    order = "interleaved"                 # or "random" (seeded shuffle per round)
+    [[arm]]                               # two or more; the first is the baseline
+    name = "A"
+    knobs = { innodb_doublewrite = "ON" }
+    [[arm]]
+    name = "B"
+    knobs = { innodb_doublewrite = "OFF" }
+
+Rules a file is checked against by ``load_recipe`` (each refusal is a ``RecipeError``
+naming the file, the dotted key, e.g. ``arm[1].knobs.innodb_doublewrite``, and a fix):
+unknown keys (with the close match suggested), wrong types, out-of-range numbers,
+fewer than two arms, duplicate arm names, an arm without knobs, arms that name different
+knobs (every arm names the same knobs: the runner sets each of them for each arm, so
+nothing is left "unchanged" by accident), bad version constraints, unknown workloads.
+
+Versions in ``[applies]`` are compared at the precision written: ``<10.6`` refuses every
+10.6.x, ``<=10.6`` and ``==10.6`` accept every 10.6.x, ``>=10.5.5`` compares all three parts.
+
+An SQL node of an NDB Cluster (a MySQL server whose catalog has DiskPageBufferMemory) is
+both ``ndb`` (compared with its NDB version, ``ndb_version_string``) and ``mysql``
+(compared with the server version): an InnoDB recipe for ``mysql`` runs there too.
+
+``check_for_server`` then checks the recipe against one server's catalog: the
+``[applies]`` table, that every knob exists there, and every value against the knob's
+type and range (``knobs.validate``); it returns warnings for things that run but may
+mislead (ignored knobs, knobs of unknown static-ness, one replicate, ...).
+``static_knobs`` names the knobs that need a restart to change.
+
+Schedule: for each replicate round, for each arm (in order, or shuffled per round with
+``random.Random(seed)``), for each thread count. Arms are the outer loop inside a round so
+that a static knob costs one restart per arm visit, not one per thread count.
+
+Semantics the runner follows (documented here so recipes and runner agree): the
+``history_below``, ``dirty_*`` and ``checkpoint_age_below`` gates are waited for with the
+load stopped, before each step starts; then the load runs ``warmup`` seconds; with
+``plateau = true`` it keeps running until TPS is steady (``[steady]``), then the measured
+``duration`` follows. Each wait gives up after ``timeout`` seconds, is journaled as a
+timeout, and the step is measured anyway.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import random
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
+from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_text_file
+from knobtop.server import flavors
+from knobtop.server.catalog import Catalog, CatalogFacts
+from knobtop.server.knobs import KnobError, validate
+
+__all__ = [
+    "APPLIES_FLAVORS",
+    "BUNDLED_DIR",
+    "ORDERS",
+    "Arm",
+    "Constraint",
+    "Recipe",
+    "RecipeError",
+    "Steady",
+    "Step",
+    "Waits",
+    "bundled_recipes",
+    "check_for_server",
+    "load_recipe",
+    "parse_bytes",
+    "server_flavors",
+    "static_knobs",
+]
+
+# app/knobtop/recipes/recipe.py -> the repository root's experiments/ (absent when installed).
+BUNDLED_DIR = Path(__file__).resolve().parents[3] / "experiments"
+README = "experiments/README.md"
+APPLIES_FLAVORS: tuple[str, ...] = ("mariadb", "mysql", "ndb")
+ORDERS: tuple[str, ...] = ("interleaved", "random")
+MIN_DURATION = 5
+MAX_REPLICATES = 100
+MAX_THREADS = 1024
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_STEADY = (30, 0.05, 0.002)  # window seconds, cv_max, slope_max
+
+Version = tuple[int, int, int]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+_ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,15}\Z")
+_KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}\Z")
+_CLAUSE = re.compile(r"(>=|<=|==|>|<)\s*(\d+(?:\.\d+){0,2})\Z")
+_BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\Z", re.IGNORECASE)
+_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_VERSION_IN = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+# Knob -> candidates to suggest when it is absent on a server (the first one present wins).
+_EQUIVALENTS: dict[str, tuple[str, ...]] = {
+    "innodb_page_cleaners": ("innodb_write_io_threads",),
+    "innodb_mtflush_threads": ("innodb_page_cleaners", "innodb_write_io_threads"),
+    "innodb_use_mtflush": ("innodb_page_cleaners", "innodb_write_io_threads"),
+    "DiskPageBufferMemory": ("innodb_buffer_pool_size",),
+}
+# Knob -> a bundled recipe that does the same experiment with the equivalent knob.
+_EQUIVALENT_RECIPES: dict[str, str] = {
+    "innodb_write_io_threads": "flush-threads-mariadb.toml",
+    "innodb_page_cleaners": "flush-threads-mysql.toml",
+    "innodb_buffer_pool_size": "buffer-pool-climb.toml",
+}
+
+
+class RecipeError(ValueError):
+    """A recipe cannot be used; ``file``, ``key`` (dotted), ``problem`` and ``fix`` say why.
+
+    ``str()`` is ``"FILE: KEY: problem\\n  fix: ..."`` (``"FILE: problem ..."`` without a
+    key), the same shape as ``profiles.ProfileError``.
+    """
+
+    def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:
+        self.file = file
+        self.key = key
+        self.problem = problem
+        self.fix = fix
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"{where}: {problem}\n  fix: {fix}")
+
+
+# --------------------------------------------------------------------------- versions
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A version constraint such as ``">=10.2.2, <10.6"``; no clauses (``"*"``) = any.
+
+    Each clause compares the server version cut to the clause's precision, so ``<10.6``
+    refuses all of 10.6.x and ``==10.6`` accepts all of 10.6.x.
+    """
+
+    text: str
+    clauses: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Constraint:
+        """Parse ``text``; ValueError says which clause is wrong and how it should look."""
+        stripped = text.strip()
+        if stripped == "*":
+            return cls(stripped, ())
+        if not stripped:
+            raise ValueError("empty version constraint")
+        clauses: list[tuple[str, tuple[int, ...]]] = []
+        for raw in stripped.split(","):
+            part = raw.strip()
+            m = _CLAUSE.match(part)
+            if m is None:
+                swapped = re.fullmatch(r"(=>|=<)\s*(\d+(?:\.\d+){0,2})", part)
+                single = re.fullmatch(r"=\s*(\d+(?:\.\d+){0,2})", part)
+                if re.fullmatch(r"\d+(?:\.\d+){0,2}", part):
+                    hint = f"a clause needs an operator: '>={part}' or '=={part}'"
+                elif swapped:
+                    hint = f"write '{swapped.group(1)[::-1]}{swapped.group(2)}'"
+                elif single:
+                    hint = f"equality is written '=={single.group(1)}'"
+                elif not part:
+                    hint = "an empty clause (a stray comma?)"
+                else:
+                    hint = "a clause is an operator (>=, >, <=, <, ==) and a version like 10.6"
+                raise ValueError(f"bad clause {part!r}: {hint}")
+            numbers = tuple(int(n) for n in m.group(2).split("."))
+            clauses.append((m.group(1), numbers))
+        return cls(stripped, tuple(clauses))
+
+    def allows(self, version: tuple[int, ...]) -> bool:
+        """True when ``version`` satisfies every clause."""
+        for op, bound in self.clauses:
+            have = tuple(version[: len(bound)])
+            have = have + (0,) * (len(bound) - len(have))
+            ok = {
+                ">=": have >= bound,
+                ">": have > bound,
+                "<=": have <= bound,
+                "<": have < bound,
+                "==": have == bound,
+            }[op]
+            if not ok:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def server_flavors(catalog: Catalog) -> list[tuple[str, Version]]:
+    """The ``[applies]`` flavors this server counts as, each with the version compared.
+
+    An SQL node of an NDB Cluster (MySQL with DiskPageBufferMemory in its catalog) is
+    ``ndb`` (its NDB version from ``ndb_version_string``) and also ``mysql``.
+    """
+    version = catalog.version
+    if version.flavor == "mysql" and _is_ndb(catalog):
+        ndb_version = version.version
+        raw = catalog.get("ndb_version_string").value or ""
+        m = _VERSION_IN.search(raw)
+        if m:
+            ndb_version = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        return [("ndb", ndb_version), ("mysql", version.version)]
+    return [(version.flavor, version.version)]
+
+
+def _is_ndb(catalog: Catalog) -> bool:
+    return "DiskPageBufferMemory" in catalog and catalog.get("DiskPageBufferMemory").present
+
+
+def parse_bytes(value: int | str) -> int:
+    """Bytes from an int or a string with an optional K/M/G/T suffix ("64M"); ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{value} is negative")
+        return value
+    m = _BYTES.fullmatch(str(value).strip())
+    if m is None:
+        raise ValueError(f"{value!r} is not a size (a number with an optional K, M or G)")
+    number = float(m.group(1)) * _MULT[m.group(2).upper()]
+    if number != int(number):
+        raise ValueError(f"{value!r} is not a whole number of bytes")
+    return int(number)
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """One configuration: a short unique ``name`` and the knob values it sets.
+
+    Values are strings as a user would type them in SET GLOBAL or my.cnf: TOML booleans
+    become "ON"/"OFF", numbers their decimal text; names use the flavor table's spelling
+    (lower case, except DiskPageBufferMemory).
+    """
+
+    name: str
+    knobs: dict[str, str]
+
+    def __hash__(self) -> int:
+        return hash((self.name, tuple(self.knobs.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class Waits:
+    """Gates before each measured step; None/False = that gate is off.
+
+    ``dirty_at_lwm`` waits for dirty pages % <= innodb_max_dirty_pages_pct_lwm (when the
+    lwm is 0 the server uses innodb_max_dirty_pages_pct); ``dirty_pct_below`` gives the
+    threshold instead.  ``timeout`` (seconds) bounds each wait.
+    """
+
+    history_below: int | None = None
+    dirty_at_lwm: bool = False
+    dirty_pct_below: float | None = None
+    checkpoint_age_below: int | None = None
+    plateau: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def active(self) -> bool:
+        """Whether any gate is on."""
+        return (
+            self.history_below is not None
+            or self.dirty_at_lwm
+            or self.dirty_pct_below is not None
+            or self.checkpoint_age_below is not None
+            or self.plateau
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Steady:
+    """The plateau detector: over the last ``window`` one-second TPS samples, the
+    coefficient of variation is at most ``cv_max`` and the least-squares slope, divided
+    by the window's mean, is at most ``slope_max`` per second (in absolute value)."""
+
+    window: int = DEFAULT_STEADY[0]
+    cv_max: float = DEFAULT_STEADY[1]
+    slope_max: float = DEFAULT_STEADY[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One measured step: ``index`` is its position in the schedule (0-based),
+    ``replicate`` the round (1-based)."""
+
+    index: int
+    replicate: int
+    arm: Arm
+    threads: int
+
+    @property
+    def label(self) -> str:
+        """A short label such as ``r2 B t16``."""
+        return f"r{self.replicate} {self.arm.name} t{self.threads}"
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """A checked recipe; ``path`` is the file it came from."""
+
+    path: Path
+    name: str
+    description: str
+    applies: dict[str, str]
+    why: str
+    workload: str
+    threads: tuple[int, ...]
+    duration: int
+    warmup: int
+    tables: int
+    table_size: int
+    rate: int
+    rand_type: str
+    percentile: int
+    waits: Waits
+    steady: Steady
+    replicates: int
+    order: str
+    seed: int
+    pause: float
+    arms: tuple[Arm, ...]
+
+    @property
+    def baseline(self) -> Arm:
+        """The first arm ("A"): ratios are reported against it."""
+        return self.arms[0]
+
+    @property
+    def knobs(self) -> list[str]:
+        """Every knob named by any arm, in first-seen order."""
+        seen: dict[str, None] = {}
+        for arm in self.arms:
+            for knob in arm.knobs:
+                seen.setdefault(knob, None)
+        return list(seen)
+
+    def load_spec(self, threads: int, duration: int) -> LoadSpec:
+        """The load of one step: this recipe's workload at ``threads`` for ``duration`` s."""
+        return LoadSpec(
+            workload=self.workload,
+            threads=threads,
+            tables=self.tables,
+            table_size=self.table_size,
+            duration=duration,
+            rate=self.rate,
+            rand_type=self.rand_type,
+            percentile=self.percentile,
+        )
+
+    def schedule(self) -> list[Step]:
+        """The full run order.
+
+        For each replicate round (1-based), for each arm -- in recipe order when ``order``
+        is "interleaved" (A B A B ... across rounds), or shuffled per round by one
+        ``random.Random(seed)`` when "random" -- for each thread count in recipe order.
+        Arms are the outer loop inside a round, so a static knob costs one restart per arm
+        visit rather than one per thread count.
+        """
+        rng = random.Random(self.seed)
+        steps: list[Step] = []
+        for replicate in range(1, self.replicates + 1):
+            arms = list(self.arms)
+            if self.order == "random":
+                rng.shuffle(arms)
+            for arm in arms:
+                for threads in self.threads:
+                    steps.append(Step(len(steps), replicate, arm, threads))
+        return steps
+
+    @property
+    def planned_seconds(self) -> float:
+        """A lower bound on the run time: warmups, measured time and pauses (no waits,
+        plateaus, restarts or table preparation)."""
+        count = self.replicates * len(self.arms) * len(self.threads)
+        return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause
+
+
+# --------------------------------------------------------------------------- TOML reader
+
+_Table = Mapping[str, object]
+
+_TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm")
+_APPLIES_KEYS = (*APPLIES_FLAVORS, "why")
+_LOAD_KEYS = (
+    "workload",
+    "threads",
+    "duration",
+    "warmup",
+    "tables",
+    "table_size",
+    "rate",
+    "rand_type",
+    "percentile",
+)
+_WAIT_KEYS = (
+    "history_below",
+    "dirty_at_lwm",
+    "dirty_pct_below",
+    "checkpoint_age_below",
+    "plateau",
+    "timeout",
+)
+_STEADY_KEYS = ("window", "cv_max", "slope_max")
+_RUN_KEYS = ("replicates", "order", "seed", "pause")
+_ARM_KEYS = ("name", "knobs")
+
+
+class _Load(NamedTuple):
+    """The checked [load] table."""
+
+    workload: str
+    threads: tuple[int, ...]
+    duration: int
+    warmup: int
+    tables: int
+    table_size: int
+    rate: int
+    rand_type: str
+    percentile: int
+
+
+class _Reader:
+    """Checks one parsed recipe document and builds a Recipe, raising RecipeError."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def error(self, key: str | None, problem: str, fix: str) -> RecipeError:
+        return RecipeError(self.file, key, problem, fix)
+
+    def check_keys(self, table: _Table, known: tuple[str, ...], prefix: str) -> None:
+        check_keys(table, known, prefix, self.error)
+
+    def wrong_type(self, dotted: str, expected: str, value: object, fix: str) -> RecipeError:
+        return self.error(dotted, f"expected {expected}, found {_found(value)}", fix)
+
+    @staticmethod
+    def dotted(prefix: str, key: str) -> str:
+        return f"{prefix}.{key}" if prefix else key
+
+    def table(self, doc: _Table, key: str, prefix: str = "") -> _Table | None:
+        if key not in doc:
+            return None
+        value = doc[key]
+        if not isinstance(value, dict):
+            dotted = self.dotted(prefix, key)
+            raise self.wrong_type(dotted, "a table", value, f"write it as a [{dotted}] table")
+        return value
+
+    def string(self, table: _Table, key: str, prefix: str, example: str) -> str | None:
+        if key not in table:
+            return None
+        value = table[key]
+        dotted = self.dotted(prefix, key)
+        if not isinstance(value, str):
+            raise self.wrong_type(dotted, "a string", value, f"write {key} = {example}")
+        if not value.strip():
+            raise self.error(dotted, "is empty", f"write {key} = {example}")
+        return value.strip()
+
+    def req_string(self, table: _Table, key: str, prefix: str, example: str) -> str:
+        value = self.string(table, key, prefix, example)
+        if value is None:
+            raise self.error(self.dotted(prefix, key), f"missing {key}", f"add {key} = {example}")
+        return value
+
+    def integer(
+        self, table: _Table, key: str, prefix: str, *, lo: int, hi: int, unit: str = ""
+    ) -> int | None:
+        if key not in table:
+            return None
+        value = table[key]
+        dotted = self.dotted(prefix, key)
+        what = f" ({unit})" if unit else ""
+        example = f"write {key} = {max(lo, min(hi, 10))}{what}"
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                fix = f"write {key} = {int(value)} (a whole number, no decimal point)"
+            elif isinstance(value, str) and value.strip().isdigit():
+                fix = f"write {key} = {value.strip()} (a number, no quotes)"
+            else:
+                fix = f"{example}, a whole number"
+            raise self.wrong_type(dotted, "an integer", value, fix)
+        if not lo <= value <= hi:
+            raise self.error(
+                dotted, f"{value} is out of range {lo}-{hi}", f"use a value from {lo} to {hi}"
+            )
+        return value
+
+    def number(
+        self, table: _Table, key: str, prefix: str, *, lo: float, hi: float, lo_open: bool
+    ) -> float | None:
+        if key not in table:
+            return None
+        value = table[key]
+        dotted = self.dotted(prefix, key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, str):
+                fix = f"write {key} = {value.strip()} (a number, no quotes)"
+            else:
+                fix = f"write {key} = a number"
+            raise self.wrong_type(dotted, "a number", value, fix)
+        number = float(value)
+        low_ok = number > lo if lo_open else number >= lo
+        if not math.isfinite(number) or not low_ok or number > hi:
+            side = "more than" if lo_open else "at least"
+            raise self.error(
+                dotted,
+                f"{value} is out of range",
+                f"use a number {side} {_fmt(lo)} and at most {_fmt(hi)}",
+            )
+        return number
+
+    def boolean(self, table: _Table, key: str, prefix: str) -> bool | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, bool):
+            fix = f"write {key} = true or {key} = false (no quotes)"
+            raise self.wrong_type(self.dotted(prefix, key), "a boolean", value, fix)
+        return value
+
+    # ---- sections
+
+    def recipe(self, doc: _Table, path: Path) -> Recipe:
+        self.check_keys(doc, _TOP_KEYS, "")
+        name = self.req_string(doc, "name", "", '"doublewrite" (letters, digits, . _ -)')
+        if not _NAME.match(name):
+            raise self.error(
+                "name",
+                f"{name!r} is not a recipe name",
+                "use letters, digits, '.', '_' and '-' (up to 64), e.g. "
+                f'name = "{_slug(name) or "my-recipe"}"',
+            )
+        description = self.req_string(
+            doc, "description", "", '"what the experiment shows and what to watch"'
+        )
+        applies, why = self.applies(doc)
+        load = self.table(doc, "load")
+        if load is None:
+            raise self.error(
+                "load",
+                "missing [load] table",
+                f'add [load] with workload = "oltp_read_write", threads, duration (see {README})',
+            )
+        spec = self.load(load)
+        waits = self.waits(self.table(doc, "wait") or {})
+        steady = self.steady(self.table(doc, "steady") or {}, waits)
+        run = self.table(doc, "run") or {}
+        self.check_keys(run, _RUN_KEYS, "run")
+        replicates = self.integer(run, "replicates", "run", lo=1, hi=MAX_REPLICATES)
+        order = self.string(run, "order", "run", '"interleaved" or "random"') or "interleaved"
+        if order not in ORDERS:
+            raise self.error(
+                "run.order",
+                f"unknown order {order!r}",
+                'write order = "interleaved" (A B A B ...) or "random" (shuffled per round)',
+            )
+        seed = self.integer(run, "seed", "run", lo=0, hi=2**63 - 1)
+        pause = self.number(run, "pause", "run", lo=0.0, hi=3600.0, lo_open=False)
+        recipe = Recipe(
+            path=path,
+            name=name,
+            description=description,
+            applies=applies,
+            why=why,
+            workload=spec.workload,
+            threads=spec.threads,
+            duration=spec.duration,
+            warmup=spec.warmup,
+            tables=spec.tables,
+            table_size=spec.table_size,
+            rate=spec.rate,
+            rand_type=spec.rand_type,
+            percentile=spec.percentile,
+            waits=waits,
+            steady=steady,
+            replicates=3 if replicates is None else replicates,
+            order=order,
+            seed=1 if seed is None else seed,
+            pause=0.0 if pause is None else pause,
+            arms=self.arms(doc.get("arm")),
+        )
+        try:
+            recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.duration).check()
+        except LoadError as exc:  # a rule of LoadSpec not mirrored above
+            raise self.error("load", str(exc), f"correct [load] (see {README})") from None
+        return recipe
+
+    def applies(self, doc: _Table) -> tuple[dict[str, str], str]:
+        table = self.table(doc, "applies")
+        if table is None:
+            return {}, ""
+        self.check_keys(table, _APPLIES_KEYS, "applies")
+        out: dict[str, str] = {}
+        for flavor in [key for key in table if key in APPLIES_FLAVORS]:  # file order
+            text = self.string(table, flavor, "applies", '">=10.1" (or "*" for any version)')
+            if text is None:
+                continue
+            try:
+                Constraint.parse(text)
+            except ValueError as exc:
+                raise self.error(
+                    f"applies.{flavor}",
+                    f"version constraint {text!r}: {exc}",
+                    'write clauses such as ">=10.2.2, <10.6" (operators >=, >, <=, <, ==; '
+                    'comma between clauses), or "*" for any version',
+                ) from None
+            out[flavor] = text
+        why = self.string(table, "why", "applies", '"the knob was removed in MariaDB 10.6"')
+        if not out:
+            raise self.error(
+                "applies",
+                "lists no flavor, so it would refuse every server",
+                'add mariadb = ">=10.1", mysql = ">=5.7" and/or ndb = ">=7.0", '
+                "or remove [applies] to run anywhere",
+            )
+        return out, why or ""
+
+    def load(self, table: _Table) -> _Load:
+        p = "load"
+        self.check_keys(table, _LOAD_KEYS, p)
+        workload = self.req_string(table, "workload", p, '"oltp_read_write"')
+        if workload.endswith(".lua"):
+            if not workload.startswith("/") or any(c.isspace() for c in workload):
+                raise self.error(
+                    f"{p}.workload",
+                    f"custom workload {workload!r} is not an absolute path without spaces",
+                    "give the absolute path of the .lua script on the client host",
+                )
+        elif workload not in WORKLOADS:
+            close = difflib.get_close_matches(workload, WORKLOADS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise self.error(
+                f"{p}.workload",
+                f"unknown workload {workload!r}",
+                f"{hint}use one of {', '.join(WORKLOADS)}, or an absolute .lua path",
+            )
+        duration = self.integer(table, "duration", p, lo=MIN_DURATION, hi=TIME_CAP, unit="seconds")
+        if duration is None:
+            raise self.error(
+                f"{p}.duration", "missing duration", "add duration = 60 (measured seconds per step)"
+            )
+        warmup = self.integer(table, "warmup", p, lo=0, hi=TIME_CAP, unit="seconds")
+        tables = self.integer(table, "tables", p, lo=1, hi=100_000)
+        table_size = self.integer(table, "table_size", p, lo=1, hi=10**12)
+        rate = self.integer(table, "rate", p, lo=0, hi=10**9, unit="transactions per second")
+        percentile = self.integer(table, "percentile", p, lo=1, hi=100)
+        rand_type = self.string(table, "rand_type", p, '"uniform"') or "uniform"
+        if rand_type not in RAND_TYPES:
+            raise self.error(
+                f"{p}.rand_type",
+                f"unknown rand_type {rand_type!r}",
+                f"use one of {', '.join(RAND_TYPES)}",
+            )
+        spec = LoadSpec()
+        return _Load(
+            workload=workload,
+            threads=self.threads(table),
+            duration=duration,
+            warmup=0 if warmup is None else warmup,
+            tables=spec.tables if tables is None else tables,
+            table_size=spec.table_size if table_size is None else table_size,
+            rate=0 if rate is None else rate,
+            rand_type=rand_type,
+            percentile=spec.percentile if percentile is None else percentile,
+        )
+
+    def threads(self, table: _Table) -> tuple[int, ...]:
+        key = "load.threads"
+        fix = "write threads = 8 (one level) or threads = [4, 8, 16] (a sweep)"
+        if "threads" not in table:
+            raise self.error(key, "missing threads", f"add {fix.removeprefix('write ')}")
+        value = table["threads"]
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise self.error(key, "is an empty list", fix)
+        out: list[int] = []
+        for i, item in enumerate(items):
+            where = f"{key}[{i}]" if isinstance(value, list) else key
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise self.wrong_type(where, "an integer or a list of integers", item, fix)
+            if not 1 <= item <= MAX_THREADS:
+                raise self.error(
+                    where,
+                    f"{item} threads is out of range 1-{MAX_THREADS}",
+                    f"use 1 to {MAX_THREADS} threads",
+                )
+            if item in out:
+                raise self.error(where, f"{item} is listed twice", "list each thread count once")
+            out.append(item)
+        return tuple(out)
+
+    def waits(self, table: _Table) -> Waits:
+        p = "wait"
+        self.check_keys(table, _WAIT_KEYS, p)
+        history = self.integer(table, "history_below", p, lo=1, hi=2**63 - 1)
+        at_lwm = self.boolean(table, "dirty_at_lwm", p) or False
+        dirty = self.number(table, "dirty_pct_below", p, lo=0.0, hi=100.0, lo_open=True)
+        if at_lwm and dirty is not None:
+            raise self.error(
+                f"{p}.dirty_pct_below",
+                "is given together with dirty_at_lwm = true; they are two forms of one gate",
+                "keep one: dirty_at_lwm = true (the server's lwm) or dirty_pct_below = 5.0",
+            )
+        checkpoint: int | None = None
+        if "checkpoint_age_below" in table:
+            raw = table["checkpoint_age_below"]
+            dotted = f"{p}.checkpoint_age_below"
+            fix = 'write checkpoint_age_below = "64M" (K, M, G allowed) or a number of bytes'
+            if isinstance(raw, bool) or not isinstance(raw, int | str):
+                raise self.wrong_type(dotted, "a size", raw, fix)
+            try:
+                checkpoint = parse_bytes(raw)
+            except ValueError as exc:
+                raise self.error(dotted, str(exc), fix) from None
+            if checkpoint < 1:
+                raise self.error(dotted, "must be at least 1 byte", fix)
+        plateau = self.boolean(table, "plateau", p) or False
+        timeout = self.number(table, "timeout", p, lo=0.0, hi=float(TIME_CAP), lo_open=True)
+        return Waits(
+            history_below=history,
+            dirty_at_lwm=at_lwm,
+            dirty_pct_below=dirty,
+            checkpoint_age_below=checkpoint,
+            plateau=plateau,
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+        )
+
+    def steady(self, table: _Table, waits: Waits) -> Steady:
+        p = "steady"
+        self.check_keys(table, _STEADY_KEYS, p)
+        window = self.integer(table, "window", p, lo=5, hi=3600, unit="seconds")
+        cv_max = self.number(table, "cv_max", p, lo=0.0, hi=1.0, lo_open=True)
+        slope_max = self.number(table, "slope_max", p, lo=0.0, hi=1.0, lo_open=True)
+        steady = Steady(
+            window=DEFAULT_STEADY[0] if window is None else window,
+            cv_max=DEFAULT_STEADY[1] if cv_max is None else cv_max,
+            slope_max=DEFAULT_STEADY[2] if slope_max is None else slope_max,
+        )
+        if waits.plateau and steady.window > waits.timeout:
+            raise self.error(
+                f"{p}.window" if window is not None else "wait.timeout",
+                f"the plateau window ({steady.window} s) is longer than wait.timeout "
+                f"({_fmt(waits.timeout)} s), so a plateau could never be seen in time",
+                f"make wait.timeout at least {steady.window}, or shorten steady.window",
+            )
+        return steady
+
+    def arms(self, value: object) -> tuple[Arm, ...]:
+        fix = "write each arm as an [[arm]] table (double brackets) with name and knobs"
+        example = '[[arm]]\n  name = "A"\n  knobs = { innodb_doublewrite = "ON" }'
+        if value is None:
+            raise self.error("arm", "no [[arm]] tables", f"add at least two, e.g. {example}")
+        if not isinstance(value, list):
+            raise self.wrong_type("arm", "an array of tables ([[arm]])", value, fix)
+        arms: list[Arm] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(value):
+            p = f"arm[{i}]"
+            if not isinstance(item, dict):
+                raise self.wrong_type(p, "a table", item, fix)
+            arm = self.arm(item, p)
+            if arm.name in seen:
+                raise self.error(
+                    f"{p}.name",
+                    f"name {arm.name!r} is already used by arm[{seen[arm.name]}]",
+                    "give each arm a distinct name",
+                )
+            seen[arm.name] = i
+            arms.append(arm)
+        if len(arms) < 2:
+            raise self.error(
+                "arm",
+                f"{len(arms)} arm; an experiment compares at least two",
+                "add another [[arm]] with the values to compare against the baseline "
+                "(the first arm)",
+            )
+        self.same_knobs(arms)
+        return tuple(arms)
+
+    def arm(self, table: _Table, p: str) -> Arm:
+        self.check_keys(table, _ARM_KEYS, p)
+        name = self.req_string(table, "name", p, '"A" (short and unique)')
+        if not _ARM_NAME.match(name):
+            raise self.error(
+                f"{p}.name",
+                f"{name!r} is not a short arm name",
+                "use up to 16 letters, digits, '.', '_', '+' or '-', e.g. \"B\" or \"bp-256M\"",
+            )
+        knob_fix = 'write knobs = { innodb_doublewrite = "OFF" } (one or more knob = value)'
+        if "knobs" not in table:
+            raise self.error(
+                f"{p}.knobs", "missing knobs", f"add {knob_fix.removeprefix('write ')}"
+            )
+        raw = table["knobs"]
+        if not isinstance(raw, dict):
+            raise self.wrong_type(f"{p}.knobs", "a table", raw, knob_fix)
+        if not raw:
+            raise self.error(f"{p}.knobs", "names no knob", knob_fix)
+        knobs: dict[str, str] = {}
+        written: dict[str, str] = {}
+        for key, value in raw.items():
+            dotted = f"{p}.knobs.{key}"
+            if not _KNOB_NAME.match(key):
+                raise self.error(
+                    dotted,
+                    f"{key!r} is not a server variable name",
+                    "write the variable name as SHOW VARIABLES prints it, e.g. sort_buffer_size",
+                )
+            knob = flavors.canonical(key) or key.lower()
+            if knob in knobs:
+                raise self.error(
+                    dotted,
+                    f"names the same knob as {written[knob]!r} (names ignore case)",
+                    "keep one of them",
+                )
+            knobs[knob] = self.knob_value(value, dotted, key)
+            written[knob] = key
+        return Arm(name=name, knobs=knobs)
+
+    def knob_value(self, value: object, dotted: str, key: str) -> str:
+        if isinstance(value, bool):
+            return "ON" if value else "OFF"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.error(dotted, f"{value} is not a finite number", "give a number")
+            return repr(value)
+        if isinstance(value, str):
+            if not value.strip():
+                raise self.error(dotted, "is empty", f'write {key} = "VALUE", e.g. "ON" or "64M"')
+            return value.strip()
+        raise self.wrong_type(
+            dotted,
+            "a string, number or boolean",
+            value,
+            f'write {key} = "VALUE" (e.g. "ON", "64M" or 4)',
+        )
+
+    def same_knobs(self, arms: list[Arm]) -> None:
+        """Every arm names the knobs of the baseline (arm[0]), no more, no fewer."""
+        base = arms[0]
+        for i, arm in enumerate(arms[1:], start=1):
+            for knob, value in base.knobs.items():
+                if knob not in arm.knobs:
+                    raise self.error(
+                        f"arm[{i}].knobs.{knob}",
+                        f"missing: the baseline arm {base.name!r} sets it, arm {arm.name!r} "
+                        "does not (every arm names the same knobs)",
+                        f'add {knob} = "{value}" to arm {arm.name!r} (the baseline value keeps '
+                        "it unchanged), or remove it from every arm",
+                    )
+            for knob in arm.knobs:
+                if knob not in base.knobs:
+                    raise self.error(
+                        f"arm[{i}].knobs.{knob}",
+                        f"not set by the baseline arm {base.name!r} (every arm names the "
+                        "same knobs)",
+                        f"add {knob} to every arm (the baseline first), or remove it here",
+                    )
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if x == int(x) else str(x)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:64]
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def bundled_recipes() -> list[Path]:
+    """The bundled recipes (``experiments/*.toml`` at the repository root), sorted by
+    name; [] when knobtop is installed without the repository."""
+    try:
+        return sorted(p for p in BUNDLED_DIR.glob("*.toml") if p.is_file())
+    except OSError:
+        return []
+
+
+def _resolve(path: Path | str) -> Path:
+    """A path as given; a bare NAME (no '/', no '.toml') is a bundled recipe's name."""
+    if isinstance(path, str) and "/" not in path and not path.endswith(".toml"):
+        bundled = BUNDLED_DIR / f"{path}.toml"
+        if bundled.is_file():
+            return bundled
+    return Path(path).expanduser()
+
+
+def load_recipe(path: Path | str) -> Recipe:
+    """Read and check one recipe file on its own (no server involved).
+
+    ``path`` is a file, or the NAME of a bundled recipe ("doublewrite").  Raises
+    RecipeError naming the file, the dotted key and a fix.
+    """
+    resolved = _resolve(path)
+    shown = str(resolved)
+    bundled = ", ".join(p.stem for p in bundled_recipes())
+    try:
+        text, _mode = read_text_file(
+            resolved, lambda key, problem, fix: RecipeError(shown, key, problem, fix),
+            "recipe file", "give a .toml recipe file")
+    except FileNotFoundError:
+        fix = "give the path of a recipe .toml file"
+        if bundled:
+            fix += f", or the name of a bundled one: {bundled}"
+        raise RecipeError(shown, None, "recipe file not found", fix) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = _TOML_POS.search(message)
+        if m:
+            where = f"line {m.group(1)}, column {m.group(2)}"
+            key = _syntax_key(text, int(m.group(1)))
+        else:
+            where = "end of file"
+            key = _syntax_key(text, len(text.splitlines()) + 1)
+        raise RecipeError(
+            shown,
+            key,
+            f"TOML syntax error at {where}: {_TOML_POS.sub('', message).strip()}",
+            f"correct the TOML at {where} (strings need quotes, each key once per table); "
+            f"see {README}",
+        ) from None
+    except ValueError:  # tomllib's int() of a number with more than 4300 digits
+        raise RecipeError(shown, None, "a number in the file has thousands of digits",
+                          "write the value as a plain number") from None
+    return _Reader(shown).recipe(doc, resolved)
+
+
+# --------------------------------------------------------------------------- one server
+
+
+def _describe_server(catalog: Catalog) -> str:
+    kinds = server_flavors(catalog)
+    if kinds[0][0] == "ndb":
+        ndb_v = ".".join(str(n) for n in kinds[0][1])
+        return f"an SQL node of an NDB Cluster (ndb {ndb_v}, mysql {catalog.version.short})"
+    return f"{catalog.version.flavor} {catalog.version.short}"
+
+
+def _check_applies(recipe: Recipe, catalog: Catalog) -> None:
+    if not recipe.applies:
+        return
+    kinds = server_flavors(catalog)
+    listed = [(flavor, version) for flavor, version in kinds if flavor in recipe.applies]
+    if any(Constraint.parse(recipe.applies[f]).allows(v) for f, v in listed):
+        return
+    wanted = ", ".join(f"{flavor} {text}" for flavor, text in recipe.applies.items())
+    key = f"applies.{listed[0][0]}" if listed else "applies"
+    problem = f"refuses this server, {_describe_server(catalog)}: it applies to {wanted}"
+    if recipe.why:
+        problem += f" ({recipe.why})"
+    names = [p.stem for p in bundled_recipes() if p.stem != recipe.name]
+    fix = "run it against a server that [applies] accepts"
+    if names:
+        fix += f", or pick another recipe ({', '.join(names)})"
+    raise RecipeError(str(recipe.path), key, problem, fix)
+
+
+def _absent_fix(knob: str, catalog: Catalog) -> str:
+    for candidate in _EQUIVALENTS.get(knob, ()):
+        if candidate in catalog and catalog.get(candidate).present:
+            other = _EQUIVALENT_RECIPES.get(candidate)
+            see = f" (the bundled {other} does that)" if other else ""
+            return (
+                f"this server's nearest equivalent is {candidate}: use it in every arm "
+                f"instead{see}, or remove {knob} from every arm"
+            )
+    return (
+        f"remove {knob} from every arm (or remove the arms that compare it), "
+        "or run the recipe on a server that has it"
+    )
+
+
+def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
+    """Check ``recipe`` against one server's catalog; returns warnings, raises RecipeError.
+
+    Refusals: the server is not accepted by ``[applies]`` (the message names the flavor,
+    the version and the recipe's ``why``); a knob is absent on this server (the catalog's
+    note says why; the fix names this server's equivalent when there is an obvious one);
+    a value fails ``knobs.validate`` (type, range, block size); an innodb_buffer_pool_size
+    above the server's read-only innodb_buffer_pool_size_max.
+    Warnings: knobs the server accepts but ignores, knobs whose static-ness is unknown,
+    dynamic knobs whose note says some changes need a restart, arms that set identical
+    values, fewer than two replicates (no verdict), and gates that would not gate.
+    """
+    file = str(recipe.path)
+    _check_applies(recipe, catalog)
+    warnings: list[str] = []
+    facts: dict[str, CatalogFacts] = {}
+    for knob in recipe.knobs:
+        fact = catalog.get(knob)
+        if not fact.present:
+            i = next(n for n, arm in enumerate(recipe.arms) if knob in arm.knobs)
+            note = f" ({fact.note})" if fact.note else ""
+            raise RecipeError(
+                file,
+                f"arm[{i}].knobs.{knob}",
+                f"{knob} does not exist on this server, {_describe_server(catalog)}{note}",
+                _absent_fix(knob, catalog),
+            )
+        facts[knob] = fact
+    resolved: list[dict[str, object]] = []
+    for i, arm in enumerate(recipe.arms):
+        values: dict[str, object] = {}
+        for knob, raw in arm.knobs.items():
+            try:
+                values[knob] = validate(facts[knob], raw, static_ok=True)
+            except KnobError as exc:
+                raise RecipeError(
+                    file,
+                    f"arm[{i}].knobs.{knob}",
+                    f"arm {arm.name!r}: {exc}",
+                    f"change {knob} in arm {arm.name!r} to a value this server accepts",
+                ) from None
+        _check_pool_max(recipe, catalog, i, arm, values)
+        resolved.append(values)
+    for knob, fact in facts.items():
+        if fact.ignored:
+            warnings.append(
+                f"{knob} is accepted but ignored on this server ({fact.note}): "
+                "expect the arms to measure the same"
+            )
+        if fact.mode == "unknown":
+            warnings.append(
+                f"whether {knob} can change at runtime is unknown on this server: knobtop "
+                "tries SET GLOBAL and restarts the server if it is refused"
+            )
+        elif fact.mode == "dynamic" and "restart" in fact.note:
+            warnings.append(f"{knob}: {fact.note}")
+    for i, values in enumerate(resolved):
+        for j in range(i):
+            if resolved[j] == values:
+                warnings.append(
+                    f"arms {recipe.arms[j].name!r} and {recipe.arms[i].name!r} set the same "
+                    "values on this server: an A/A comparison (it measures noise)"
+                )
+    if recipe.replicates < 2:
+        warnings.append(
+            f"replicates = {recipe.replicates}: one run per arm gives numbers but no "
+            "verdict (a difference needs at least 2 replicates, 5 are better)"
+        )
+    warnings.extend(_gate_warnings(recipe, catalog))
+    return warnings
+
+
+def _check_pool_max(
+    recipe: Recipe, catalog: Catalog, i: int, arm: Arm, values: Mapping[str, object]
+) -> None:
+    size = values.get("innodb_buffer_pool_size")
+    if not isinstance(size, int) or "innodb_buffer_pool_size_max" not in catalog:
+        return
+    cap_fact = catalog.get("innodb_buffer_pool_size_max")
+    try:
+        cap = int(cap_fact.value or "")
+    except ValueError:
+        return
+    if cap_fact.present and 0 < cap < size:
+        raise RecipeError(
+            str(recipe.path),
+            f"arm[{i}].knobs.innodb_buffer_pool_size",
+            f"arm {arm.name!r}: {arm.knobs['innodb_buffer_pool_size']} is above this server's "
+            f"innodb_buffer_pool_size_max ({cap} bytes, read-only), so the resize would fail",
+            f"start the server with innodb_buffer_pool_size_max >= {size}, or lower the arm",
+        )
+
+
+def _gate_warnings(recipe: Recipe, catalog: Catalog) -> list[str]:
+    out: list[str] = []
+    waits = recipe.waits
+    if waits.dirty_at_lwm and "innodb_max_dirty_pages_pct_lwm" in catalog:
+        lwm = catalog.get("innodb_max_dirty_pages_pct_lwm").value
+        try:
+            low = float(lwm or "nan")
+        except ValueError:
+            low = math.nan
+        if low == 0:
+            limit = catalog.get("innodb_max_dirty_pages_pct").value or "?"
+            out.append(
+                "wait.dirty_at_lwm: innodb_max_dirty_pages_pct_lwm is 0 on this server, which "
+                f"means innodb_max_dirty_pages_pct ({limit}), so the gate barely waits; "
+                "write wait.dirty_pct_below = 5.0 for a real gate"
+            )
+    if not waits.plateau and recipe.steady != Steady():
+        out.append("[steady] is set but wait.plateau is false, so it is not used")
+    return out
+
+
+def static_knobs(recipe: Recipe, catalog: Catalog) -> list[str]:
+    """The recipe's knobs that need a restart to change on this server (recipe order).
+
+    A knob counts when the catalog says it is not dynamic: "static", and also "unknown"
+    (MySQL without facts: SET GLOBAL may be refused, so plan for a restart).  Absent
+    knobs are left out (``check_for_server`` refuses them).  Arms do not need to differ
+    in such a knob for it to be listed: its value still goes into the config file.
+    """
+    out: list[str] = []
+    for knob in recipe.knobs:
+        fact = catalog.get(knob)
+        if fact.present and not fact.dynamic:
+            out.append(knob)
+    return out

@@ -1,0 +1,540 @@
+"""Run a recipe on a Session: arms, thread sweeps, waits, steady state, replicates.
+
+For each step of ``Recipe.schedule()`` the runner
+
+1. puts the step's arm in place (``Session.set_knob`` with restarts allowed, only for knobs
+   whose value differs: a static knob costs one restart per arm visit);
+2. with the load stopped, waits on the recipe's gates (history list length, dirty pages,
+   checkpoint age), each journaled with how long it took or that it timed out;
+3. starts the load, runs the warmup, then (``plateau``) waits for a steady TPS (rolling
+   window: coefficient of variation and slope, ``stats.SteadyState``);
+4. measures ``duration`` seconds and journals a ``StepResult`` (medians of the window);
+5. stops the load and pauses.
+
+Abort (or any failure) stops the load and puts every knob back to the session's baseline.
+Everything lands in the journal: a ``recipe`` event at start and end, a mark per wait and
+phase of a step, and one ``step`` event per measured step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from knobtop.hosts.base import HostError
+from knobtop.journal.events import (
+    Change,
+    Event,
+    Load,
+    Mark,
+    Phase,
+    RecipeRun,
+    Sample,
+    StepResult,
+)
+from knobtop.load.base import LoadError
+from knobtop.load.multi import ALL, MultiLoad
+from knobtop.metrics.board import MetricBoard
+from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
+from knobtop.recipes.stats import SteadyState
+from knobtop.server.knobs import KnobError, validate
+from knobtop.server.link import ServerError, ServerLink
+from knobtop.session import Session
+
+T = TypeVar("T")
+POLL = 0.25  # seconds between checks of a gate or the abort flag
+PURGE_WAIT = "innodb_max_purge_lag_wait"
+
+
+class RunAborted(Exception):
+    """The person aborted the run; the baseline was restored."""
+
+
+class RunFailed(RuntimeError):
+    """The run could not go on (a knob did not take, the load failed); the message says why."""
+
+
+@dataclass
+class Progress:
+    """What the progress panel / bars show."""
+
+    recipe: str
+    total: int
+    done: int = 0
+    step: Step | None = None
+    state: str = "starting"
+    waiting_for: str = ""
+    seconds_left: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def label(self) -> str:
+        if self.step is None:
+            return self.state
+        s = self.step
+        return (f"step {s.index + 1}/{self.total}: arm {s.arm.name} x{s.threads} "
+                f"rep {s.replicate} — {self.state}")
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+class RecipeRunner:
+    """Runs one recipe on an open session (on the session's event loop)."""
+
+    def __init__(
+        self,
+        session: Session,
+        recipe: Recipe,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+        prepare: bool = True,
+    ) -> None:
+        self.session = session
+        self.recipe = recipe
+        self.on_progress = on_progress
+        self.prepare = prepare
+        self.steps = recipe.schedule()
+        self.progress = Progress(recipe.name, len(self.steps))
+        self.results: list[StepResult] = []
+        self.warnings: list[str] = []
+        self._aborted = False
+        self._abort_event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._board: MetricBoard | None = None
+        self._tps: list[tuple[float, float]] = []  # (t, tps) of the current phase
+        self._p95: list[tuple[float, float]] = []
+        self._err: list[tuple[float, float]] = []
+        self._samples: list[tuple[float, float | None, float | None]] = []  # t, hit, dirty
+        self._steady: SteadyState | None = None
+        self._load_failed = ""
+        self._restarts = 0.0  # seconds spent in restarts so far (for the time estimate)
+        self._purge_refused = False
+
+    # -- control -------------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Stop at the next check (any thread): the load stops, the baseline comes back."""
+        self._aborted = True
+        if self._loop is not None and self._abort_event is not None:
+            self._loop.call_soon_threadsafe(self._abort_event.set)
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def _check(self) -> None:
+        if self._aborted:
+            raise RunAborted(f"recipe {self.recipe.name} aborted")
+        if self._load_failed:
+            raise RunFailed(f"the load failed: {self._load_failed}")
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep unless aborted; raises RunAborted / RunFailed as soon as that happens."""
+        self._check()
+        assert self._abort_event is not None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, seconds)):
+                await self._abort_event.wait()
+        self._check()
+
+    def _report(self, state: str, waiting_for: str = "") -> None:
+        p = self.progress
+        p.state = state
+        p.waiting_for = waiting_for
+        per_step = self.recipe.warmup + self.recipe.duration + self.recipe.pause
+        left = (p.total - p.done) * per_step
+        p.seconds_left = max(0.0, left)
+        if self.on_progress is not None:
+            self.on_progress(p)
+
+    def _mark(self, label: str) -> None:
+        self.session.emit(Mark(t=self.session.now(), wall=self.session.wall(), label=label))
+
+    # -- events from the session -------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        board = self._board
+        if board is None:
+            return
+        board.apply(event)
+        if isinstance(event, Load):
+            if isinstance(self.session.driver, MultiLoad) and event.src != ALL:
+                return  # several clients: the per-second sum is the step's TPS
+            self._tps.append((event.t, event.tps))
+            self._p95.append((event.t, event.lat))
+            self._err.append((event.t, event.err))
+            if self._steady is not None:
+                self._steady.add(event.tps)
+        elif isinstance(event, Sample):
+            self._samples.append((event.t, board.latest.get("hit_ratio"),
+                                  board.latest.get("dirty_pct")))
+        elif isinstance(event, Phase) and event.action == "failed":
+            self._load_failed = event.message or "sysbench exited"
+            if self._abort_event is not None:
+                self._abort_event.set()
+
+    # -- the run ---------------------------------------------------------------------------
+
+    async def run(self) -> list[StepResult]:
+        """Run every step; returns the step results.  RunAborted / RunFailed after the
+        baseline was restored; RecipeError before anything changed if the server does
+        not suit the recipe."""
+        session = self.session
+        if session.catalog is None or session.journal is None:
+            raise RunFailed("open the session before running a recipe")
+        self.warnings = check_for_server(self.recipe, session.catalog)
+        self._loop = asyncio.get_running_loop()
+        self._abort_event = asyncio.Event()
+        if self._aborted:
+            self._abort_event.set()
+        self._board = MetricBoard(session.journal.header)
+        session.listeners.append(self._on_event)
+        recipe = self.recipe
+        plan = {
+            "path": str(recipe.path), "description": recipe.description.strip(),
+            "arms": {a.name: dict(a.knobs) for a in recipe.arms},
+            "threads": list(recipe.threads), "replicates": recipe.replicates,
+            "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
+            "workload": recipe.workload, "steps": len(self.steps),
+            "warnings": self.warnings,
+        }
+        session.emit(RecipeRun(t=session.now(), wall=session.wall(), action="start",
+                               name=recipe.name, plan=plan))
+        outcome, message = "end", ""
+        try:
+            if self.prepare:
+                self._check()
+                self._report("preparing tables")
+                session.load_spec = recipe.load_spec(recipe.threads[0], 0)
+                await self._abortable(session.prepare_load())
+            current: str | None = None
+            for step in self.steps:
+                self._check()
+                self.progress.step = step
+                if step.arm.name != current:
+                    await self._apply_arm(step)
+                    current = step.arm.name
+                await self._run_step(step)
+                self.progress.done += 1
+        except RunAborted as exc:
+            outcome, message = "aborted", str(exc)
+            raise
+        except (RunFailed, LoadError, ServerError, HostError, KnobError) as exc:
+            outcome, message = "failed", str(exc)
+            raise RunFailed(str(exc)) from exc
+        except asyncio.CancelledError:
+            outcome, message = "aborted", "cancelled"
+            raise
+        except BaseException as exc:
+            outcome, message = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            try:
+                await self._restore(outcome, message)
+            finally:
+                with contextlib.suppress(ValueError):
+                    session.listeners.remove(self._on_event)
+        return self.results
+
+    async def _abortable(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` unless an abort comes first (then it is cancelled)."""
+        assert self._abort_event is not None
+        task = asyncio.ensure_future(coro)
+        stop = asyncio.ensure_future(self._abort_event.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            self._check()
+        return task.result()
+
+    async def _restore(self, outcome: str, message: str) -> None:
+        """Stop the load and bring every knob back to the session's baseline."""
+        session = self.session
+        self.progress.step = None
+        self._report("restoring the baseline knobs")
+        with contextlib.suppress(Exception):
+            await session.stop_load()
+        failed: list[Change] = []
+        try:
+            failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+        except Exception as exc:  # report it; the run's own outcome must not be lost
+            message = f"{message}; restoring the baseline failed: {exc}".lstrip("; ")
+            outcome = "failed"
+        if failed:
+            names = ", ".join(c.knob for c in failed)
+            message = f"{message}; could not restore {names}".lstrip("; ")
+            outcome = "failed"
+        with contextlib.suppress(OSError, ValueError):
+            session.emit(RecipeRun(t=session.now(), wall=session.wall(), action=outcome,
+                                   name=self.recipe.name, message=message,
+                                   plan={"steps_done": self.progress.done}))
+        self._report("done" if outcome == "end" else outcome)
+
+    async def _current_value(self, link: ServerLink, knob: str) -> str | None:
+        """The global value (SHOW GLOBAL VARIABLES: information_schema's table is gone
+        from MySQL 8.0 and off by default in 5.7)."""
+        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (knob,))
+        for name, value in rows:
+            if str(name).lower() == knob.lower():
+                return None if value is None else str(value)
+        return None
+
+    async def _apply_arm(self, step: Step) -> None:
+        session = self.session
+        assert session.catalog is not None
+        self._report(f"applying arm {step.arm.name}")
+        with contextlib.suppress(LoadError):
+            await session.stop_load()
+        link = ServerLink(session.config.connection, via=session.via)
+        await link.connect()
+        try:
+            for knob, value in step.arm.knobs.items():
+                self._check()
+                facts = session.catalog.get(knob)
+                now = await self._current_value(link, knob) if facts.present else None
+                try:
+                    wanted = str(validate(facts, value, static_ok=True))
+                except KnobError:
+                    wanted = value
+                if now is not None and now.upper() == wanted.upper():
+                    continue
+                began = time.monotonic()
+                change = await session.set_knob(
+                    knob, value, restart_ok=True,
+                    reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
+                if change.method != "set_global":
+                    self._restarts += time.monotonic() - began
+                if change.result != "ok":
+                    raise RunFailed(f"arm {step.arm.name}: {knob} = {value} did not take: "
+                                    f"{change.message}")
+        finally:
+            await link.close()
+
+    # -- one step ------------------------------------------------------------------------------
+
+    async def _run_step(self, step: Step) -> None:
+        session, recipe = self.session, self.recipe
+        self._mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
+                   f"x{step.threads} rep {step.replicate}")
+        waits = await self._gates()
+        self._tps, self._p95, self._err, self._samples = [], [], [], []
+        self._steady = SteadyState(recipe.steady.window, recipe.steady.cv_max,
+                                   recipe.steady.slope_max)
+        self._load_failed = ""
+        session.load_spec = recipe.load_spec(step.threads, 0)
+        self._report("starting the load")
+        await session.start_load()
+        self._report("warming up")
+        await self._countdown(recipe.warmup, "warming up")
+        steady = False
+        if recipe.waits.plateau:
+            began = time.monotonic()
+            steady = await self._until(lambda: self._steady is not None and self._steady.steady,
+                                       "a TPS plateau", self._plateau_text)
+            waits["plateau"] = round(time.monotonic() - began, 2)
+        start = session.now()
+        await self._countdown(recipe.duration, "measuring")
+        end = session.now()
+        with contextlib.suppress(LoadError):
+            await session.stop_load()
+        self._check()
+        result = self._result(step, start, end, waits, steady)
+        self.results.append(result)
+        session.emit(result)
+        if recipe.pause and step.index + 1 < len(self.steps):
+            self._report("pausing")
+            await self._sleep(recipe.pause)
+
+    def _plateau_text(self) -> str:
+        s = self._steady
+        if s is None or s.cv is None:
+            return "TPS plateau (collecting)"
+        slope = s.slope if s.slope is not None else 0.0
+        return (f"TPS plateau: CV {s.cv:.1%} (<= {self.recipe.steady.cv_max:.1%}), "
+                f"slope {slope:+.2%}/s, window {len(s)}/{self.recipe.steady.window}")
+
+    async def _countdown(self, seconds: float, state: str) -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            self._report(f"{state}, {left:.0f} s left")
+            await self._sleep(min(1.0, left))
+
+    def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
+                steady: bool) -> StepResult:
+        def inside(points: list[tuple[float, float]]) -> list[float]:
+            return [v for t, v in points if start < t <= end]
+
+        tps = inside(self._tps)
+        hits = [h for t, h, _ in self._samples if start < t <= end and h is not None]
+        dirty = [d for t, _, d in self._samples if start < t <= end and d is not None]
+        session = self.session
+        return StepResult(
+            t=session.now(), wall=session.wall(), recipe=self.recipe.name, index=step.index,
+            replicate=step.replicate, arm=step.arm.name, threads=step.threads,
+            start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
+            err=_median(inside(self._err)), hit_ratio=_median(hits),
+            dirty_pct=_median(dirty), intervals=len(tps), waits=waits, steady=steady,
+        )
+
+    # -- waits -----------------------------------------------------------------------------------
+
+    async def _until(self, ok: Callable[[], bool], what: str,
+                     status: Callable[[], str]) -> bool:
+        """Poll ``ok`` until true or the recipe's wait timeout; journal how it went."""
+        timeout = self.recipe.waits.timeout
+        began = time.monotonic()
+        while not ok():
+            waited = time.monotonic() - began
+            if waited >= timeout:
+                self._mark(f"wait for {what} timed out after {waited:.0f} s ({status()}); "
+                           "measuring anyway")
+                return False
+            self._report(f"waiting for {what}", status())
+            await self._sleep(POLL)
+        self._mark(f"waited {time.monotonic() - began:.1f} s for {what}")
+        return True
+
+    def _fresh(self, metric: str, since: int) -> float | None:
+        """The metric from a sample taken after the wait began (never a stale one)."""
+        board = self._board
+        if board is None or board.samples <= since:
+            return None
+        return board.latest.get(metric)
+
+    async def _gates(self) -> dict[str, float]:
+        """The recipe's waits before a measured step, with the load stopped."""
+        waits = self.recipe.waits
+        out: dict[str, float] = {}
+        if not (waits.history_below is not None or waits.dirty_at_lwm
+                or waits.dirty_pct_below is not None or waits.checkpoint_age_below is not None):
+            return out
+        with contextlib.suppress(LoadError):
+            await self.session.stop_load()
+        assert self._board is not None
+        if waits.history_below is not None:
+            below = waits.history_below
+            began = time.monotonic()
+            if not await self._purge_wait(below):
+                since = self._board.samples
+
+                def history_ok() -> bool:
+                    value = self._fresh("history_len", since)
+                    return value is not None and value < below
+
+                await self._until(history_ok, f"history length < {below}",
+                                  lambda: f"history length {self._board_value('history_len')}")
+            out["history"] = round(time.monotonic() - began, 2)
+        dirty_limit = waits.dirty_pct_below
+        if waits.dirty_at_lwm:
+            dirty_limit = await self._dirty_lwm()
+        if dirty_limit is not None:
+            began = time.monotonic()
+            since = self._board.samples
+            limit = dirty_limit
+
+            def dirty_ok() -> bool:
+                value = self._fresh("dirty_pct", since)
+                return value is not None and value <= limit
+
+            await self._until(dirty_ok, f"dirty pages <= {limit:g}%",
+                              lambda: f"dirty {self._board_value('dirty_pct')}%")
+            out["dirty"] = round(time.monotonic() - began, 2)
+        if waits.checkpoint_age_below is not None:
+            began = time.monotonic()
+            since = self._board.samples
+            age = waits.checkpoint_age_below
+
+            def age_ok() -> bool:
+                value = self._fresh("checkpoint_age", since)
+                return value is not None and value < age
+
+            await self._until(age_ok, f"checkpoint age < {age} B",
+                              lambda: f"checkpoint age {self._board_value('checkpoint_age')} B")
+            out["checkpoint"] = round(time.monotonic() - began, 2)
+        return out
+
+    def _board_value(self, metric: str) -> str:
+        value = self._board.latest.get(metric) if self._board is not None else None
+        return "?" if value is None else f"{value:,.1f}"
+
+    async def _dirty_lwm(self) -> float:
+        """innodb_max_dirty_pages_pct_lwm, or innodb_max_dirty_pages_pct when it is 0."""
+        link = ServerLink(self.session.config.connection, via=self.session.via)
+        await link.connect()
+        try:
+            lwm = await self._current_value(link, "innodb_max_dirty_pages_pct_lwm")
+            top = await self._current_value(link, "innodb_max_dirty_pages_pct")
+        finally:
+            await link.close()
+        value = float(lwm or 0)
+        return value if value > 0 else float(top or 90)
+
+    async def _purge_wait(self, below: int) -> bool:
+        """MariaDB 10.5.7+: SET GLOBAL innodb_max_purge_lag_wait blocks until the history
+        is below ``below``.  Killed (KILL QUERY) on timeout or abort.  False when the server
+        has no such variable or refuses it (then the caller polls the samples)."""
+        catalog = self.session.catalog
+        if self._purge_refused or catalog is None or not catalog.get(PURGE_WAIT).present:
+            return False
+        conn = self.session.config.connection
+        link = ServerLink(conn, via=self.session.via)
+        try:
+            await link.connect()
+            cid = (await link.query("SELECT CONNECTION_ID()"))[0][0]
+        except ServerError:
+            await link.close()
+            return False
+        self._report("waiting for purge", f"{PURGE_WAIT} = {below}")
+        began = time.monotonic()
+        task = asyncio.create_task(
+            link.query(f"SET GLOBAL {PURGE_WAIT} = %s", (int(below),)))
+        try:
+            deadline = began + self.recipe.waits.timeout
+            while not task.done() and time.monotonic() < deadline and not self._aborted:
+                await asyncio.wait({task}, timeout=POLL)
+            if not task.done():
+                killer = ServerLink(conn, via=self.session.via)
+                try:
+                    await killer.connect()
+                    await killer.query(f"KILL QUERY {int(cid)}")
+                except ServerError:
+                    pass  # the statement is cancelled below either way
+                finally:
+                    await killer.close()
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(10):
+                        await asyncio.wait({task})
+                self._check()
+                self._mark(f"wait for history length < {below} ({PURGE_WAIT}) timed out after "
+                           f"{time.monotonic() - began:.0f} s; measuring anyway")
+                return True
+            try:
+                task.result()
+            except ServerError as exc:
+                self._purge_refused = True
+                self.warnings.append(f"{PURGE_WAIT} refused ({exc}); polling instead")
+                return False
+            self._mark(f"waited {time.monotonic() - began:.1f} s for history length < {below} "
+                       f"({PURGE_WAIT})")
+            return True
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            await link.close()
+
+
+__all__ = ["Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]

@@ -1,0 +1,469 @@
+"""Statistics for A/B tuning experiments: medians, spread, Mann-Whitney U, a bootstrap CI of the
+median ratio, a per-cell verdict, and a steady-state detector for per-second series.
+
+Method (REFERENCE.md section 4, "Statistics"):
+
+* **One run is one sample.**  Per-second values inside a run (TPS, latency) are strongly
+  autocorrelated: the buffer pool, purge lag and checkpoint age carry over from one second to the
+  next, so 300 seconds of one run are not 300 independent observations.  Each replicate is first
+  reduced to a single number (e.g. the median TPS of its steady part, warmup trimmed) and only
+  those per-run numbers are compared.  With 3-10 replicates per arm the samples are tiny.
+* **Median ratio.**  The effect is reported as ``median(B) / median(A)``: relative change is what
+  tuning questions ask ("2% faster"), it is unit-free so cells of different metrics read alike,
+  and the median is not dragged by the one run that hit a checkpoint storm or a noisy neighbour.
+* **Nonparametric.**  Run-to-run spread is about +-10% on the lab machine and is not normal
+  (skewed, occasional outliers, bimodal when a run straddles a background flush), and with five
+  runs normality cannot be checked anyway; Hoefler & Belli (SC'15) advise medians with
+  nonparametric confidence intervals.  So: Mann-Whitney U on the per-run values (rank-based, no
+  distribution assumed) and a percentile bootstrap CI of the median ratio, resampling each arm
+  independently.
+
+Verdict labels are neutral about direction (see :class:`Verdict`): ``"higher"`` means B's median
+is higher than A's, which is good for TPS and bad for latency; the caller knows which.
+
+A result is only called ``"higher"``/``"lower"`` when the bootstrap CI excludes 1 **and** the
+Mann-Whitney p-value is at most ``1 - level``.  The percentile bootstrap alone is far too
+optimistic with 2-4 runs per arm (with 2 runs an arm's resampled median takes only three values):
+on same-distribution data with 10% noise it excluded 1 in about 37% of trials at n=2 and 11% at
+n=4 instead of 5%.  Requiring the rank test as well brings that back under 5%.  A consequence,
+on purpose: at level 0.95 three runs per arm can never give a verdict (the smallest two-sided
+exact p for 3 vs 3 is 0.1); four or more per arm are needed, five recommended.
+
+Pure Python (stdlib only); the tests check every number against scipy/numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "HIGHER",
+    "LOWER",
+    "NOISE",
+    "TOO_FEW",
+    "SteadyState",
+    "Verdict",
+    "bootstrap_ratio_ci",
+    "compare_runs",
+    "cv",
+    "iqr",
+    "mann_whitney_u",
+    "median",
+    "quantile",
+    "steady_index",
+]
+
+HIGHER = "higher"
+"""B's median is higher than A's: CI of median(B)/median(A) entirely above 1, and p <= 1-level."""
+LOWER = "lower"
+"""B's median is lower than A's: CI entirely below 1, and p <= 1-level."""
+NOISE = "noise"
+"""Indistinguishable from run-to-run noise: CI spans 1, or p > 1-level, or no ratio (A median 0)."""
+TOO_FEW = "too few runs"
+"""Fewer than 2 runs in an arm: a ratio may be shown but no verdict is possible."""
+
+# Steady-state defaults for 1 Hz sysbench TPS.  REFERENCE suggests a 60 x 1 s window; 30 s is
+# used because experiment runs are often only 60-300 s and a 60 s window would spend a whole
+# minute (or most of a short run) before it could ever fire, while 30 samples still estimate the
+# CV to within roughly +-13% of itself.  cv_max 5%: a settled server's per-second TPS typically
+# jitters 1-3%, a warming buffer pool or a flush storm far more.  slope_max 0.2%/s of the mean:
+# with 30 samples and 3% noise the slope's standard error is about 0.06%/s, so a flat series
+# passes with a wide margin, whereas a warmup still climbing 6% across the window does not.
+DEFAULT_WINDOW = 30
+DEFAULT_CV_MAX = 0.05
+DEFAULT_SLOPE_MAX = 0.002
+
+
+def _values(xs: Sequence[float], name: str = "xs") -> list[float]:
+    """Copy to a list of floats; ValueError when empty or when a value is NaN."""
+    out = [float(x) for x in xs]
+    if not out:
+        raise ValueError(f"{name} is empty")
+    if any(math.isnan(x) for x in out):
+        raise ValueError(f"{name} contains NaN")
+    return out
+
+
+def median(xs: Sequence[float]) -> float:
+    """Median (mean of the two middle values for even n).  ValueError when empty or NaN."""
+    return float(statistics.median(_values(xs)))
+
+
+def _quantile_sorted(s: Sequence[float], q: float) -> float:
+    h = (len(s) - 1) * q
+    lo = math.floor(h)
+    if lo >= len(s) - 1:
+        return s[-1]
+    return s[lo] + (h - lo) * (s[lo + 1] - s[lo])
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    """The q-quantile (0 <= q <= 1) by linear interpolation between order statistics.
+
+    Same as numpy's default (``method="linear"``, Hyndman-Fan type 7) and
+    ``statistics.quantiles(method="inclusive")``.  ValueError when empty or q is outside [0, 1].
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must be in [0, 1], got {q}")
+    return _quantile_sorted(sorted(_values(xs)), q)
+
+
+def iqr(xs: Sequence[float]) -> float:
+    """Interquartile range, ``quantile(xs, .75) - quantile(xs, .25)``."""
+    s = sorted(_values(xs))
+    return _quantile_sorted(s, 0.75) - _quantile_sorted(s, 0.25)
+
+
+def cv(xs: Sequence[float]) -> float | None:
+    """Coefficient of variation: sample stdev (n-1) / |mean|; None if n < 2 or the mean is 0.
+
+    The absolute value of the mean keeps the CV non-negative so that threshold checks stay
+    meaningful; for the positive metrics this module is meant for it equals stdev / mean.
+    """
+    v = _values(xs)
+    if len(v) < 2:
+        return None
+    m = statistics.fmean(v)
+    if m == 0:
+        return None
+    return statistics.stdev(v) / abs(m)
+
+
+# --- Mann-Whitney U ------------------------------------------------------------------------------
+
+# scipy.stats.mannwhitneyu(method="auto") uses the exact null distribution when at least one
+# sample has at most this many values and there are no ties (same rule from scipy 1.7 to 1.17).
+_EXACT_MAX_N = 8
+
+
+def _average_ranks(xs: Sequence[float]) -> tuple[list[float], list[int]]:
+    """1-based ranks with ties given their average rank, and the size of every tie group."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
+    ranks = [0.0] * len(xs)
+    groups: list[int] = []
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        avg = (i + j) / 2 + 1  # ranks i+1 .. j+1
+        for k in range(i, j + 1):
+            ranks[order[k]] = avg
+        groups.append(j - i + 1)
+        i = j + 1
+    return ranks, groups
+
+
+def _u_counts(m: int, n: int) -> list[int]:
+    """Number of orderings giving U = 0 .. m*n for samples of size m and n without ties.
+
+    These are the coefficients of the Gaussian binomial [m+n choose m]_q =
+    prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i), computed with exact integers.
+    """
+    if m > n:
+        m, n = n, m
+    poly = [1]
+    for i in range(1, m + 1):
+        shift = n + i
+        grown = poly + [0] * shift
+        for k in range(shift, len(grown)):  # multiply by (1 - q^shift)
+            grown[k] -= poly[k - shift]
+        for k in range(i, len(grown)):  # divide by (1 - q^i): exact, a running sum with stride i
+            grown[k] += grown[k - i]
+        poly = grown[: m * n + 1]  # higher coefficients are zero
+    return poly
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Mann-Whitney U test of a against b: (U statistic of a, two-sided p-value).
+
+    Matches ``scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="auto")``: U is
+    the rank sum of a minus n_a(n_a+1)/2 (ties get average ranks).  The p-value is exact (the
+    null distribution of U, enumerated with integers) when min(n_a, n_b) <= 8 and there are no
+    ties; otherwise it is the normal approximation with tie correction and a 0.5 continuity
+    correction.  p is clipped to 1 (identical samples give p = 1).  ValueError if either sample
+    is empty or contains NaN.
+    """
+    xa = _values(a, "a")
+    xb = _values(b, "b")
+    n1, n2 = len(xa), len(xb)
+    ranks, groups = _average_ranks(xa + xb)
+    u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2
+    u2 = n1 * n2 - u1
+    u = max(u1, u2)
+    ties = any(g > 1 for g in groups)
+    if min(n1, n2) <= _EXACT_MAX_N and not ties:
+        counts = _u_counts(n1, n2)
+        # U is an integer here; P(U >= u) by summing the upper tail.
+        tail = sum(counts[round(u) :])
+        p = 2 * (tail / math.comb(n1 + n2, n1))
+    else:
+        n = n1 + n2
+        tie_term = sum(g**3 - g for g in groups)
+        var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+        if var <= 0:  # every value tied: U sits exactly at its mean
+            return u1, 1.0
+        z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
+        p = math.erfc(z / math.sqrt(2))  # 2 * P(Z > z)
+    return u1, min(max(p, 0.0), 1.0)
+
+
+# --- bootstrap -----------------------------------------------------------------------------------
+
+
+def bootstrap_ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    level: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval (lo, hi) of ``median(b) / median(a)``.
+
+    Each resample draws len(a) values from a and len(b) values from b, independently and with
+    replacement, using ``random.Random(seed)``, so the result is deterministic for a seed (and
+    Python version).  The bounds are the (1-level)/2 and (1+level)/2 quantiles (linear
+    interpolation) of the resampled ratios.
+
+    Zero guard: ValueError when median(a) is 0 (the ratio itself is undefined).  Resamples whose
+    A median is 0 (possible when a holds zeros) are skipped; ValueError if all are.  Meant for
+    positive metrics (TPS, latency); ValueError on empty input, NaN, level outside (0, 1) or
+    resamples < 1.
+    """
+    xa = _values(a, "a")
+    xb = _values(b, "b")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if statistics.median(xa) == 0:
+        raise ValueError("median(a) is 0: the ratio median(b)/median(a) is undefined")
+    rng = random.Random(seed)
+    na, nb = len(xa), len(xb)
+    ratios: list[float] = []
+    for _ in range(resamples):
+        ma = statistics.median(rng.choices(xa, k=na))
+        mb = statistics.median(rng.choices(xb, k=nb))
+        if ma != 0:
+            ratios.append(mb / ma)
+    if not ratios:
+        raise ValueError("every resample of a has median 0")
+    ratios.sort()
+    alpha = (1.0 - level) / 2
+    return _quantile_sorted(ratios, alpha), _quantile_sorted(ratios, 1.0 - alpha)
+
+
+# --- verdict -------------------------------------------------------------------------------------
+
+
+def _fmt_p(p: float) -> str:
+    if p < 0.001:
+        return "p<0.001"
+    if p < 0.01:
+        return f"p={p:.3f}"
+    return f"p={p:.2f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The comparison of arm B against baseline arm A for one cell.
+
+    ``ratio`` is median(B)/median(A); ``lo``/``hi`` the bootstrap CI of it; ``p`` the two-sided
+    Mann-Whitney p-value; ``n_a``/``n_b`` the run counts.  Any of the floats is None when it
+    cannot be computed (too few runs; ratio, lo and hi when median(A) is 0).
+
+    ``label`` is direction-neutral, because the metric may be throughput (higher is better) or
+    latency (lower is better); the caller decides which is good:
+
+    * ``"higher"`` (:data:`HIGHER`): CI entirely above 1 and p <= 1 - level.
+    * ``"lower"`` (:data:`LOWER`): CI entirely below 1 and p <= 1 - level.
+    * ``"noise"`` (:data:`NOISE`): indistinguishable from run-to-run noise: the CI spans 1, or it
+      excludes 1 but the rank test does not agree (p > 1 - level, typical with <= 4 runs per
+      arm), or median(A) is 0 so there is no ratio.
+    * ``"too few runs"`` (:data:`TOO_FEW`): n_a < 2 or n_b < 2.
+    """
+
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    p: float | None
+    n_a: int
+    n_b: int
+    label: str
+
+    def text(self) -> str:
+        """One short cell text, e.g. ``1.12x [1.05-1.19] p=0.03``, ``~ noise 0.97x [0.91-1.04]``
+        (p is added to a noise cell only when the CI alone would have excluded 1), or
+        ``1.12x (1 run each: no verdict)``."""
+        ratio = "n/a" if self.ratio is None else f"{self.ratio:.2f}x"
+        if self.label == TOO_FEW:
+            runs = (
+                f"{self.n_a} run{'' if self.n_a == 1 else 's'} each"
+                if self.n_a == self.n_b
+                else f"runs {self.n_a}/{self.n_b}"
+            )
+            return f"{ratio} ({runs}: no verdict)"
+        if self.ratio is None:
+            p = "" if self.p is None else f" {_fmt_p(self.p)}"
+            return f"~ noise n/a (median A is 0){p}"
+        ci = "" if self.lo is None or self.hi is None else f" [{self.lo:.2f}-{self.hi:.2f}]"
+        if self.label == NOISE:
+            spans = self.lo is None or self.hi is None or self.lo <= 1.0 <= self.hi
+            p = "" if spans or self.p is None else f" {_fmt_p(self.p)}"
+            return f"~ noise {ratio}{ci}{p}"
+        p = "" if self.p is None else f" {_fmt_p(self.p)}"
+        return f"{ratio}{ci}{p}"
+
+
+def compare_runs(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Verdict:
+    """Compare per-run values of arm B against baseline arm A (one number per run).
+
+    Never raises for few or zero runs (that is the "too few runs" label) nor for median(A) = 0
+    (label "noise" with ratio None); ValueError for NaN values or level outside (0, 1).
+    See :class:`Verdict` for the labels.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    xa = [float(x) for x in a]
+    xb = [float(x) for x in b]
+    if any(math.isnan(x) for x in xa + xb):
+        raise ValueError("run values contain NaN")
+    n_a, n_b = len(xa), len(xb)
+    ratio: float | None = None
+    if xa and xb:
+        ma = statistics.median(xa)
+        if ma != 0:
+            ratio = statistics.median(xb) / ma
+    if n_a < 2 or n_b < 2:
+        return Verdict(ratio, None, None, None, n_a, n_b, TOO_FEW)
+    _, p = mann_whitney_u(xa, xb)
+    if ratio is None:
+        return Verdict(None, None, None, p, n_a, n_b, NOISE)
+    lo, hi = bootstrap_ratio_ci(xa, xb, level=level, seed=seed)
+    significant = p <= 1.0 - level
+    if lo > 1.0 and significant:
+        label = HIGHER
+    elif hi < 1.0 and significant:
+        label = LOWER
+    else:
+        label = NOISE
+    return Verdict(ratio, lo, hi, p, n_a, n_b, label)
+
+
+# --- steady state --------------------------------------------------------------------------------
+
+
+class SteadyState:
+    """Incremental steady-state detector over a rolling window of per-second values
+    (e.g. TPS): steady when the window is full, its coefficient of variation <= cv_max and the
+    absolute least-squares slope, relative to the window mean, <= slope_max per sample.
+
+    ``add(None)`` (a gap in the series) and non-finite values clear the window, so steadiness
+    must be re-earned over a full window after a gap.  ``cv`` and ``slope`` describe the current
+    window contents as soon as it holds 2 values (None before, or when its mean is 0), so a UI can
+    show them while the window fills; ``slope`` is signed (the series' direction), relative to
+    |mean|, per sample.  Each add costs O(window).  See DEFAULT_* above for why the defaults.
+    """
+
+    def __init__(
+        self,
+        window: int = DEFAULT_WINDOW,
+        cv_max: float = DEFAULT_CV_MAX,
+        slope_max: float = DEFAULT_SLOPE_MAX,
+    ) -> None:
+        if window < 2:
+            raise ValueError(f"window must be >= 2, got {window}")
+        if cv_max < 0 or slope_max < 0:
+            raise ValueError("cv_max and slope_max must be >= 0")
+        self.window = window
+        self.cv_max = cv_max
+        self.slope_max = slope_max
+        self._values: deque[float] = deque(maxlen=window)
+        self._cv: float | None = None
+        self._slope: float | None = None
+        self._steady = False
+
+    def reset(self) -> None:
+        """Forget every value."""
+        self._values.clear()
+        self._cv = None
+        self._slope = None
+        self._steady = False
+
+    def add(self, value: float | None) -> bool:
+        """Append one sample (None or a non-finite value is a gap and clears the window);
+        return whether the series is steady now."""
+        if value is None or not math.isfinite(value):
+            self.reset()
+            return False
+        self._values.append(float(value))
+        self._update()
+        return self._steady
+
+    def _update(self) -> None:
+        ys = self._values
+        n = len(ys)
+        self._cv = self._slope = None
+        self._steady = False
+        if n < 2:
+            return
+        mean = math.fsum(ys) / n
+        if mean == 0:
+            return
+        ss = math.fsum((y - mean) ** 2 for y in ys)
+        xbar = (n - 1) / 2
+        sxy = math.fsum((i - xbar) * (y - mean) for i, y in enumerate(ys))
+        sxx = n * (n * n - 1) / 12
+        self._cv = math.sqrt(ss / (n - 1)) / abs(mean)
+        self._slope = sxy / sxx / abs(mean)
+        self._steady = (
+            n == self.window and self._cv <= self.cv_max and abs(self._slope) <= self.slope_max
+        )
+
+    @property
+    def steady(self) -> bool:
+        """True when the window is full and both CV and relative slope are within bounds."""
+        return self._steady
+
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation of the window (sample stdev / |mean|)."""
+        return self._cv
+
+    @property
+    def slope(self) -> float | None:
+        """Least-squares slope of the window per sample, divided by |mean| (signed)."""
+        return self._slope
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def steady_index(
+    values: Sequence[float | None],
+    *,
+    window: int = DEFAULT_WINDOW,
+    cv_max: float = DEFAULT_CV_MAX,
+    slope_max: float = DEFAULT_SLOPE_MAX,
+) -> int | None:
+    """The first index i at which a SteadyState fed values[0..i] becomes steady (None if never).
+
+    The steady part of a run then starts at ``i - window + 1`` (the window that qualified).
+    """
+    det = SteadyState(window, cv_max, slope_max)
+    for i, v in enumerate(values):
+        if det.add(v):
+            return i
+    return None

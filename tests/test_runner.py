@@ -1,0 +1,264 @@
+"""Recipe runs on a real sandbox with real sysbench: headless CLI, in-process, abort, TUI."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import EventCollector, show_global
+from harness.procs import sysbench_processes
+from harness.ui import until, widget_text
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import JournalReader, RecipeRun, StepResult
+from knobtop.lab import Sandbox
+from knobtop.load.sysbench import Sysbench
+from knobtop.recipes.recipe import Recipe, RecipeError, load_recipe
+from knobtop.recipes.results import build, collect, results_csv, results_markdown
+from knobtop.recipes.runner import RecipeRunner, RunAborted
+from knobtop.recipes.stats import NOISE, TOO_FEW
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.static import ServerNode
+from knobtop.session import Session, SessionConfig
+from knobtop.ui.app import KnobtopApp
+from knobtop.ui.widgets.recipe_panel import RecipePanel
+
+EXPERIMENTS = Path(__file__).parent.parent / "experiments"
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, ConnectionInfo]]:
+    sandbox = Sandbox(tmp_path_factory.mktemp("runner") / "lab")
+    info = sandbox.start()
+    yield sandbox, info
+    sandbox.stop()
+
+
+def quick(recipe: Recipe, **changes: object) -> Recipe:
+    """The same recipe with seconds instead of minutes per step."""
+    waits = dataclasses.replace(recipe.waits, timeout=8.0)
+    base: dict[str, object] = dict(duration=2, warmup=1, pause=0.0, waits=waits,
+                                   tables=1, table_size=2000, threads=(2,))
+    base.update(changes)
+    return dataclasses.replace(recipe, **base)  # type: ignore[arg-type]
+
+
+def session_for(lab: tuple[Sandbox, ConnectionInfo], journal: Path) -> Session:
+    sandbox, info = lab
+    driver = Sysbench(LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
+                      password=info.password, database="sbtest")
+    node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+                      restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file)
+    config = SessionConfig(profile="lab", connection=info, journal_path=journal,
+                           interval=0.5, nodes=(node,))
+    return Session(config, LocalHost(), driver)
+
+
+def test_doublewrite_recipe_runs_headless_on_the_lab_and_prints_the_table(
+    tmp_path: Path, sysbench_path: str
+) -> None:
+    """The issue's "done when": knobtop run experiments/doublewrite.toml --lab, shortened."""
+    md = tmp_path / "results.md"
+    journal = tmp_path / "dw.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "run", str(EXPERIMENTS / "doublewrite.toml"),
+         "--lab", "--dir", str(tmp_path / "lab"), "--journal", str(journal),
+         "--replicates", "2", "--duration", "2", "--warmup", "1", "--threads", "2",
+         "--pause", "0", "--wait-timeout", "6", "--markdown", str(md)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    assert "2 threads" in out and "baseline" in out
+    events = list(JournalReader(journal))
+    steps = [e for e in events if isinstance(e, StepResult)]
+    assert [(s.arm, s.replicate) for s in steps] == [("ON", 1), ("OFF", 1), ("ON", 2),
+                                                      ("OFF", 2)]
+    assert all(s.tps is not None and s.tps > 0 and s.intervals >= 1 for s in steps)
+    # the recipe's history gate went through MariaDB's innodb_max_purge_lag_wait each time
+    purge = [e for e in events if e.kind == "mark" and "innodb_max_purge_lag_wait" in e.label]
+    assert len(purge) == len(steps) and all("history" in s.waits for s in steps)
+    # static knob: a restart per arm visit, and the baseline restored at the end
+    restarts = [e for e in events if e.kind == "restart" and e.step == "restart"]
+    # ON is the server's value already; then ->OFF, ->ON, ->OFF, and back to the baseline
+    assert len(restarts) == 4
+    changes = [e for e in events if e.kind == "change"]
+    assert [c.new for c in changes] == ["OFF", "ON", "OFF", "ON"]
+    assert changes[-1].reason == "revert to baseline"
+    end = [e for e in events if isinstance(e, RecipeRun)]
+    assert [e.action for e in end] == ["start", "end"]
+    results = collect(events)[0]
+    cell = results.cells[("OFF", 2)]
+    assert cell.verdict is not None and cell.verdict.label in (NOISE, TOO_FEW, "higher",
+                                                                "lower")
+    assert cell.verdict.text() in md.read_text()
+    # knobtop report on the same journal carries the same table, and the steps as CSV
+    report = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal)],
+                            capture_output=True, text=True, timeout=60)
+    assert "## Recipe results" in report.stdout and cell.verdict.text() in report.stdout
+    rows = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal),
+                           "--format", "steps-csv"], capture_output=True, text=True,
+                          timeout=60).stdout.splitlines()
+    assert len(rows) == 1 + len(steps) and rows[1].startswith("doublewrite,1,1,ON,2,")
+
+
+def test_steps_csv_of_a_journal_without_a_recipe_says_so() -> None:
+    journal = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
+    run = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal),
+                          "--format", "steps-csv"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "no recipe steps" in run.stderr
+
+
+async def test_buffer_pool_climb_shows_the_hit_ratio_rising_with_the_pool(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    recipe = load_recipe(EXPERIMENTS / "buffer-pool-climb.toml")
+    # ~24 MB of rows: a 32M pool (less what InnoDB keeps for itself) misses, 256M does not
+    recipe = quick(recipe, tables=2, table_size=50000, duration=4, warmup=3, threads=(4,))
+    recipe = dataclasses.replace(recipe, arms=(recipe.arms[0], recipe.arms[-1]))
+    session = session_for(lab, tmp_path / "bp.knobtop.jsonl")
+    baseline = await show_global(lab[1], "innodb_buffer_pool_size")
+    await session.open()
+    try:
+        results = await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    small, large = (r for r in results)
+    assert small.arm == "32M" and large.arm == "256M"
+    assert small.hit_ratio is not None and large.hit_ratio is not None
+    assert small.hit_ratio < large.hit_ratio
+    assert await show_global(lab[1], "innodb_buffer_pool_size") == baseline
+    table = build(recipe.name, ["32M", "256M"], [4], results)
+    md = results_markdown(table)
+    assert "Buffer pool hit ratio" in md and "too few runs" not in md
+    assert "1 run each: no verdict" in md
+    csv_lines = results_csv(table).splitlines()
+    assert len(csv_lines) == 3 and csv_lines[0].startswith("recipe,index")
+
+
+async def test_abort_stops_the_load_and_restores_the_baseline(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=30, replicates=2,
+                   order="interleaved")  # 256K first: not the server's default
+    session = session_for(lab, tmp_path / "abort.knobtop.jsonl")
+    collector = EventCollector()
+    session.listeners.append(collector)
+    info = lab[1]
+    baseline = await show_global(info, "sort_buffer_size")
+    await session.open()
+    runner = RecipeRunner(session, recipe)
+    try:
+        task = asyncio.create_task(runner.run())
+        # abort once the first arm is in place and its load runs
+        await collector.wait_for(lambda ev: any(
+            e.kind == "phase" and e.action == "start" for e in ev), timeout=120)
+        changed = await show_global(info, "sort_buffer_size")
+        runner.abort()
+        with pytest.raises(RunAborted):
+            await task
+    finally:
+        await session.close()
+    assert changed == str(256 * 1024) != baseline
+    assert await show_global(info, "sort_buffer_size") == baseline
+    assert not runner.results
+    assert not sysbench_processes(str(lab[0].socket))
+    ends = [e for e in collector.events if isinstance(e, RecipeRun)]
+    assert [e.action for e in ends] == ["start", "aborted"]
+
+
+async def test_gates_wait_for_dirty_pages_and_checkpoint_age_and_journal_it(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    waits = dataclasses.replace(recipe.waits, dirty_at_lwm=True, dirty_pct_below=None,
+                                checkpoint_age_below=1 << 40, plateau=False)
+    recipe = quick(recipe, waits=dataclasses.replace(waits, timeout=60.0), duration=1,
+                   replicates=1, order="interleaved")
+    recipe = dataclasses.replace(recipe, arms=recipe.arms[:2])
+    session = session_for(lab, tmp_path / "gates.knobtop.jsonl")
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        results = await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    assert [sorted(r.waits) for r in results] == [["checkpoint", "dirty"]] * 2
+    labels = [e.label for e in collector.of("mark")]
+    assert sum(label.startswith("waited") and "dirty pages <=" in label for label in labels) == 2
+    assert sum("checkpoint age <" in label for label in labels) == 2
+    assert all(not r.steady for r in results)  # no plateau asked, none claimed
+
+
+async def test_a_recipe_for_another_server_is_refused_before_anything_changes(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    recipe = load_recipe(EXPERIMENTS / "thread-concurrency.toml")
+    session = session_for(lab, tmp_path / "no.knobtop.jsonl")
+    collector = EventCollector()
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        with pytest.raises(RecipeError, match=r"10\.6"):
+            await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    assert not collector.of("change") and not collector.of("phase")
+
+
+async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"))
+    recipe = dataclasses.replace(recipe, arms=recipe.arms[:2])
+    journal = tmp_path / "tui.knobtop.jsonl"
+    app = KnobtopApp(session_for(lab, journal), recipe=recipe)
+    seen: list[str] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = app.live.query_one(RecipePanel)
+
+        def progress_shown() -> bool:
+            text = "\n".join(widget_text(panel))
+            if "step 1/" in text:
+                seen.append(text)
+            return bool(seen)
+
+        await until(pilot, progress_shown, timeout=120)
+        await until(pilot, lambda: app.recipe_results is not None, timeout=300)
+        assert app.recipe_results is not None and app.recipe_results.outcome == "end"
+        text = "\n".join(widget_text(panel))
+        assert all(arm.name in text for arm in recipe.arms) and "baseline" in text
+        await pilot.press("q")
+    assert f"arm {recipe.schedule()[0].arm.name}" in seen[0]
+    steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]
+    assert len(steps) == len(recipe.schedule())
+
+
+async def test_quitting_the_screen_mid_recipe_aborts_it_and_restores_the_baseline(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=60,
+                   order="interleaved")  # 256K first: not the server's default
+    info = lab[1]
+    baseline = await show_global(info, "sort_buffer_size")
+    journal = tmp_path / "quit.knobtop.jsonl"
+    app = KnobtopApp(session_for(lab, journal), recipe=recipe)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.board is not None and app.board.load_running,
+                    timeout=120)
+        assert await show_global(info, "sort_buffer_size") == str(256 * 1024)
+        # the load and the knobs belong to the recipe: their keys are off while it runs
+        assert not any(app.check_action(a, ()) for a in ("toggle_load", "undo", "threads"))
+        assert app.check_action("note", ())
+        await pilot.press("q")
+    assert await show_global(info, "sort_buffer_size") == baseline
+    runs = [e for e in JournalReader(journal) if isinstance(e, RecipeRun)]
+    assert [e.action for e in runs] == ["start", "aborted"]
+    assert not sysbench_processes(str(lab[0].socket))
