@@ -12,8 +12,10 @@ from knobtop.journal.events import (
     Mark,
     Note,
     Phase,
+    RecipeRun,
     Restart,
     Sample,
+    StepResult,
     Unknown,
 )
 from knobtop.journal.reader import JournalFormatError, JournalReader
@@ -34,7 +36,9 @@ __all__ = [
     "Mark",
     "Note",
     "Phase",
+    "RecipeRun",
     "Restart",
     "Sample",
+    "StepResult",
     "Unknown",
 ]

@@ -160,6 +160,42 @@ class End(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class RecipeRun(Event):
+    """A recipe run started, ended, was aborted or failed; ``plan`` describes it."""
+
+    kind: ClassVar[str] = "recipe"
+    action: str  # "start" | "end" | "aborted" | "failed"
+    name: str
+    plan: JsonDict = field(default_factory=dict)  # path, arms, threads, replicates, ...
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult(Event):
+    """One measured step of a recipe: an arm at a thread count, one replicate.
+
+    ``start``/``end`` bound the measured window (warmup and waits excluded); the
+    numbers are medians over its per-second load reports and samples."""
+
+    kind: ClassVar[str] = "step"
+    recipe: str
+    index: int
+    replicate: int
+    arm: str
+    threads: int
+    start: float
+    end: float
+    tps: float | None
+    p95: float | None
+    err: float | None = None
+    hit_ratio: float | None = None
+    dirty_pct: float | None = None
+    intervals: int = 0
+    waits: dict[str, float] = field(default_factory=dict)  # gate -> seconds waited
+    steady: bool = False  # the TPS plateau was reached before measuring
+
+
+@dataclass(frozen=True, slots=True)
 class Unknown(Event):
     """An event type this knobtop does not know (written by a newer one)."""
 
@@ -170,7 +206,8 @@ class Unknown(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End)
+    for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End, RecipeRun,
+                StepResult)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

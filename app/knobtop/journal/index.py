@@ -23,7 +23,8 @@ from knobtop.journal.events import (
 from knobtop.journal.reader import JournalFormatError
 
 #: The kinds a person jumps between; each keeps a sorted list of its index positions.
-JUMP_KINDS: tuple[str, ...] = ("change", "restart", "phase", "note", "mark", "error")
+JUMP_KINDS: tuple[str, ...] = (
+    "change", "restart", "phase", "note", "mark", "error", "recipe", "step")
 
 CHUNK_SIZE = 4 << 20
 #: How far (seconds) ``tail_window`` reads past its cut-off: lines may be written a little
@@ -308,12 +309,33 @@ class JournalIndex:
             floats = (self._t, self._tmax)
             return sum(a.itemsize * len(a) for a in ints) + sum(a.itemsize * len(a) for a in floats)
 
+    @property
+    def max_back(self) -> float:
+        """How far back in time (seconds) a line was seen after a later one."""
+        return self._max_back
+
     def t_at(self, i: int) -> float:
         return self._t[i]
+
+    def tmax_at(self, i: int) -> float:
+        """The latest ``t`` seen in the lines up to and including position ``i``."""
+        return self._tmax[i]
 
     def kind_at(self, i: int) -> str:
         code = self._codes[i]
         return self._kind_names[code] if code < len(self._kind_names) else "?"
+
+    def kind_counts(self) -> dict[str, int]:
+        """How many indexed events of each kind (kinds past the 255th count as "?")."""
+        with self._lock:
+            counts = [0] * 256
+            for code in self._codes:
+                counts[code] += 1
+            names = list(self._kind_names)
+        out = {name: counts[code] for code, name in enumerate(names) if counts[code]}
+        if counts[_OTHER_KIND] and len(names) <= _OTHER_KIND:
+            out["?"] = counts[_OTHER_KIND]
+        return out
 
     def line_no(self, i: int) -> int:
         """1-based file line number of index position ``i``."""

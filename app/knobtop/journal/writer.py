@@ -40,10 +40,17 @@ class JournalWriter:
         self._lock = threading.Lock()
         self._dirty = False
         self._closed = False
+        # The first write that failed (a full disk): no line may follow a torn one.
+        self.failed: OSError | None = None
         path.parent.mkdir(parents=True, exist_ok=True)
         # O_EXCL: a journal is never appended to by a second session by accident.
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        self._write_line(self._encode(to_dict(header)))
+        try:
+            self._write_line(self._encode(to_dict(header)))
+        except OSError:
+            os.close(self._fd)  # no headerless file left behind
+            path.unlink(missing_ok=True)
+            raise
         self._stop = threading.Event()
         self._syncer = threading.Thread(
             target=self._sync_loop, args=(fsync_interval,), name="journal-fsync", daemon=True
@@ -79,9 +86,15 @@ class JournalWriter:
         with self._lock:
             if self._closed:
                 raise ValueError(f"journal {self.path} is closed")
-            while data:  # a short write (full disk, signal) must not leave half a line
-                written = os.write(self._fd, data)
-                data = data[written:]
+            if self.failed is not None:
+                raise OSError(self.failed.errno, self.failed.strerror, str(self.path))
+            try:
+                while data:  # a short write (full disk, signal) must not leave half a line
+                    written = os.write(self._fd, data)
+                    data = data[written:]
+            except OSError as exc:
+                self.failed = exc
+                raise
             self._dirty = True
 
     def _sync_loop(self, interval: float) -> None:
@@ -94,7 +107,11 @@ class JournalWriter:
                 return
             self._dirty = False
             fd = self._fd
-        os.fsync(fd)
+        try:
+            os.fsync(fd)
+        except OSError as exc:  # the data may not be on disk: appends fail from now on
+            with self._lock:
+                self.failed = self.failed or exc
 
     def close(self) -> None:
         self._stop.set()
@@ -102,9 +119,13 @@ class JournalWriter:
         with self._lock:
             if self._closed:
                 return
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._closed = True
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                self.failed = self.failed or exc
+            finally:
+                os.close(self._fd)
+                self._closed = True
 
 
 def default_journal_path(directory: Path, profile: str, when: float | None = None) -> Path:
