@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from textual.pilot import Pilot
-
+from harness.ui import until
 from knobtop.cli import following_app
 from knobtop.journal import Change, JournalReader, JournalWriter, Sample
 from knobtop.ui.widgets.knob_panel import KnobPanel
 
 RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
 
-
-async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 20) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 async def test_follow_shows_history_then_appended_events(tmp_path: Path) -> None:
@@ -38,12 +29,14 @@ async def test_follow_shows_history_then_appended_events(tmp_path: Path) -> None
             assert before == sum(isinstance(e, Sample) for e in events[:cut])
             panel = app.live.query_one(KnobPanel)
             assert panel.values["innodb_io_capacity"] == "1000"  # the change, as of now
+            await until(pilot, lambda: "following" in app._state)
             for event in events[cut:]:
                 writer.append(event)
             total = sum(isinstance(e, Sample) for e in events)
             await until(pilot, lambda: app.board.samples == total)
             assert app.board.knob_values["innodb_flush_log_at_trx_commit"] == "2"
-            assert "following" in app._state
+            # the recorded session ends with its `end` event: the view says the writer ended
+            await until(pilot, lambda: app._state.startswith("ended"))
             await pilot.press("q")
     finally:
         writer.close()

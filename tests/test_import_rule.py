@@ -8,16 +8,19 @@ from pathlib import Path
 APP = Path(__file__).resolve().parents[1] / "app" / "knobtop"
 
 
+TEXTUAL = ("textual", "textual_serve")  # Textual and its tools belong to ui/
+
+
 def textual_imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == "textual"]
+            found += [a.name for a in node.names if a.name.split(".")[0] in TEXTUAL]
         elif (
             isinstance(node, ast.ImportFrom)
             and node.module
-            and node.module.split(".")[0] == "textual"
+            and node.module.split(".")[0] in TEXTUAL
         ):
             found.append(node.module)
     return found
@@ -32,5 +35,6 @@ def test_core_never_imports_textual() -> None:
 
 def test_the_check_would_catch_a_leak(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import os\nfrom textual.widgets import Static\nimport textual\n")
-    assert textual_imports(bad) == ["textual.widgets", "textual"]
+    bad.write_text("import os\nfrom textual.widgets import Static\nimport textual\n"
+                   "from textual_serve.server import Server\n")
+    assert textual_imports(bad) == ["textual.widgets", "textual", "textual_serve.server"]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from textual.app import App, ComposeResult
 from textual.command import Command, CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from harness.ui import until
 from knobtop.server.catalog import Catalog
 from knobtop.ui.knob_picker import KnobProvider, describe
 
@@ -31,13 +30,6 @@ class PickerApp(App[None]):
         self.edited.append(name)
 
 
-async def until(pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 10) -> None:
-    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise)."""
-    for _ in range(int(timeout / 0.05)):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def listed(app: App[None]) -> list[str]:

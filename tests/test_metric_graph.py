@@ -328,3 +328,22 @@ async def test_every_size_renders_full_width_lines(size: tuple[int, int]) -> Non
             assert width >= size[0] - 2 and height >= min(size[1], 3)
             for y in range(height):
                 assert graph.render_line(y).cell_length == width
+
+
+async def test_newest_marker_label_after_or_before_its_arrow() -> None:
+    app = GraphApp()
+    async with app.run_test(size=(60, 6)) as pilot:
+        graph = app.query_one(MetricGraph)
+        graph.set_data(RAMP, [(10.0, "old=1"), (30.0, "io_capacity=2000")], 0.0, 100.0)
+        await pilot.pause()
+        title = rendered_lines(graph)[0]
+        arrow = title.index(NEWEST_GLYPH)
+        assert title[arrow:].startswith(f"{NEWEST_GLYPH} io_capacity=2000")  # room after
+        assert "old=1" not in title  # only the newest one is named
+        graph.set_data(RAMP, [(80.0, "flush_log_at_trx_commit=2")], 0.0, 100.0)
+        await pilot.pause()
+        title = rendered_lines(graph)[0]
+        arrow = title.index(NEWEST_GLYPH)
+        before = title[:arrow].rstrip()
+        assert before.endswith("…") or before.endswith("flush_log_at_trx_commit=2")
+        assert "flush_log" in before and title.endswith("0\u20131.00K") and len(title) == 60

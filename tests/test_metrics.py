@@ -7,24 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from knobtop.journal import JournalReader, Load, Sample
-from knobtop.metrics import MetricBoard, Snapshot, derive
+from harness.journals import board_of
+from knobtop.journal import Load, Sample
+from knobtop.metrics import SERVER_COUNTERS, MetricBoard, Snapshot, derive
 from knobtop.metrics.derive import cpu_percent
 
 JOURNALS = Path(__file__).parent / "data" / "journals"
 
 
 def board_for(name: str) -> tuple[MetricBoard, list[Sample], list[Load]]:
-    reader = JournalReader(JOURNALS / name)
-    board = MetricBoard(reader.header)
-    samples: list[Sample] = []
-    loads: list[Load] = []
-    for event in reader:
-        board.apply(event)
-        if isinstance(event, Sample):
-            samples.append(event)
-        elif isinstance(event, Load):
-            loads.append(event)
+    board, samples, loads, _ = board_of(JOURNALS / name)
     return board, samples, loads
 
 
@@ -140,3 +132,106 @@ def test_ndb_disk_page_buffer_hit_ratio_per_interval_per_node() -> None:
     interval = ndb_hit_ratio(first, second)
     assert interval["2"] == pytest.approx(99.0)  # 990 direct of 1000 in the interval
     assert interval["3"] is None  # no page requests in the interval: no ratio
+
+
+def rocks(t: float, hit: int, miss: int, stops: int, slowdowns: int, micros: int,
+          uptime: int = 100) -> Snapshot:
+    """A hand-made sample of a server with MyRocks (only the counters the math reads)."""
+    return Snapshot(t, {
+        "Uptime": uptime,
+        "Rocksdb_block_cache_hit": hit,
+        "Rocksdb_block_cache_miss": miss,
+        "Rocksdb_stall_total_stops": stops,
+        "Rocksdb_stall_total_slowdowns": slowdowns,
+        "Rocksdb_stall_micros": micros,
+    })
+
+
+def test_myrocks_hit_ratio_and_stalls_per_interval() -> None:
+    a = rocks(10.0, hit=5_000, miss=5_000, stops=1, slowdowns=2, micros=1_000)
+    b = rocks(12.0, hit=5_900, miss=5_100, stops=2, slowdowns=5, micros=31_000)
+    got = derive(a, b)
+    # 900 hits and 100 misses in the interval: 90 %, not the 53.6 % since start.
+    assert got["rocks_hit_ratio"] == pytest.approx(90.0)
+    # (1 stop + 3 slowdowns) over 2 s; 30 000 us stalled over 2 s = 15 ms per second.
+    assert got["rocks_stalls"] == pytest.approx(2.0)
+    assert got["rocks_stall_ms"] == pytest.approx(15.0)
+
+
+def test_myrocks_hit_ratio_is_none_without_reads_or_across_a_restart() -> None:
+    a = rocks(10.0, hit=700, miss=300, stops=0, slowdowns=0, micros=0)
+    idle = derive(a, rocks(11.0, hit=700, miss=300, stops=0, slowdowns=0, micros=0))
+    assert idle["rocks_hit_ratio"] is None  # no block lookups: no ratio
+    assert idle["rocks_stalls"] == 0.0 and idle["rocks_stall_ms"] == 0.0
+    restarted = derive(a, rocks(11.0, hit=10, miss=5, stops=0, slowdowns=0, micros=0, uptime=1))
+    assert restarted["rocks_hit_ratio"] is None and restarted["rocks_stalls"] is None
+    first = derive(None, a)
+    assert first["rocks_hit_ratio"] is None and first["rocks_stall_ms"] is None
+
+
+def test_no_myrocks_metrics_and_no_panel_on_an_innodb_journal() -> None:
+    board, _, _ = board_for("lab-read-write.knobtop.jsonl")
+    assert board.has_rocksdb is False
+    for name in ("rocks_hit_ratio", "rocks_stalls", "rocks_stall_ms"):
+        assert name in board.series
+        assert board.latest[name] is None
+        assert all(v is None for _, v in board.series[name].points())
+    assert board.latest["hit_ratio"] is not None  # the InnoDB metrics are untouched
+
+
+def test_board_turns_on_myrocks_with_the_first_sample_that_has_it() -> None:
+    from knobtop.journal import Header
+    from knobtop.metrics.derive import ROCKS_COUNTERS
+
+    names = ["Uptime", *ROCKS_COUNTERS]
+    header = Header(format=1, knobtop="t", profile="t", started_wall=0.0, interval=1.0,
+                    server={}, hosts={}, counters=names, host_fields=[])
+    board = MetricBoard(header)
+    board.apply(Sample(t=0.0, wall=0.0, v=[5, None, None, None, None, None]))
+    assert board.has_rocksdb is False
+    board.apply(Sample(t=1.0, wall=1.0, v=[6, 100, 0, 0, 0, 0]))
+    board.apply(Sample(t=2.0, wall=2.0, v=[7, 190, 10, 0, 1, 4_000]))
+    assert board.has_rocksdb is True
+    assert board.latest["rocks_hit_ratio"] == pytest.approx(90.0)  # 90 of 100 lookups
+    assert board.latest["rocks_stalls"] == pytest.approx(1.0)
+    assert board.latest["rocks_stall_ms"] == pytest.approx(4.0)
+
+
+def test_myrocks_counters_are_sampled() -> None:
+    from knobtop.metrics.derive import ROCKS_COUNTERS
+
+    assert set(ROCKS_COUNTERS) <= set(SERVER_COUNTERS)
+
+
+def test_innodb_page_metrics_from_recorded_counters() -> None:
+    board, samples, _ = board_for("lab-read-write.knobtop.jsonl")
+    a, b = samples[-2], samples[-1]
+    dt = b.t - a.t
+    for metric, counter_name in (("pages_flushed", "Innodb_buffer_pool_pages_flushed"),
+                                 ("data_reads", "Innodb_data_reads"),
+                                 ("log_waits", "Innodb_log_waits")):
+        expected = (counter(board, b, counter_name) - counter(board, a, counter_name)) / dt
+        assert board.latest[metric] == pytest.approx(expected), metric
+    pct = 100 * counter(board, b, "Innodb_checkpoint_age") / counter(
+        board, b, "Innodb_checkpoint_max_age")
+    assert board.latest["checkpoint_pct"] == pytest.approx(pct)
+    assert 0 < pct < 100
+    assert any(v for _, v in board.series["pages_flushed"].points())  # writes flushed pages
+
+
+def test_series_is_a_bounded_ring_that_keeps_gaps() -> None:
+    from knobtop.metrics.board import Series
+
+    series = Series(capacity=4)
+    assert len(series) == 0 and series.points() == [] and series.last is None
+    for t, v in [(1.0, 10.0), (2.0, None), (3.0, 30.0)]:
+        series.append(t, v)
+    assert series.points() == [(1.0, 10.0), (2.0, None), (3.0, 30.0)]
+    for t, v in [(4.0, 40.0), (5.0, None), (6.0, 60.5)]:
+        series.append(t, v)
+    assert len(series) == 4  # the two oldest are gone
+    assert series.points() == [(3.0, 30.0), (4.0, 40.0), (5.0, None), (6.0, 60.5)]
+    assert series.points(since=4.5) == [(5.0, None), (6.0, 60.5)]
+    assert series.last == 60.5 and series.last_t == 6.0
+    series.append(7.0, None)
+    assert series.last == 60.5 and series.last_t == 7.0  # last skips the gap, last_t does not

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from harness.sshd import SshServer
+from harness.ui import until
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Change, JournalReader, Note, Phase, Restart
@@ -31,15 +31,6 @@ from knobtop.ui.widgets.status_bar import StatusBar
 JOURNALS = Path(__file__).parent / "data" / "journals"
 SMALL = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)
 
-
-async def until(pilot: Pilot[int], predicate: Callable[[], bool], timeout: float = 20) -> None:
-    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise)."""
-    loops = int(timeout / 0.05)
-    for _ in range(loops):
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def graph_text(graph: MetricGraph) -> list[str]:
@@ -82,7 +73,7 @@ async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
         # Let the next paint happen, then every graph shows the marker column.
         version = app.board.version
         await until(pilot, lambda: app._painted >= version)
-        graphs = list(app.live.query(MetricGraph))
+        graphs = list(app.live.query("#page-overview MetricGraph").results(MetricGraph))
         assert len(graphs) == 9
         for graph in graphs:
             rows = graph_text(graph)[1:]

@@ -20,6 +20,8 @@ from knobtop.server.link import ConnectionInfo
 
 LAB_USER = "knobtop"
 LAB_DB = "sbtest"
+# Server plugins the sandbox can load, and the Debian package that ships each.
+PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
 
 
 class LabError(RuntimeError):
@@ -58,6 +60,19 @@ class Sandbox:
     root: Path
     port: int = 0
     started_here: bool = False
+    # Server plugins to load at start, by library name ("ha_rocksdb" for MyRocks).
+    plugins: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.plugins = tuple(p.removesuffix(".so") for p in self.plugins)
+        for name in self.plugins:
+            if not name.replace("_", "").isalnum():
+                raise LabError(f"not a plugin library name: {name!r} (e.g. ha_rocksdb)")
+
+    @classmethod
+    def existing(cls, root: Path) -> Sandbox:
+        """The sandbox in ``root`` with the plugins its my.cnf loads (for restarts)."""
+        return cls(root, plugins=configured_plugins(root / "my.cnf"))
 
     @property
     def datadir(self) -> Path:
@@ -137,7 +152,8 @@ class Sandbox:
             "innodb_log_file_size=96M\n"
             "max_connections=300\n"
             "skip-name-resolve\n"
-            f"!includedir {self.dropin_dir}\n"
+            + "".join(f"plugin-load-add={name}.so\n" for name in self.plugins)
+            + f"!includedir {self.dropin_dir}\n"
         )
 
     def _install_db(self) -> None:
@@ -188,12 +204,14 @@ class Sandbox:
             raise LabError(
                 "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
             )
+        self._check_plugin_files(server)
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o700)
         pid = self.running_pid()
         if pid is not None:
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
+            self._check_plugins_active()
             return self.connection()
         fresh = not self.ready_marker.exists()
         self._write_config()
@@ -217,11 +235,41 @@ class Sandbox:
             if fresh:
                 self._create_lab_user()
                 self.ready_marker.write_text("")
+            self._check_plugins_active()
         except BaseException:
             # Never leave a half-started server behind for the next run to trip over.
             self._kill(proc)
             raise
         return self.connection()
+
+    def _check_plugin_files(self, server: str) -> None:
+        """Each plugin's library is in the server's plugin dir (mariadbd only logs a
+        missing one and starts without it)."""
+        if not self.plugins:
+            return
+        plugin_dir = server_plugin_dir(server)
+        for name in self.plugins:
+            if not (plugin_dir / f"{name}.so").exists():
+                raise LabError(missing_plugin(name, plugin_dir))
+
+    def _check_plugins_active(self) -> None:
+        """Every asked-for plugin library loaded (a running sandbox may lack one)."""
+        if not self.plugins:
+            return
+        result = self._client(
+            "SELECT DISTINCT PLUGIN_LIBRARY FROM information_schema.PLUGINS "
+            "WHERE PLUGIN_STATUS = 'ACTIVE' AND PLUGIN_LIBRARY IS NOT NULL"
+        )
+        if result.returncode != 0:
+            raise LabError(f"could not list the server's plugins: {result.stderr.strip()}")
+        active = {line.strip().removesuffix(".so") for line in result.stdout.splitlines()}
+        missing = [name for name in self.plugins if name not in active]
+        if missing:
+            raise LabError(
+                f"the sandbox server in {self.root} runs without {', '.join(missing)}: "
+                f"stop it (kill $(cat {self.pid_file})) and start again; its error log "
+                f"says:\n{self._log_tail()}"
+            )
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -343,6 +391,46 @@ class Sandbox:
         self.started_here = False
 
 
+def server_plugin_dir(server: str) -> Path:
+    """The plugin directory compiled into ``server`` (``--verbose --help`` prints it)."""
+    try:
+        proc = subprocess.run(
+            [server, "--no-defaults", "--verbose", "--help"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{server} --verbose --help did not answer within 30 s") from None
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "plugin-dir" and value.strip():
+            return Path(value.strip())
+    raise LabError(f"{server} --verbose --help names no plugin-dir:\n{proc.stderr[-400:]}")
+
+
+def missing_plugin(name: str, plugin_dir: Path) -> str:
+    """What to do when a plugin's library is not in the server's plugin dir."""
+    package = PLUGIN_PACKAGES.get(name)
+    fix = (
+        f"install {package}: `sudo apt-get install -y {package}`"
+        if package
+        else "install the package that ships it for this server version"
+    )
+    return f"the server plugin {name}.so is not in {plugin_dir}; {fix}, then start again"
+
+
+def configured_plugins(config: Path) -> tuple[str, ...]:
+    """The plugin libraries a sandbox my.cnf loads (its ``plugin-load-add=`` lines)."""
+    try:
+        lines = config.read_text().splitlines()
+    except FileNotFoundError:
+        return ()
+    return tuple(
+        line.split("=", 1)[1].strip().removesuffix(".so")
+        for line in lines
+        if line.startswith("plugin-load-add=")
+    )
+
+
 def _is_zombie(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -357,8 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2 or args[0] != "restart":
         print("usage: python -m knobtop.lab restart DIR", file=sys.stderr)
         return 2
-    sandbox = Sandbox(Path(args[1]))
     try:
+        sandbox = Sandbox.existing(Path(args[1]))
         sandbox.restart()
     except LabError as exc:
         print(f"knobtop lab: {exc}", file=sys.stderr)

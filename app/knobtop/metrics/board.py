@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import deque
 from dataclasses import dataclass
 
@@ -12,53 +14,73 @@ from knobtop.journal.events import (
     Header,
     Knobs,
     Load,
+    Mark,
+    Note,
     Phase,
     Restart,
     Sample,
 )
-from knobtop.metrics.derive import Snapshot, derive
+from knobtop.metrics.derive import Snapshot, derive, has_rocksdb
 
 DEFAULT_CAPACITY = 3600
 
 
 class Series:
-    """The last ``capacity`` points of one metric; ``None`` values are gaps."""
+    """The last ``capacity`` points of one metric; ``None`` values are gaps.
 
-    __slots__ = ("_t", "_v")
+    Two fixed-size float arrays used as a ring (a gap is stored as NaN): 16 bytes a point,
+    where a deque of Python floats costs about 64, for the hour every series keeps.
+    """
+
+    __slots__ = ("_capacity", "_n", "_next", "_t", "_v")
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._t: deque[float] = deque(maxlen=capacity)
-        self._v: deque[float | None] = deque(maxlen=capacity)
+        self._capacity = capacity
+        self._t = array("d", bytes(8 * capacity))
+        self._v = array("d", bytes(8 * capacity))
+        self._n = 0  # points held
+        self._next = 0  # where the next point goes
 
     def append(self, t: float, value: float | None) -> None:
-        self._t.append(t)
-        self._v.append(value)
+        i = self._next
+        self._t[i] = t
+        self._v[i] = math.nan if value is None else value
+        self._next = (i + 1) % self._capacity
+        if self._n < self._capacity:
+            self._n += 1
 
     def __len__(self) -> int:
-        return len(self._t)
+        return self._n
+
+    def _index(self, k: int) -> int:
+        """Ring position of the k-th newest point (0 = newest)."""
+        return (self._next - 1 - k) % self._capacity
 
     def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
         """Points at or after ``since``, oldest first; walks back only as far as needed."""
-        if since is None:
-            return list(zip(self._t, self._v, strict=True))
         out: list[tuple[float, float | None]] = []
-        for t, v in zip(reversed(self._t), reversed(self._v), strict=True):
-            if t < since:
+        ts, vs = self._t, self._v
+        for k in range(self._n):
+            i = self._index(k)
+            t = ts[i]
+            if since is not None and t < since:
                 break
-            out.append((t, v))
+            v = vs[i]
+            out.append((t, None if v != v else v))  # NaN is a gap
         out.reverse()
         return out
 
     @property
     def last(self) -> float | None:
-        for value in reversed(self._v):
-            if value is not None:
-                return value
+        for k in range(self._n):
+            v = self._v[self._index(k)]
+            if v == v:
+                return v
         return None
 
     @property
     def last_t(self) -> float | None:
-        return self._t[-1] if self._t else None
+        return self._t[self._index(0)] if self._n else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +88,7 @@ class Marker:
     """A vertical line on every graph: a knob or the load changed at ``t``."""
 
     t: float
-    kind: str  # "change" | "load" | "gap" | "restart"
+    kind: str  # "change" | "load" | "gap" | "restart" | "note" | "mark"
     label: str
 
 
@@ -82,6 +104,15 @@ SAMPLE_METRICS = (
     "threads_running",
     "cpu",
     "iowait",
+    # InnoDB internals (the InnoDB page of graphs).
+    "checkpoint_pct",
+    "pages_flushed",
+    "data_reads",
+    "log_waits",
+    # MyRocks (None on servers without it; see MetricBoard.has_rocksdb).
+    "rocks_hit_ratio",
+    "rocks_stalls",
+    "rocks_stall_ms",
 )
 LOAD_METRICS = ("load_tps", "load_qps", "load_p95", "load_err")
 
@@ -123,6 +154,8 @@ class MetricBoard:
         self.load_by_src: dict[str, Load] = {}
         self.load_label = ""
         self.samples = 0
+        # True once any sample carried MyRocks counters: the MyRocks panel shows from then on.
+        self.has_rocksdb = False
         self.version = 0  # bumped on every change, so views know when to repaint
         self._prev: Snapshot | None = None
 
@@ -152,6 +185,10 @@ class MetricBoard:
             self.markers.append(Marker(event.t, "restart", f"restart {event.node}"))
         elif isinstance(event, Knobs):
             self.knob_values.update(event.values)
+        elif isinstance(event, Note):
+            self.markers.append(Marker(event.t, "note", f"✎ {event.text}"))
+        elif isinstance(event, Mark):
+            self.markers.append(Marker(event.t, "mark", f"⚑ {event.label}"))
 
     def _apply_sample(self, event: Sample) -> None:
         snap = Snapshot.from_values(
@@ -160,6 +197,8 @@ class MetricBoard:
         values = derive(self._prev, snap, self.header.host_fields)
         self._prev = snap
         self.samples += 1
+        if not self.has_rocksdb and has_rocksdb(snap):
+            self.has_rocksdb = True
         for name in SAMPLE_METRICS:
             value = values.get(name)
             self.series[name].append(event.t, value)

@@ -42,6 +42,10 @@ STATUS_COUNTERS: tuple[str, ...] = (
     "Innodb_log_waits",
     "Rocksdb_block_cache_hit",
     "Rocksdb_block_cache_miss",
+    # MyRocks write stalls: totals over all causes (the per-cause pairs stay out).
+    "Rocksdb_stall_total_stops",
+    "Rocksdb_stall_total_slowdowns",
+    "Rocksdb_stall_micros",
 )
 
 # INNODB_METRICS rows (only those enabled are read).  MySQL has history length

@@ -131,6 +131,48 @@ def host_metrics(
     return out
 
 
+ROCKS_METRICS = ("rocks_hit_ratio", "rocks_stalls", "rocks_stall_ms")
+# Metrics that need a previous sample of the same server run.
+INTERVAL_METRICS = ("tps", "qps", "hit_ratio", "row_lock_waits", "pages_flushed", "data_reads",
+                    "log_waits", *ROCKS_METRICS, "cpu", "iowait")
+# MyRocks' status variables among the sampled counters (all absent without the plugin).
+ROCKS_COUNTERS = (
+    "Rocksdb_block_cache_hit",
+    "Rocksdb_block_cache_miss",
+    "Rocksdb_stall_total_stops",
+    "Rocksdb_stall_total_slowdowns",
+    "Rocksdb_stall_micros",
+)
+
+
+def has_rocksdb(snap: Snapshot) -> bool:
+    """The sample came from a server with MyRocks loaded (a MyRocks counter has a value)."""
+    return any(_get(snap, name) is not None for name in ROCKS_COUNTERS)
+
+
+def rocks_metrics(prev: Snapshot, cur: Snapshot, dt: float) -> dict[str, float | None]:
+    """MyRocks over the interval (REFERENCE.md sections 0c and 2); all None without it.
+
+    ``rocks_hit_ratio``: block cache hits / (hits + misses), in %; None when the
+    interval read no blocks.  ``rocks_stalls``: write stall events (stops plus
+    slowdowns) per second.  ``rocks_stall_ms``: milliseconds spent stalled per
+    second of wall time.
+    """
+    hit = _delta(prev, cur, "Rocksdb_block_cache_hit")
+    lookups = _delta(prev, cur, "Rocksdb_block_cache_hit", "Rocksdb_block_cache_miss")
+    ratio = None
+    if hit is not None and lookups is not None and 0 <= hit <= lookups and lookups > 0:
+        ratio = 100.0 * hit / lookups
+    stall_us = _rate(prev, cur, dt, "Rocksdb_stall_micros")
+    return {
+        "rocks_hit_ratio": ratio,
+        "rocks_stalls": _rate(
+            prev, cur, dt, "Rocksdb_stall_total_stops", "Rocksdb_stall_total_slowdowns"
+        ),
+        "rocks_stall_ms": None if stall_us is None else stall_us / 1000.0,
+    }
+
+
 CPU_FIELDS = frozenset(
     ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 )
@@ -155,6 +197,10 @@ def derive(
     out["history_len"] = None if hll is None else float(hll)
     age = _first(cur, "Innodb_checkpoint_age", "im:log_lsn_checkpoint_age")
     out["checkpoint_age"] = None if age is None else float(age)
+    max_age = _get(cur, "Innodb_checkpoint_max_age")
+    out["checkpoint_pct"] = (
+        100.0 * age / max_age if age is not None and max_age else None
+    )  # of the capacity before InnoDB must flush synchronously
     running = _get(cur, "Threads_running")
     out["threads_running"] = None if running is None else float(running)
 
@@ -164,7 +210,7 @@ def derive(
         if up_a is not None and up_b is not None and up_b < up_a:
             comparable = False
     if prev is None or not comparable:
-        for key in ("tps", "qps", "hit_ratio", "row_lock_waits", "cpu", "iowait"):
+        for key in INTERVAL_METRICS:
             out[key] = None
         return out
 
@@ -178,6 +224,10 @@ def derive(
         hit = 100.0 * (1.0 - reads / requests)
     out["hit_ratio"] = hit
     out["row_lock_waits"] = _rate(prev, cur, dt, "Innodb_row_lock_waits")
+    out["pages_flushed"] = _rate(prev, cur, dt, "Innodb_buffer_pool_pages_flushed")
+    out["data_reads"] = _rate(prev, cur, dt, "Innodb_data_reads")
+    out["log_waits"] = _rate(prev, cur, dt, "Innodb_log_waits")
+    out.update(rocks_metrics(prev, cur, dt))
     out["cpu"] = out["iowait"] = None
     for host, snap in cur.host_cpu.items():
         per_host = host_metrics(prev.host_cpu.get(host), snap, host_fields, dt)

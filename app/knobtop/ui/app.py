@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-from textual.app import App
 from textual.binding import Binding
 
+from knobtop.config import UiConfig
 from knobtop.hosts.base import HostError
-from knobtop.journal.events import Change, Error, Event, Header, Knobs
+from knobtop.journal.events import Change, End, Error, Event, Header, Knobs
 from knobtop.journal.follow import JournalFollower
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
+from knobtop.recipes.recipe import Recipe
+from knobtop.recipes.results import Results, build
+from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
 from knobtop.server.catalog import Catalog
 from knobtop.server.link import ServerError
 from knobtop.session import Session, SessionError, SessionThread
+from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
-from knobtop.ui.messages import JournalEvent
+from knobtop.ui.messages import JournalEvent, RecipeProgress
 from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -26,13 +32,17 @@ from knobtop.ui.widgets.graph_grid import GraphGrid
 from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
+from knobtop.ui.widgets.recipe_panel import RecipePanel
 from knobtop.ui.widgets.status_bar import StatusBar
 
 T = TypeVar("T")
+# Actions that would fight a running recipe over the load or the knobs.
+RECIPE_OWNS = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
+                         "undo", "revert_baseline", "focus_knobs"})
 PAINT_INTERVAL = 0.5  # graphs repaint at most twice a second, whatever the sample rate
 
 
-class KnobtopApp(App[int]):
+class KnobtopApp(KnobtopBase):
     """A view of the journal event stream.
 
     Live: ``session`` runs on a SessionThread; its events arrive as
@@ -41,7 +51,7 @@ class KnobtopApp(App[int]):
     """
 
     TITLE = "knobtop"
-    COMMANDS = App.COMMANDS | {KnobProvider}
+    COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("k", "focus_knobs", "Knobs", id="knob.focus"),
@@ -55,6 +65,7 @@ class KnobtopApp(App[int]):
         Binding("b", "revert_baseline", "Baseline", id="knob.baseline"),
         Binding("n", "note", "Note", id="journal.note"),
         Binding("m", "mark", "Mark", id="journal.mark"),
+        Binding("a", "abort_recipe", "Abort recipe", id="recipe.abort", show=False),
     ]
 
     def __init__(
@@ -65,8 +76,14 @@ class KnobtopApp(App[int]):
         header: Header | None = None,
         events: Iterable[Event] = (),
         follow: JournalFollower | None = None,
+        recipe: Recipe | None = None,
+        config: UiConfig | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(config)
+        self.recipe = recipe
+        self.recipe_runner: RecipeRunner | None = None
+        self.recipe_results: Results | None = None
+        self._recipe_future: asyncio.Future[Any] | None = None
         self.session = session
         self.start_load = start_load
         self.runner = SessionThread(session) if session is not None else None
@@ -77,19 +94,21 @@ class KnobtopApp(App[int]):
         self._marks = 0
         self._state = ""
         self._journal_name = ""
-        self.live = LiveScreen()
         self._live_ready = False
         self._unshown: list[Event] = []
 
     # -- start and stop ---------------------------------------------------------
 
     def on_mount(self) -> None:
+        self.apply_config()
         self.push_screen(self.live)
         for event in self._initial:
             self._apply(event)
         self.set_interval(PAINT_INTERVAL, self.paint)
         if self.follower is not None:
             self._journal_name = self.follower.path.name
+            self.screenshot_dir = self.follower.path.parent
+            self._state = "following"
             self.run_worker(self._follow(), name="follow", exclusive=True)
         if self.runner is not None and self.session is not None:
             self.session.listeners.append(self._from_session)
@@ -104,6 +123,10 @@ class KnobtopApp(App[int]):
                 # The writer started a new journal: its header may lay samples out anew.
                 self.board = MetricBoard(self.follower.header)
             self._apply(event)
+            if isinstance(event, End):
+                # The writer closed its journal: nothing more will come (unless a new one).
+                self._state = f"ended: {event.reason}" if event.reason else "ended"
+                continue
             lag = self.follower.lag
             self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
 
@@ -120,10 +143,73 @@ class KnobtopApp(App[int]):
             return
         if self.session.journal is not None:
             self._journal_name = self.session.journal.path.name
-        if self.start_load:
+            self.screenshot_dir = self.session.journal.path.parent
+        if self.recipe is not None:
+            await self._run_recipe(self.recipe)
+        elif self.start_load:
             await self._call(self.session.start_load())
 
+    # -- recipes ----------------------------------------------------------------
+
+    async def _run_recipe(self, recipe: Recipe) -> None:
+        """Run a recipe on the session's thread; progress and results go to the panel."""
+        assert self.session is not None
+        def progress(p: Progress) -> None:  # on the session's thread
+            self.post_message(RecipeProgress(dataclasses.replace(p)))
+
+        runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress)
+        outcome, message = "end", ""
+        self._recipe_future = self._submit(runner.run())
+        try:
+            await self._recipe_future
+        except RunAborted:
+            outcome, message = "aborted", "the baseline knobs were restored"
+        except Exception as exc:  # RunFailed, RecipeError (nothing changed), anything else
+            outcome, message = "failed", str(exc) or type(exc).__name__
+        self.recipe_results = build(recipe.name, [a.name for a in recipe.arms],
+                                    list(recipe.threads), runner.results, outcome, message,
+                                    len(runner.steps))
+        self.live.query_one(RecipePanel).show_results(self.recipe_results)
+        self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
+                    severity="information" if outcome == "end" else "error", timeout=12)
+
+    def on_recipe_progress(self, message: RecipeProgress) -> None:
+        if self._live_ready:
+            self.live.query_one(RecipePanel).show_progress(message.progress)
+
+    def action_abort_recipe(self) -> None:
+        runner = self.recipe_runner
+        if runner is None or self.recipe_results is not None:
+            self.notify("no recipe is running")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                runner.abort()
+                self.notify("aborting: stopping the load and restoring the baseline ...")
+
+        self.push_screen(ConfirmScreen("Abort the recipe?",
+                                       "The load stops and every knob the recipe changed "
+                                       "goes back to its baseline value (static ones with "
+                                       "one restart).", yes="Abort"), answered)
+
+    @property
+    def recipe_running(self) -> bool:
+        return self.recipe_runner is not None and self.recipe_results is None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a recipe runs, the load and the knobs are the recipe's: hands off."""
+        return not (self.recipe_running and action in RECIPE_OWNS)
+
     async def action_quit(self) -> None:
+        if self.recipe_running and self.recipe_runner is not None:
+            # Abort first: the load stops and the baseline knobs come back before closing.
+            self._state = "aborting the recipe: restoring the baseline knobs ..."
+            self.paint(force=True)
+            self.recipe_runner.abort()
+            if self._recipe_future is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait({self._recipe_future}, timeout=900)
         if self.runner is not None:
             self._state = "stopping (a restart in progress finishes first) ..."
             self.paint(force=True)
@@ -145,7 +231,12 @@ class KnobtopApp(App[int]):
     # -- events -----------------------------------------------------------------
 
     def on_journal_event(self, message: JournalEvent) -> None:
-        self._apply(message.event)
+        event = message.event
+        if isinstance(event, Error) and event.source == "journal":
+            # Nothing more is recorded: say so where it cannot be missed.
+            self._state = "NOT RECORDING: the journal cannot be written"
+            self.notify(event.message, title="journal", severity="error", timeout=30)
+        self._apply(event)
 
     def _apply(self, event: Event) -> None:
         if self.board is None:
@@ -177,6 +268,12 @@ class KnobtopApp(App[int]):
                 for knob, (_old, new) in event.side_effects.items():
                     panel.set_value(knob, new)
 
+    def window_changed(self) -> None:
+        self.paint(force=True)
+
+    def current_board(self) -> MetricBoard | None:
+        return self.board
+
     def paint(self, force: bool = False) -> None:
         """Redraw graphs and status from the board if anything changed since last time."""
         if not self._live_ready:
@@ -185,7 +282,9 @@ class KnobtopApp(App[int]):
         if version == self._painted and not force:
             return
         self._painted = version
-        self.live.query_one(StatusBar).show(self.board, self._journal_name, self._state)
+        grid = self.live.query_one(GraphGrid)
+        page = grid.page_title if grid.page != "overview" else ""
+        self.live.query_one(StatusBar).show(self.board, self._journal_name, self._state, page)
         if self.board is not None:
             self.live.query_one(GraphGrid).draw(self.board)
             self.live.query_one(HostPanel).show(self.board)
@@ -207,6 +306,10 @@ class KnobtopApp(App[int]):
         """Ask for a value for ``name``; static knobs also ask to confirm the restart."""
         if self.session is None:
             self.notify("this view is read-only", severity="warning")
+            return
+        if self.recipe_running:
+            self.notify("a recipe is running: its arms set the knobs (press a to abort it)",
+                        severity="warning")
             return
         catalog = self.knob_catalog
         panel = self.live.query_one(KnobPanel)

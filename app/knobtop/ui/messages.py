@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from knobtop.journal.events import Event
+from knobtop.recipes.runner import Progress
 
 
 class JournalEvent(Message):
@@ -13,3 +14,11 @@ class JournalEvent(Message):
     def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
+
+
+class RecipeProgress(Message):
+    """A copy of the running recipe's progress, posted from the session thread."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__()
+        self.progress = progress

@@ -13,6 +13,7 @@ from knobtop.ui.widgets.graph_grid import GraphGrid
 from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
+from knobtop.ui.widgets.recipe_panel import RecipePanel
 from knobtop.ui.widgets.status_bar import StatusBar
 
 NARROW_BELOW = 120
@@ -55,6 +56,7 @@ class LiveScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
+        yield RecipePanel(id="recipe")
         with Container(id="main"):
             yield GraphGrid(id="graphs")
             with Container(id="side"):

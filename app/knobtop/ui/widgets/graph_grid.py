@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Grid
+from textual.containers import Container, Grid
 
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.widgets.metric_graph import MetricGraph, default_fmt
@@ -37,32 +38,105 @@ GRAPHS: tuple[GraphSpec, ...] = (
 )
 
 
-class GraphGrid(Grid):
-    """Nine graphs sharing one time window, each with the change/load markers."""
+#: Graph pages (keys 1-3): the overview, InnoDB's internals, MyRocks (only with RocksDB).
+PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
+    "overview": ("Overview", GRAPHS),
+    "innodb": ("InnoDB", (
+        GraphSpec("hit_ratio", "BP hit ratio", "%", _pct),
+        GraphSpec("dirty_pct", "Dirty pages", "%", _pct),
+        GraphSpec("history_len", "History length"),
+        GraphSpec("checkpoint_pct", "Checkpoint age/max", "%", _pct),
+        GraphSpec("row_lock_waits", "Row lock waits", "/s"),
+        GraphSpec("pages_flushed", "Pages flushed", "/s"),
+        GraphSpec("data_reads", "Data reads", "/s"),
+        GraphSpec("log_waits", "Log waits", "/s"),
+        GraphSpec("threads_running", "Threads running"),
+    )),
+    "myrocks": ("MyRocks", (
+        GraphSpec("rocks_hit_ratio", "Block cache hit", "%", _pct),
+        GraphSpec("rocks_stalls", "Write stalls", "/s"),
+        GraphSpec("rocks_stall_ms", "Stall time", " ms/s"),
+        GraphSpec("load_tps", "sysbench TPS"),
+        GraphSpec("load_p95", "sysbench p95", " ms"),
+        GraphSpec("cpu", "Host CPU", "%", _pct),
+    )),
+}
+
+#: The graph windows a person can pick (seconds): 1, 2, 5, 15 and 60 minutes.
+WINDOWS: tuple[float, ...] = (60.0, 120.0, 300.0, 900.0, 3600.0)
+
+
+def graph_id(page: str, metric: str) -> str:
+    """The overview keeps the plain ids (``graph-tps``); other pages prefix theirs."""
+    return f"graph-{metric}" if page == "overview" else f"{page}-{metric}"
+
+
+class GraphPage(Grid):
+    """One page of graphs sharing the grid's time window."""
 
     DEFAULT_CSS = """
-    GraphGrid {
+    GraphPage {
         grid-size: 3;
         grid-gutter: 0 1;
         height: 1fr;
-        padding: 0 0 0 0;
     }
-    GraphGrid MetricGraph {
+    GraphPage MetricGraph {
         height: 1fr;
     }
     """
 
-    window = 120.0  # seconds of history on screen
+    def __init__(self, page: str, specs: tuple[GraphSpec, ...], classes: str = "") -> None:
+        super().__init__(id=f"page-{page}", classes=classes)
+        self.page = page
+        self.specs = specs
 
     def compose(self) -> ComposeResult:
-        for spec in GRAPHS:
-            yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, id=f"graph-{spec.metric}")
+        for spec in self.specs:
+            yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, time_axis=True,
+                              id=graph_id(self.page, spec.metric))
 
-    def draw(self, board: MetricBoard) -> None:
+    def draw(self, board: MetricBoard, window: float) -> None:
         # A strip chart: the newest sample sits at the right edge and history scrolls left.
         t_end = board.now
-        t_start = t_end - self.window
+        t_start = t_end - window
         markers = [(m.t, m.label) for m in board.markers if m.t >= t_start]
-        for spec in GRAPHS:
-            graph = self.query_one(f"#graph-{spec.metric}", MetricGraph)
-            graph.set_data(board.series[spec.metric].points(t_start), markers, t_start, t_end)
+        for spec in self.specs:
+            graph = self.query_one(f"#{graph_id(self.page, spec.metric)}", MetricGraph)
+            series = board.series.get(spec.metric)
+            points = series.points(t_start) if series is not None else []
+            graph.set_data(points, markers, t_start, t_end)
+
+
+class GraphGrid(Container):
+    """The graph pages (one shown at a time), with the change/load markers on every graph."""
+
+    DEFAULT_CSS = """
+    GraphGrid {
+        height: 1fr;
+    }
+    GraphGrid > GraphPage.-hidden {
+        display: none;
+    }
+    """
+
+    window = 120.0  # seconds of history on screen (one of WINDOWS)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.page = "overview"
+
+    def compose(self) -> ComposeResult:
+        for page, (_title, specs) in PAGES.items():
+            yield GraphPage(page, specs, classes="" if page == self.page else "-hidden")
+
+    @property
+    def page_title(self) -> str:
+        return PAGES[self.page][0]
+
+    def show_page(self, page: str) -> None:
+        self.page = page
+        for grid in self.query(GraphPage):
+            grid.set_class(grid.page != page, "-hidden")
+
+    def draw(self, board: MetricBoard) -> None:
+        self.query_one(f"#page-{self.page}", GraphPage).draw(board, self.window)

@@ -7,7 +7,16 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import RichLog
 
-from knobtop.journal.events import Change, Error, Event, Mark, Note, Phase
+from knobtop.journal.events import (
+    Change,
+    Error,
+    Event,
+    Mark,
+    Note,
+    Phase,
+    RecipeRun,
+    StepResult,
+)
 
 
 def describe(event: Event) -> Text | None:
@@ -40,6 +49,15 @@ def describe(event: Event) -> Text | None:
     if isinstance(event, Error):
         line.append(f"! {event.source}: {event.message}", style="bold")
         return line
+    if isinstance(event, RecipeRun):
+        line.append(f"☰ recipe {event.name} {event.action}", style="bold")
+        if event.message:
+            line.append(f": {event.message}")
+        return line
+    if isinstance(event, StepResult):
+        tps = "\u2013" if event.tps is None else f"{event.tps:,.0f}"
+        line.append(f"✓ {event.arm} x{event.threads} #{event.replicate}: {tps} tps")
+        return line
     return None
 
 
@@ -63,4 +81,15 @@ class JournalPane(RichLog):
     def add_event(self, event: Event) -> None:
         line = describe(event)
         if line is not None:
+            self.write(line)
+
+    def show_list(self, events: list[Event], current: int | None) -> None:
+        """Replay: exactly ``events``, with the one at ``current`` highlighted."""
+        self.clear()
+        for i, event in enumerate(events):
+            line = describe(event)
+            if line is None:
+                continue
+            if i == current:
+                line.stylize("reverse")
             self.write(line)

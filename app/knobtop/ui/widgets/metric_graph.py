@@ -1,4 +1,4 @@
-"""A braille line plot of one time series with vertical change markers (``MetricGraph``).
+"""A braille line plot of one time series, or two overlaid, with vertical change markers.
 
 Layout at 40x6 (a ramp with a gap at 60-70 s, markers at 40 s and 90 s)::
 
@@ -13,6 +13,13 @@ Everything the widget shows is computed by the pure module-level helpers below
 (``column_means`` -> ``y_range`` -> ``rasterize`` -> braille text), so they can be tested
 without an app.  The widget itself only turns their output into pre-styled ``Strip``s, once per
 (data version, size), and serves them from ``render_line``.
+
+Overlay (``set_data(..., overlay=...)``, used by ``knobtop compare``): a second series "B" is
+drawn in the same plot on the same y range (``shared_y_range``), each series rasterised on its
+own and the dot masks OR-ed, so a cell holds the dots of both.  ``overlay_owners`` says whose
+dots a cell holds, which picks its style (A, B, or both).  Without colour (NO_COLOR) the title
+names each side's latest value ("A 1.20K  B 1.41K"), B's markers are dashed (``┆``) and
+``show_series`` can hide either line.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ that graphs stacked in a column share the same x axis and a knob change lines up
 LABEL_WIDTH = MARGIN - 1
 MIN_PLOT_COLS = 10  # below MARGIN + this many cells the margin is dropped
 MARKER_GLYPH = "│"  # not a braille glyph, so markers stay distinct without colour (NO_COLOR)
+OVERLAY_MARKER_GLYPH = "┆"  # a marker of the overlaid series B: dashed, so it reads as B's
+SHARED_MARKER_GLYPH = "║"  # A and B both have a marker in this column
 NEWEST_GLYPH = "▼"
 RANGE_SEP = "\u2013"  # en dash between the y range labels, "0-1.50K"
 NO_VALUE = "\u2013"  # the latest point is a gap (e.g. the load was stopped)
@@ -51,6 +60,9 @@ _SUFFIXES = (("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))
 
 Point = tuple[float, float | None]
 Column = tuple[int, float, bool]  # (dot column, mean value, joined to the previous column)
+
+# Whose dots a cell of an overlay holds (``overlay_owners``): bit 0 is A's, bit 1 is B's.
+EMPTY, OWNER_A, OWNER_B, OWNER_BOTH = 0, 1, 2, 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,6 +307,90 @@ def cells_text(masks: bytes | bytearray) -> str:
     return "".join([_CELL_TEXT[mask] for mask in masks])
 
 
+MIN_LABEL = 6  # fewer free cells than this: the newest marker shows its ▼ only
+
+
+def fit_label(label: str, cells: int) -> str:
+    """``label`` cut to ``cells`` (with an ellipsis) for the title line."""
+    if cell_len(label) <= cells:
+        return label
+    return set_cell_size(label, max(cells - 1, 0)) + "…"
+
+
+def span_label(seconds: float) -> str:
+    """A time offset for the x axis: "now", "-30s", "-2m", "-1h30m"."""
+    s = round(abs(seconds))
+    if s == 0:
+        return "now"
+    sign = "-" if seconds < 0 else "+"
+    if s < 120 and s % 60:
+        return f"{sign}{s}s"
+    if s < 3600:
+        return f"{sign}{s // 60}m" + (f"{s % 60}s" if s % 60 else "")
+    h, m = divmod(s // 60, 60)
+    return f"{sign}{h}h" + (f"{m}m" if m else "")
+
+
+def time_axis_text(cols: int, t_start: float, t_end: float) -> str:
+    """One row of ``cols`` cells: the window's start at the left, its middle, "now" at the
+    right (times relative to ``t_end``); labels that would collide are left out."""
+    if cols <= 0:
+        return ""
+    row = [" "] * cols
+    right = span_label(0.0)
+    left = span_label(t_start - t_end)
+    middle = span_label((t_start - t_end) / 2)
+    placed: list[tuple[int, str]] = [(0, left), (cols - len(right), right)]
+    mid_at = cols // 2 - len(middle) // 2
+    if mid_at > len(left) + 1 and mid_at + len(middle) < cols - len(right) - 1:
+        placed.append((mid_at, middle))
+    if len(left) + len(right) + 1 > cols:
+        placed = [(cols - len(right), right)] if len(right) <= cols else []
+    for at, text in placed:
+        for i, ch in enumerate(text):
+            if 0 <= at + i < cols:
+                row[at + i] = ch
+    return "".join(row)
+
+
+def shared_y_range(*series: Sequence[Column]) -> tuple[float, float]:
+    """``y_range`` over the values of several series, so overlaid lines share one y axis."""
+    return y_range([value for columns in series for _, value, _ in columns])
+
+
+def merge_masks(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
+    """The dots of two rows of braille cells together (one row of an overlay)."""
+    return bytes(x | y for x, y in zip(a, b, strict=True))
+
+
+def overlay_owners(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
+    """Per cell: EMPTY, OWNER_A, OWNER_B or OWNER_BOTH, by which row has dots there."""
+    return bytes((x != 0) | (y != 0) << 1 for x, y in zip(a, b, strict=True))
+
+
+def owner_runs(owners: bytes | bytearray, start: int, end: int) -> list[tuple[int, int, int]]:
+    """``(start, end, owner)`` runs of cells ``start..end-1`` that can share one style.
+
+    An empty cell joins the run before it (it shows nothing, whatever its style), so a line
+    of one series makes one run however sparse its dots; leading empty cells join the first
+    run.
+    """
+    runs: list[tuple[int, int, int]] = []
+    run_start, run_owner = start, EMPTY
+    for x in range(start, end):
+        owner = owners[x]
+        if owner in (EMPTY, run_owner):
+            continue
+        if run_owner == EMPTY:
+            run_owner = owner  # leading empty cells take the first owner
+            continue
+        runs.append((run_start, x, run_owner))
+        run_start, run_owner = x, owner
+    if end > start:
+        runs.append((run_start, end, run_owner or OWNER_A))
+    return runs
+
+
 # ---------------------------------------------------------------------------------------------
 # Widget
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +401,8 @@ class _Styles(NamedTuple):
     line: Style
     marker: Style
     axis: Style
+    overlay: Style
+    both: Style
 
 
 class MetricGraph(Widget):
@@ -312,6 +410,7 @@ class MetricGraph(Widget):
 
     Call ``set_data`` whenever the data may have changed (e.g. every tick); it repaints only
     if the inputs differ.  Strips are built once per (data version, size) and cached.
+    With ``overlay`` a second series is drawn over the first (see the module docstring).
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -320,6 +419,8 @@ class MetricGraph(Widget):
         "metric-graph--axis",
         "metric-graph--title",
         "metric-graph--value",
+        "metric-graph--overlay",
+        "metric-graph--both",
     }
 
     # Theme variables only.  $text-primary / $text-accent / $text-warning are the theme's
@@ -346,6 +447,12 @@ class MetricGraph(Widget):
     MetricGraph > .metric-graph--axis {
         color: $text-muted;
     }
+    MetricGraph > .metric-graph--overlay {
+        color: $text-success;
+    }
+    MetricGraph > .metric-graph--both {
+        color: $foreground;
+    }
     """
 
     def __init__(
@@ -354,6 +461,8 @@ class MetricGraph(Widget):
         *,
         fmt: Callable[[float], str] = default_fmt,
         unit: str = "",
+        labels: tuple[str, str] = ("A", "B"),
+        time_axis: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -362,8 +471,13 @@ class MetricGraph(Widget):
         self._graph_title = title
         self._fmt = fmt
         self._unit = unit
+        self._labels = labels
+        self._time_axis = time_axis
         self._points: tuple[Point, ...] = ()
         self._markers: tuple[tuple[float, str], ...] = ()
+        self._overlay: tuple[Point, ...] | None = None
+        self._overlay_markers: tuple[tuple[float, str], ...] = ()
+        self._shown = (True, True)
         self._t_start = 0.0
         self._t_end = 0.0
         self._data_key: object = None
@@ -378,6 +492,9 @@ class MetricGraph(Widget):
         markers: Sequence[tuple[float, str]],
         t_start: float,
         t_end: float,
+        *,
+        overlay: Sequence[tuple[float, float | None]] | None = None,
+        overlay_markers: Sequence[tuple[float, str]] = (),
     ) -> None:
         """Plot ``points`` ((t, value), None = gap) over [t_start, t_end] with ``markers``.
 
@@ -385,18 +502,47 @@ class MetricGraph(Widget):
         points), so the caller may keep appending to its deque (at run time an iterator works
         too).  Markers outside [t_start, t_end] are not drawn; the newest drawn one gets a ▼.
         Nothing is repainted when length, first/last point, markers and t range are unchanged.
+
+        ``overlay`` (sorted by t, on the same time axis) is drawn as series B over ``points``
+        (series A) on one y range, with ``overlay_markers`` as B's markers; None (the default)
+        plots ``points`` alone, exactly as before.
         """
         pts = points if isinstance(points, tuple) else tuple(points)
         n = len(pts)
         markers_key = tuple(markers)
-        key = (n, pts[0] if n else None, pts[-1] if n else None, markers_key, t_start, t_end)
+        first, last = (pts[0], pts[-1]) if n else (None, None)
+        key: tuple[object, ...] = (n, first, last, markers_key, t_start, t_end)
+        over: tuple[Point, ...] | None = None
+        over_markers: tuple[tuple[float, str], ...] = ()
+        if overlay is not None:
+            over = overlay if isinstance(overlay, tuple) else tuple(overlay)
+            over_markers = tuple(overlay_markers)
+            m = len(over)
+            key += (m, over[0] if m else None, over[-1] if m else None, over_markers)
         if key == self._data_key:
             return
         self._data_key = key
         self._points = pts
         self._markers = markers_key
+        self._overlay = over
+        self._overlay_markers = over_markers
         self._t_start = t_start
         self._t_end = t_end
+        self._data_version += 1
+        self.refresh()
+
+    @property
+    def shown(self) -> tuple[bool, bool]:
+        """Whether series A and series B (the overlay) are drawn."""
+        return self._shown
+
+    def show_series(self, a: bool = True, b: bool = True) -> None:
+        """Draw only some series of an overlay; the y range still covers both, so flipping
+        between A and B shows their difference at one scale.  Hidden lines take their
+        markers with them; the title keeps both latest values."""
+        if (a, b) == self._shown:
+            return
+        self._shown = (a, b)
         self._data_version += 1
         self.refresh()
 
@@ -420,6 +566,8 @@ class MetricGraph(Widget):
                 line=get("metric-graph--line"),
                 marker=get("metric-graph--marker"),
                 axis=get("metric-graph--axis"),
+                overlay=get("metric-graph--overlay"),
+                both=get("metric-graph--both"),
             )
         return self._styles
 
@@ -434,8 +582,9 @@ class MetricGraph(Widget):
         return Strip.blank(width, self._get_styles().base)
 
     # -- building ------------------------------------------------------------------------------
-    def _latest_text(self) -> str:
-        value = self._points[-1][1] if self._points else None
+    def _latest_text(self, points: Sequence[Point] | None = None) -> str:
+        points = self._points if points is None else points
+        value = points[-1][1] if points else None
         if value is None:
             return NO_VALUE
         return f"{self._fmt(value)}{self._unit}"
@@ -443,11 +592,16 @@ class MetricGraph(Widget):
     def _build(self, width: int, height: int) -> list[Strip]:
         if width <= 0 or height <= 0:
             return []
+        if self._overlay is not None:
+            return self._build_overlay(width, height, self._overlay)
         styles = self._get_styles()
         s_line, s_marker, s_axis = styles.line, styles.marker, styles.axis
 
         margin = MARGIN if width >= MARGIN + MIN_PLOT_COLS else 0
         cols, plot_rows = width - margin, height - 1
+        axis = self._time_axis and plot_rows >= 3  # the bottom row becomes the time axis
+        if axis:
+            plot_rows -= 1
         t0, t1 = self._t_start, self._t_end
         columns = column_means(self._points, t0, t1, cols * 2)
         lo, hi = y_range([value for _, value, _ in columns])
@@ -455,17 +609,19 @@ class MetricGraph(Widget):
         hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
 
         marker_cols: set[int] = set()
-        newest_t, newest_col = -math.inf, -1
-        for t, _label in self._markers:
+        newest_t, newest_col, newest_label = -math.inf, -1, ""
+        for t, label in self._markers:
             col = time_to_col(t, t0, t1, cols)
             if col is not None:
                 marker_cols.add(col)
                 if t >= newest_t:
-                    newest_t, newest_col = t, col
+                    newest_t, newest_col, newest_label = t, col, label
         markers = sorted(marker_cols)
 
         newest_x = margin + newest_col if newest_col >= 0 else -1
-        strips = [self._title_strip(width, lo_label, hi_label, newest_x, styles)]
+        value = [Segment(self._latest_text(), styles.value)]
+        strips = [self._title_strip(width, value, lo_label, hi_label, newest_x, styles,
+                                    newest_label)]
         blank_label = " " * MARGIN
         marker_seg = Segment(MARKER_GLYPH, s_marker)
         for r in range(plot_rows):
@@ -484,20 +640,97 @@ class MetricGraph(Widget):
             if pos < cols:
                 segments.append(Segment(text[pos:], s_line))
             strips.append(Strip(segments, width))
+        if axis:
+            axis_row = (" " * margin) + time_axis_text(cols, t0, t1)
+            strips.append(Strip([Segment(axis_row, s_axis)], width))
         return strips
+
+    def _build_overlay(self, width: int, height: int, overlay: Sequence[Point]) -> list[Strip]:
+        styles = self._get_styles()
+        show_a, show_b = self._shown
+        margin = MARGIN if width >= MARGIN + MIN_PLOT_COLS else 0
+        cols, plot_rows = width - margin, height - 1
+        t0, t1 = self._t_start, self._t_end
+        columns_a = column_means(self._points, t0, t1, cols * 2)
+        columns_b = column_means(overlay, t0, t1, cols * 2)
+        lo, hi = shared_y_range(columns_a, columns_b)
+        masks_a = rasterize(columns_a if show_a else [], lo, hi, cols, plot_rows)
+        masks_b = rasterize(columns_b if show_b else [], lo, hi, cols, plot_rows)
+        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+
+        # Marker glyph per plot column: A's solid, B's dashed, both at once doubled.
+        marker_glyphs: dict[int, str] = {}
+        newest_t, newest_col = -math.inf, -1
+        for shown, side_markers, glyph in (
+            (show_a, self._markers, MARKER_GLYPH),
+            (show_b, self._overlay_markers, OVERLAY_MARKER_GLYPH),
+        ):
+            if not shown:
+                continue
+            for t, _label in side_markers:
+                at = time_to_col(t, t0, t1, cols)
+                if at is None:
+                    continue
+                have = marker_glyphs.get(at, glyph)
+                marker_glyphs[at] = glyph if have == glyph else SHARED_MARKER_GLYPH
+                if t >= newest_t:
+                    newest_t, newest_col = t, at
+        markers = sorted(marker_glyphs)
+
+        newest_x = margin + newest_col if newest_col >= 0 else -1
+        strips = [
+            self._title_strip(
+                width, self._legend(overlay, styles), lo_label, hi_label, newest_x, styles
+            )
+        ]
+        owner_style = {OWNER_A: styles.line, OWNER_B: styles.overlay, OWNER_BOTH: styles.both}
+        blank_label = " " * MARGIN
+        for r in range(plot_rows):
+            segments: list[Segment] = []
+            if margin:
+                label = hi_label if r == 0 else lo_label if r == plot_rows - 1 else ""
+                text = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
+                segments.append(Segment(text, styles.axis))
+            text = cells_text(merge_masks(masks_a[r], masks_b[r]))
+            owners = overlay_owners(masks_a[r], masks_b[r])
+            pos = 0
+            for col in [*markers, cols]:
+                for start, end, owner in owner_runs(owners, pos, col):
+                    segments.append(Segment(text[start:end], owner_style[owner]))
+                if col < cols:
+                    segments.append(Segment(marker_glyphs[col], styles.marker))
+                pos = col + 1
+            strips.append(Strip(segments, width))
+        return strips
+
+    def _legend(self, overlay: Sequence[Point], styles: _Styles) -> list[Segment]:
+        """The title's legend: each side's latest value ("A 1.20K  B 1.41K") in the colour of
+        its line, a hidden side's in the axis colour."""
+        show_a, show_b = self._shown
+        label_a, label_b = self._labels
+        bold = Style(bold=True)
+        s_a = styles.line + bold if show_a else styles.axis
+        s_b = styles.overlay + bold if show_b else styles.axis
+        return [
+            Segment(f"{label_a} {self._latest_text()}", s_a),
+            Segment("  ", styles.base),
+            Segment(f"{label_b} {self._latest_text(overlay)}", s_b),
+        ]
 
     def _title_strip(
         self,
         width: int,
+        value_segments: list[Segment],
         lo_label: str,
         hi_label: str,
         newest_x: int,
         styles: _Styles,
+        newest_label: str = "",
     ) -> Strip:
-        base, s_title, s_value = styles.base, styles.title, styles.value
+        base, s_title = styles.base, styles.title
         s_axis, s_marker = styles.axis, styles.marker
-        title, value = self._graph_title, self._latest_text()
-        value_w = cell_len(value)
+        title = self._graph_title
+        value_w = sum(cell_len(segment.text) for segment in value_segments)
         left_w = cell_len(title) + 1 + value_w
         # Right-hand y range, shortened or dropped before the title is truncated.
         right = ""
@@ -513,13 +746,29 @@ class MetricGraph(Widget):
             left_w = (cell_len(title) + 1 if title else 0) + value_w
 
         segments = [Segment(title, s_title), Segment(" ", base)] if title else []
-        segments.append(Segment(value, s_value))
-        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there.
+        segments.extend(value_segments)
+        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there,
+        # with its label (what changed) after it, or before it when the ▼ is far right.
         gap_end = width - right_w - 2 if right else width - 1
         if left_w + 1 <= newest_x <= gap_end:
-            segments.append(Segment(" " * (newest_x - left_w), base))
-            segments.append(Segment(NEWEST_GLYPH, s_marker))
-            left_w = newest_x + 1
+            after = gap_end - newest_x - 1  # cells for a label after "▼ "
+            before = newest_x - left_w - 2  # cells for a label before " ▼" (after a space)
+            if newest_label and after >= MIN_LABEL:
+                label = fit_label(newest_label, after)
+                segments.append(Segment(" " * (newest_x - left_w), base))
+                segments.append(Segment(NEWEST_GLYPH, s_marker))
+                segments.append(Segment(" " + label, s_marker))
+                left_w = newest_x + 1 + 1 + cell_len(label)
+            elif newest_label and before >= MIN_LABEL:
+                label = fit_label(newest_label, before)
+                segments.append(Segment(" " * (newest_x - left_w - cell_len(label) - 1), base))
+                segments.append(Segment(label + " ", s_marker))
+                segments.append(Segment(NEWEST_GLYPH, s_marker))
+                left_w = newest_x + 1
+            else:
+                segments.append(Segment(" " * (newest_x - left_w), base))
+                segments.append(Segment(NEWEST_GLYPH, s_marker))
+                left_w = newest_x + 1
         if right:
             segments.append(Segment(" " * max(0, width - right_w - left_w), base))
             segments.append(Segment(right, s_axis))

@@ -1,0 +1,157 @@
+"""KnobtopBase: what every knobtop screen app shares: themes and remapped keys from the
+config, the help screen, the command palette's actions, the graph window, screenshots."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+
+from knobtop.config import UiConfig
+from knobtop.metrics.board import MetricBoard
+from knobtop.ui.commands import ActionsProvider, binding_actions
+from knobtop.ui.look import apply_look
+from knobtop.ui.screens.help import HelpScreen
+from knobtop.ui.screens.live import LiveScreen
+from knobtop.ui.widgets.graph_grid import GRAPHS, PAGES, WINDOWS, GraphGrid, graph_id
+from knobtop.ui.widgets.knob_panel import KnobPanel
+from knobtop.ui.widgets.metric_graph import MetricGraph
+
+PaletteEntry = tuple[str, str, Callable[[], Any]]
+
+
+class KnobtopBase(App[int]):
+    COMMANDS = App.COMMANDS | {ActionsProvider}
+    BINDINGS = [
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("v", "window", "Window", id="view.window"),
+        Binding("1", "page('overview')", "Overview", id="view.overview", show=False),
+        Binding("2", "page('innodb')", "InnoDB", id="view.innodb", show=False),
+        Binding("3", "page('myrocks')", "MyRocks", id="view.myrocks", show=False),
+        Binding("S", "save_svg", "Screenshot", id="app.screenshot", show=False),
+        Binding("ctrl+g", "save_graphs", "Graph SVGs", id="app.screenshot_graphs",
+                show=False),
+    ]
+
+    def __init__(self, config: UiConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or UiConfig()
+        self.live = LiveScreen()
+        self.screenshot_dir: Path = Path.cwd()
+
+    def apply_config(self) -> None:
+        """Themes and keys (call from on_mount); problems become notices."""
+        for problem in apply_look(self, self.config):
+            self.notify(problem, title="knobtop config", severity="warning", timeout=12)
+
+    # -- help and palette -------------------------------------------------------------
+
+    def key_bindings(self) -> list[Binding]:
+        """This app's bindings plus the live screen's widgets' (for help and palette)."""
+        out: list[Binding] = []
+        seen: set[str] = set()
+        for cls in (type(self), KnobPanel):
+            for klass in cls.__mro__:
+                for binding in getattr(klass, "BINDINGS", ()):
+                    if isinstance(binding, Binding) and binding.id and binding.id not in seen:
+                        seen.add(binding.id)
+                        out.append(binding)
+        return out
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.key_bindings(), self.config.keys,
+                                    f"{self.title}: keys"))
+
+    def palette_actions(self) -> list[PaletteEntry]:
+        out = binding_actions(self, self.key_bindings(), self.config.keys)
+        for page, (title, _specs) in PAGES.items():
+            out.append((f"Graphs: {title}", "show this page of graphs",
+                        partial(self.action_page, page)))
+        for seconds in WINDOWS:
+            out.append((f"Graph window: {_minutes(seconds)}", "show this much history",
+                        partial(self.set_window, seconds)))
+        for spec in GRAPHS:
+            out.append((f"Screenshot graph: {spec.title}", "save this graph as SVG",
+                        partial(self.screenshot_graph, spec.metric)))
+        return out
+
+    # -- graph window ----------------------------------------------------------------
+
+    def set_window(self, seconds: float) -> None:
+        self.live.query_one(GraphGrid).window = seconds
+        self.notify(f"graphs show the last {_minutes(seconds)}", timeout=3)
+        self.window_changed()
+
+    def window_changed(self) -> None:
+        """Repaint after the window or the page changed (the apps override)."""
+
+    def action_page(self, page: str) -> None:
+        grid = self.live.query_one(GraphGrid)
+        grid.show_page(page)
+        board = self.current_board()
+        if page == "myrocks" and board is not None and not board.has_rocksdb:
+            self.notify("this server reports no RocksDB counters (MyRocks not loaded)",
+                        severity="warning", timeout=5)
+        self.window_changed()
+
+    def current_board(self) -> MetricBoard | None:
+        """The board the graphs show (the apps override)."""
+        return None
+
+    def action_window(self) -> None:
+        grid = self.live.query_one(GraphGrid)
+        later = [w for w in WINDOWS if w > grid.window]
+        self.set_window(later[0] if later else WINDOWS[0])
+
+    # -- screenshots ----------------------------------------------------------------
+
+    def _stamp(self) -> str:
+        return time.strftime("%Y%m%d-%H%M%S")
+
+    def action_save_svg(self) -> Path:
+        """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
+        path = self.save_screenshot(f"knobtop-{self._stamp()}.svg", str(self.screenshot_dir))
+        self.notify(f"screenshot saved: {path}", timeout=6)
+        return Path(path)
+
+    def action_save_graphs(self) -> list[Path]:
+        """Each graph of the page on screen as its own SVG."""
+        grid = self.live.query_one(GraphGrid)
+        specs = PAGES[grid.page][1]
+        paths = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
+        self.notify(f"{len(paths)} graph SVGs saved in {self.screenshot_dir}", timeout=6)
+        return paths
+
+    def screenshot_graph(self, metric: str, page: str = "overview", *,
+                         notify: bool = True) -> Path:
+        """One graph as an SVG (its current size and theme colours)."""
+        graph = self.live.query_one(f"#{graph_id(page, metric)}", MetricGraph)
+        width, height = graph.size
+        console = Console(record=True, width=max(width, 10), file=io.StringIO(),
+                          color_system="truecolor", legacy_windows=False)
+        for y in range(height):
+            line = Text()
+            for segment in graph.render_line(y):
+                line.append(segment.text, segment.style)
+            console.print(line, overflow="crop", no_wrap=True)
+        specs = PAGES[page][1]
+        title = next((g.title for g in specs if g.metric == metric), metric)
+        path = self.screenshot_dir / f"knobtop-{metric}-{self._stamp()}.svg"
+        path.write_text(console.export_svg(title=f"knobtop: {title}"))
+        if notify:
+            self.notify(f"graph saved: {path}", timeout=6)
+        return path
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min"

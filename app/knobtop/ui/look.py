@@ -1,0 +1,147 @@
+"""Themes (TOML files in ``themes/`` and ``~/.config/knobtop/themes/``) and key remapping,
+applied to any knobtop app at mount."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.color import Color, ColorParseError
+from textual.theme import Theme
+
+from knobtop.config import ConfigError, UiConfig, config_dir
+from knobtop.profiles import check_keys
+
+BUNDLED_THEMES = Path(__file__).resolve().parents[3] / "themes"
+DEFAULT_THEME = "knobtop-dark"
+NO_COLOR_THEME = "knobtop-mono"
+_COLOR_KEYS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground",
+               "background", "surface", "panel", "boost")
+_KEYS = ("name", "dark", "luminosity_spread", "text_alpha", "variables", *_COLOR_KEYS)
+
+
+class ThemeError(ConfigError):
+    """A theme file that cannot be used (file, key, problem, fix)."""
+
+
+def theme_dirs() -> list[Path]:
+    """Bundled first, then the person's own (which may replace a bundled name)."""
+    return [BUNDLED_THEMES, config_dir() / "themes"]
+
+
+def load_theme(path: Path) -> Theme:
+    name = str(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ThemeError(name, None, f"not valid TOML ({exc})", "fix the syntax there") from None
+    check_keys(data, _KEYS, "", lambda key, problem, fix: ThemeError(name, key, problem, fix))
+    if not isinstance(data.get("name"), str) or not data["name"].strip():
+        raise ThemeError(name, "name", "missing", 'add name = "my-theme"')
+    if "primary" not in data:
+        raise ThemeError(name, "primary", "missing", 'add primary = "#4C9BE8"')
+    kwargs: dict[str, Any] = {"name": data["name"].strip()}
+    for key in _COLOR_KEYS:
+        if key in data:
+            value = data[key]
+            try:
+                Color.parse(value)
+            except (ColorParseError, TypeError, ValueError):
+                raise ThemeError(name, key, f"{value!r} is not a colour",
+                                 'use "#RRGGBB", "rgb(r,g,b)" or a colour name') from None
+            kwargs[key] = value
+    if "dark" in data:
+        if not isinstance(data["dark"], bool):
+            raise ThemeError(name, "dark", "must be true or false", "write dark = true")
+        kwargs["dark"] = data["dark"]
+    for key in ("luminosity_spread", "text_alpha"):
+        if key in data:
+            if not isinstance(data[key], int | float) or not 0 <= data[key] <= 1:
+                raise ThemeError(name, key, "must be a number from 0 to 1", f"{key} = 0.15")
+            kwargs[key] = float(data[key])
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(
+            isinstance(v, str) for v in variables.values()):
+        raise ThemeError(name, "variables", "must be a table of strings",
+                         '[variables] then "footer-key-foreground" = "#ffffff"')
+    kwargs["variables"] = dict(variables)
+    return Theme(**kwargs)
+
+
+def load_themes(dirs: Iterable[Path] | None = None) -> tuple[list[Theme], list[str]]:
+    """Every theme file in ``dirs`` (later ones replace earlier ones of the same name),
+    and the problems of the files that were skipped."""
+    themes: dict[str, Theme] = {}
+    problems: list[str] = []
+    for folder in theme_dirs() if dirs is None else dirs:
+        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+            try:
+                theme = load_theme(path)
+            except (ThemeError, OSError) as exc:
+                problems.append(str(exc))
+                continue
+            themes[theme.name] = theme
+    return list(themes.values()), problems
+
+
+def _binding_classes() -> list[type[Any]]:
+    """Every knobtop class that declares key bindings (one keymap serves all screens)."""
+    from knobtop.ui.app import KnobtopApp
+    from knobtop.ui.compare_app import CompareApp, CompareScreen
+    from knobtop.ui.replay_app import ReplayApp
+    from knobtop.ui.screens.confirm import ConfirmScreen
+    from knobtop.ui.screens.help import HelpScreen
+    from knobtop.ui.screens.prompt import PromptScreen
+    from knobtop.ui.widgets.knob_panel import KnobPanel
+
+    return [KnobtopApp, ReplayApp, CompareApp, CompareScreen, ConfirmScreen, HelpScreen,
+            PromptScreen, KnobPanel]
+
+
+def binding_ids(classes: Iterable[type[Any]] | None = None) -> dict[str, Binding]:
+    """Every binding with an id that knobtop's apps, screens and widgets declare."""
+    found: dict[str, Binding] = {}
+    for cls in _binding_classes() if classes is None else classes:
+        for klass in cls.__mro__:
+            for binding in getattr(klass, "BINDINGS", ()):
+                if isinstance(binding, Binding) and binding.id:
+                    found.setdefault(binding.id, binding)
+    return found
+
+
+def check_keymap(keys: dict[str, str], known: Iterable[str], file: str) -> None:
+    known = sorted(set(known))
+    for binding in keys:
+        if binding not in known:
+            close = difflib.get_close_matches(binding, known, n=1)
+            hint = (f"did you mean '{close[0]}'?" if close
+                    else "see the help screen (?) for every binding id")
+            raise ConfigError(file, f"keys.{binding}", "no key binding has this id", hint)
+
+
+def apply_look(app: App[Any], config: UiConfig) -> list[str]:
+    """Register the themes, pick the configured one (mono under NO_COLOR), remap keys.
+    Returns the problems to show (skipped theme files, an unknown theme name)."""
+    themes, problems = load_themes()
+    for theme in themes:
+        app.register_theme(theme)
+    wanted = config.theme or (NO_COLOR_THEME if os.environ.get("NO_COLOR") else DEFAULT_THEME)
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        names = ", ".join(sorted(t.name for t in themes))
+        problems.append(f"theme '{wanted}' not found; using {DEFAULT_THEME} "
+                        f"(knobtop themes: {names})")
+        if DEFAULT_THEME in app.available_themes:
+            app.theme = DEFAULT_THEME
+    if config.keys:
+        file = str(config.path) if config.path else "config"
+        check_keymap(config.keys, binding_ids(), file)
+        app.set_keymap(config.keys)
+    return problems

@@ -1,0 +1,78 @@
+"""HelpScreen: every key of the screen that opened it, as remapped, with its binding id."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Static
+
+SECTIONS = {
+    "app": "General", "view": "General", "knob": "Knobs", "load": "Load",
+    "journal": "Journal", "recipe": "Recipes", "replay": "Replay", "compare": "Compare",
+}
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists bindings: section, key(s), what it does, and the id to remap it with."""
+
+    DEFAULT_CSS = """
+    HelpScreen {
+        align: center middle;
+    }
+    HelpScreen > Vertical {
+        width: 90;
+        max-width: 100%;
+        height: auto;
+        max-height: 100%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    HelpScreen .help-title {
+        text-style: bold;
+        color: $text-accent;
+    }
+    HelpScreen .help-hint {
+        color: $text-muted;
+    }
+    HelpScreen DataTable {
+        height: auto;
+        max-height: 30;
+    }
+    """
+
+    BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help.close")]
+
+    def __init__(self, bindings: Iterable[Binding], keymap: dict[str, str], title: str) -> None:
+        super().__init__()
+        self.bindings = [b for b in bindings if b.id and b.description]
+        self.keymap = keymap
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="help-title", markup=False)
+            yield DataTable(cursor_type="row", zebra_stripes=True, id="help-keys")
+            yield Static("Remap a key in ~/.config/knobtop/config.toml, e.g. [keys] "
+                         '"load.toggle" = "L". Ctrl+P finds every action by name. '
+                         "Esc closes.", classes="help-hint", markup=False)
+
+    def keys_of(self, binding: Binding) -> str:
+        keys = self.keymap.get(binding.id or "", binding.key)
+        shown = [self.app.get_key_display(Binding(k, binding.action)) for k in keys.split(",")]
+        return " ".join(shown)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("", "key", "does", "id")
+        for binding in self.bindings:
+            section = SECTIONS.get((binding.id or "").split(".")[0], "")
+            table.add_row(section, self.keys_of(binding), binding.description, binding.id or "")
+        table.focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
