@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
@@ -58,14 +59,18 @@ async def one_run(driver: LoadDriver, seconds: int) -> float:
     return statistics.median(steady)
 
 
-async def compare(sandbox: Sandbox, seconds: int, rounds: int, processes: int | None) -> None:
+async def measure(
+    sandbox: Sandbox, seconds: int, rounds: int, processes: int | None, *, prepare: bool = True
+) -> dict[str, Any]:
+    """Alternate sysbench and the built-in driver ``rounds`` times; per-run and median TPS."""
     info = sandbox.connection(use_socket=True)
     sysbench = Sysbench(LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
                         password=info.password, database="sbtest")
-    began = time.monotonic()
-    await prepare_tables(info, sysbench, TABLES)
-    print(f"prepared {TABLES.tables} x {TABLES.table_size} rows in "
-          f"{time.monotonic() - began:.1f} s", flush=True)
+    if prepare:
+        began = time.monotonic()
+        await prepare_tables(info, sysbench, TABLES)
+        print(f"prepared {TABLES.tables} x {TABLES.table_size} rows in "
+              f"{time.monotonic() - began:.1f} s", flush=True)
     builtin = BuiltinDriver(info, database="sbtest", processes=processes)
     results: dict[str, list[float]] = {"sysbench": [], "builtin": []}
     for i in range(rounds):
@@ -75,10 +80,16 @@ async def compare(sandbox: Sandbox, seconds: int, rounds: int, processes: int | 
             print(f"round {i + 1} {name:8} {tps:10.0f} tps", flush=True)
     sb = statistics.median(results["sysbench"])
     bi = statistics.median(results["builtin"])
-    print(f"sysbench median TPS: {sb:.0f}")
-    print(f"builtin  median TPS: {bi:.0f}  ({builtin.version}, "
-          f"{len(builtin.worker_pids)} worker process(es))")
-    print(f"ratio builtin/sysbench: {bi / sb:.2f} (goal >= 0.5)")
+    return {"runs": results, "sysbench": sb, "builtin": bi, "ratio": bi / sb,
+            "version": builtin.version, "workers": len(builtin.worker_pids)}
+
+
+async def compare(sandbox: Sandbox, seconds: int, rounds: int, processes: int | None) -> None:
+    got = await measure(sandbox, seconds, rounds, processes)
+    print(f"sysbench median TPS: {got['sysbench']:.0f}")
+    print(f"builtin  median TPS: {got['builtin']:.0f}  ({got['version']}, "
+          f"{got['workers']} worker process(es))")
+    print(f"ratio builtin/sysbench: {got['ratio']:.2f} (goal >= 0.5)")
 
 
 def main() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +18,8 @@ WORKLOADS: tuple[str, ...] = (
     "oltp_insert",
 )
 RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
+# A storage engine name as CREATE TABLE ... ENGINE= takes it (never quoted, so kept simple).
+ENGINE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 # A run "until stopped" is still capped, so nothing runs forever if all else fails.
 TIME_CAP = 24 * 3600
 
@@ -36,6 +39,7 @@ class LoadSpec:
     rand_type: str = "uniform"
     percentile: int = 95
     prepared: bool = True  # sysbench --db-ps-mode auto (True) or disable
+    engine: str = ""  # storage engine of the tables (e.g. "rocksdb"); "" = server default
 
     @property
     def custom(self) -> bool:
@@ -66,6 +70,16 @@ class LoadSpec:
             raise LoadError("rate and duration cannot be negative")
         if self.tables < 1 or self.table_size < 1:
             raise LoadError("tables and table size must be at least 1")
+        self.check_engine()
+
+    def check_engine(self) -> None:
+        """The engine name goes unquoted into CREATE TABLE: only a plain identifier."""
+        if self.engine and not ENGINE_NAME.fullmatch(self.engine):
+            raise LoadError(
+                f"storage engine '{self.engine}' is not an engine name; give one such as "
+                "InnoDB or RocksDB (letters, digits and _), or leave it empty for the "
+                "server's default"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -852,6 +852,7 @@ class BuiltinDriver:
         """Create and fill sbtest1..N as sysbench's oltp_common.lua does (same columns,
         same secondary index on k, c and pad in its digit-group format), for machines
         without sysbench."""
+        spec.check_engine()
         rng = random.Random()
 
         def digits(groups: int) -> str:
@@ -868,6 +869,7 @@ class BuiltinDriver:
                     f"CREATE TABLE `{table}` (id INTEGER NOT NULL AUTO_INCREMENT, "
                     "k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, "
                     "pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))"
+                    + (f" ENGINE={spec.engine}" if spec.engine else "")
                 )
                 if progress is not None:
                     progress(PrepareProgress(table, "insert", spec.table_size))

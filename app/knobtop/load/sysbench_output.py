@@ -159,6 +159,13 @@ def parse_interval(line: str) -> IntervalReport | None:
     m = _INTERVAL_RE.match(_clean(line))
     if m is None:
         return None
+    try:
+        return _interval(m)
+    except ValueError:  # a number too long for int() (4300+ digits): not sysbench's
+        return None
+
+
+def _interval(m: re.Match[str]) -> IntervalReport:
     second, threads = int(m["s"]), int(m["thds"])
     if m["eps"] is not None:
         eps = float(m["eps"])
@@ -196,14 +203,20 @@ def parse_queue(line: str) -> QueueReport | None:
     m = _QUEUE_RE.match(_clean(line))
     if m is None:
         return None
-    return QueueReport(queue_length=int(m[1]), concurrency=int(m[2]))
+    try:
+        return QueueReport(queue_length=int(m[1]), concurrency=int(m[2]))
+    except ValueError:  # a number too long for int()
+        return None
 
 
 def _parse_prepare(line: str) -> PrepareProgress | None:
     if m := _CREATE_RE.match(line):
         return PrepareProgress(table=m[1], stage="create")
     if m := _INSERT_RE.match(line):
-        return PrepareProgress(table=m[2], stage="insert", records=int(m[1]))
+        try:
+            return PrepareProgress(table=m[2], stage="insert", records=int(m[1]))
+        except ValueError:  # a number too long for int()
+            return None
     if m := _INDEX_RE.match(line):
         return PrepareProgress(table=m[1], stage="index")
     return None
@@ -224,13 +237,23 @@ def parse_summary(text: str) -> RunSummary | None:
                 break
         else:
             if m := _PERCENTILE_RE.match(line):
-                percentile = (int(m[1]), float(m[2]))
+                try:
+                    percentile = (int(m[1]), float(m[2]))
+                except ValueError:  # a number too long for int()
+                    return None
             elif _PERCENTILE_OFF_RE.match(line):
                 percentile = (0, 0.0)
         if "fair_time" in found:
             break
     if percentile is None or len(found) != len(_SUMMARY_RES):
         return None
+    try:
+        return _summary(found, percentile)
+    except ValueError:  # a number too long for int()
+        return None
+
+
+def _summary(found: dict[str, tuple[str, ...]], percentile: tuple[int, float]) -> RunSummary:
     return RunSummary(
         reads=int(found["read"][0]),
         writes=int(found["write"][0]),

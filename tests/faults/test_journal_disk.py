@@ -1,0 +1,183 @@
+"""The journal cannot be written: a read-only directory at start, a disk that fills mid-run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import EventCollector
+from faults.helpers import (
+    SMALL,
+    SmallDisk,
+    global_variables,
+    knobtop_process,
+    knobtop_run,
+    lab_session,
+    wait_sysbench_gone,
+    wait_until,
+)
+from harness.procs import sysbench_processes
+from harness.ui import until
+from knobtop.journal import Error, Event, JournalReader, Load, Phase, Sample
+from knobtop.journal.index import JournalIndex
+from knobtop.lab import Sandbox
+from knobtop.load.base import LoadError
+from knobtop.ui.app import KnobtopApp
+from knobtop.ui.widgets.journal_pane import JournalPane
+
+pytestmark = pytest.mark.integration
+
+LAB_LOAD = ("--load", SMALL.workload, "--threads", str(SMALL.threads), "--tables",
+            str(SMALL.tables), "--table-size", str(SMALL.table_size))
+FIX = "free space on that disk, or start again with another --journal path"
+
+
+def journal_reads_cleanly(path: Path) -> list[Event]:
+    """Every complete line decodes; at most the last line is torn (the failed write)."""
+    events = list(JournalReader(path))
+    with JournalIndex(path) as index:
+        index.build()
+        assert index.problems == []
+        assert len(index) == len(events)
+    return events
+
+
+def test_unwritable_journal_directory_refuses_to_start(
+    sandbox: Sandbox, unwritable_dir: Path
+) -> None:
+    info = sandbox.connection()
+    before = asyncio.run(global_variables(info))
+    journal = unwritable_dir / "lab.knobtop.jsonl"
+    result = knobtop_run("lab", "--dir", str(sandbox.root), "--headless", "--duration", "30",
+                         "--journal", str(journal), *LAB_LOAD, timeout=120)
+    assert result.returncode == 2, result.stderr
+    err = " ".join(result.stderr.split())  # rich may fold a long line
+    assert f"cannot create the journal {journal}" in err
+    assert "choose another --journal path" in err
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "load start" not in err and not sysbench_processes(str(sandbox.socket))
+    assert not journal.exists()
+    assert asyncio.run(global_variables(info)) == before
+    assert sandbox.running_pid() is not None  # the lab joined it, so it left it running
+
+
+async def test_disk_full_mid_run_stops_the_session(
+    sandbox: Sandbox, small_disk: SmallDisk, collector: EventCollector
+) -> None:
+    info = sandbox.connection()
+    journal = small_disk.path / "full.knobtop.jsonl"
+    session = lab_session(sandbox, journal)
+    session.listeners.append(collector)
+    marker = f"--mysql-socket={sandbox.socket}"
+
+    def failed(events: list[Event]) -> bool:
+        return any(isinstance(e, Error) and e.source == "journal" for e in events)
+
+    await session.open()
+    try:
+        await session.start_load()
+        await collector.wait_for(lambda ev: sum(isinstance(e, Load) for e in ev) >= 2, 60)
+        before = await global_variables(info)
+        small_disk.fill()
+        await collector.wait_for(failed, timeout=30)
+        # Sampling ends and the load stops on their own, before anyone closes the session.
+        await collector.wait_for(lambda ev: any(
+            isinstance(e, Phase) and e.action == "stop" for e in ev), timeout=30)
+        assert session._sampler is not None
+        done, _ = await asyncio.wait({session._sampler}, timeout=30)
+        assert done and session.driver is not None and not session.driver.running
+        assert sysbench_processes(marker) == {}
+        refused = await session.set_knob("innodb_io_capacity", "4321")
+        with pytest.raises(LoadError, match="cannot write the journal"):
+            await session.start_load()
+    finally:
+        await session.close()
+    assert refused.result == "refused" and "Nothing was changed" in refused.message
+    assert await global_variables(info) == before
+    events = collector.events
+    error = next(i for i, e in enumerate(events) if isinstance(e, Error) and e.source == "journal")
+    failure = events[error]
+    assert isinstance(failure, Error) and failure.gap
+    assert f"cannot write the journal {journal}" in failure.message and FIX in failure.message
+    # The screen heard that the load stopped; no more samples came after the failure
+    # (at most the one whose write failed).
+    assert any(isinstance(e, Phase) and e.action == "stop" for e in events[error:])
+    assert sum(isinstance(e, Sample) for e in events[error:]) <= 1
+    # On disk: exactly what was shown up to the failure, every line whole but the last.
+    on_disk = journal_reads_cleanly(journal)
+    assert on_disk == events[: len(on_disk)] and len(on_disk) <= error
+
+
+async def test_disk_full_in_the_live_screen_is_shown(
+    sandbox: Sandbox, small_disk: SmallDisk
+) -> None:
+    app = KnobtopApp(lab_session(sandbox, small_disk.path / "ui.knobtop.jsonl"),
+                     start_load=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.board is not None
+                    and app.board.series["load_tps"].last is not None, timeout=60)
+        small_disk.fill()
+        pane = app.live.query_one(JournalPane)
+
+        def shown() -> str:
+            return " ".join(" ".join(line.text for line in pane.lines).split())
+
+        await until(pilot, lambda: "journal: cannot write the journal" in shown(), timeout=30)
+        await until(pilot, lambda: not app.board.load_running, timeout=30)
+        assert app.is_running and app.return_code is None
+        assert "load stop" in shown()
+        assert "NOT RECORDING" in app._state  # the status bar says it too, and a notice
+        assert any(n.title == "journal" and n.severity == "error" for n in app._notifications)
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+def test_disk_full_ends_a_headless_run_cleanly(
+    sandbox: Sandbox, small_disk: SmallDisk
+) -> None:
+    info = sandbox.connection()
+    before = asyncio.run(global_variables(info))
+    journal = small_disk.path / "cli.knobtop.jsonl"
+    proc = knobtop_process("lab", "--dir", str(sandbox.root), "--headless", "--duration",
+                           "120", "--interval", "0.25", "--journal", str(journal), *LAB_LOAD)
+    marker = f"--mysql-socket={sandbox.socket}"
+    try:
+        def loads() -> int:
+            lines = journal.read_bytes().split(b"\n")[1:-1] if journal.exists() else []
+            return sum(orjson.loads(line).get("ev") == "load" for line in lines)
+
+        wait_until(lambda: loads() >= 2, 60, "two load lines in the journal", proc)
+        small_disk.fill(proc.pid)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    text = " ".join(err.split())  # rich may fold a long line
+    assert f"error (journal): cannot write the journal {journal}" in text
+    assert FIX in text
+    assert "load stop" in text.split("cannot write the journal", 1)[1]
+    assert "the journal could not be written" in text
+    assert "Traceback" not in out + err
+    assert wait_sysbench_gone(marker) == {}
+    assert asyncio.run(global_variables(info)) == before
+    journal_reads_cleanly(journal)
+
+
+def test_no_headerless_journal_when_the_disk_is_already_full(
+    small_disk: SmallDisk, sandbox: Sandbox
+) -> None:
+    """A journal that cannot even take its header is not left behind, and nothing ran."""
+    journal = small_disk.path / "never.knobtop.jsonl"
+    result = knobtop_run("lab", "--dir", str(sandbox.root), "--headless", "--duration", "30",
+                         "--journal", str(journal), *LAB_LOAD, timeout=120,
+                         preexec=small_disk.full_from_start())
+    assert result.returncode == 2, result.stderr
+    assert f"cannot create the journal {journal}" in " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "load start" not in result.stderr
+    assert not journal.exists()
