@@ -5,9 +5,10 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PKGS  := mariadb-server sysbench
-TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync
+BENCH_PKGS := mariadb-server sysbench tmux
+TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
 
-.PHONY: lab test check lint typecheck pytest bench setup deps-lab deps-test clean
+.PHONY: lab test check lint typecheck pytest bench setup deps-lab deps-test deps-bench clean
 
 lab: deps-lab $(STAMP)
 	$(VENV)/bin/knobtop lab $(LAB_ARGS)
@@ -25,8 +26,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
-	$(PY) bench/graph_repaint.py
+# One table of knobtop's performance goals, measured side by side with dolphie (installed
+# into bench/.dolphie-venv on first use); writes bench/RESULTS.md. About 20 minutes.
+# BENCH_ARGS=--quick for a 2-minute check that writes nothing.
+bench: deps-bench $(STAMP)
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
 setup: $(STAMP)
 
@@ -43,13 +47,18 @@ deps-lab:
 deps-test:
 	@$(MAKE) --no-print-directory apt PKGS="$(call missing,$(TEST_PKGS))"
 
+deps-bench:
+	@$(MAKE) --no-print-directory apt PKGS="$(call missing,$(BENCH_PKGS))"
+
 # The packages among $(1) whose program is not on this machine.
 missing = $(strip \
   $(if $(filter mariadb-server,$(1)),$(if $(shell PATH=$$PATH:/usr/sbin command -v mariadbd),,mariadb-server)) \
   $(if $(filter sysbench,$(1)),$(if $(shell command -v sysbench),,sysbench)) \
   $(if $(filter openssh-server,$(1)),$(if $(wildcard /usr/sbin/sshd),,openssh-server)) \
   $(if $(filter galera-4,$(1)),$(if $(wildcard /usr/lib/galera/libgalera_smm.so),,galera-4)) \
-  $(if $(filter rsync,$(1)),$(if $(shell command -v rsync),,rsync)))
+  $(if $(filter rsync,$(1)),$(if $(shell command -v rsync),,rsync)) \
+  $(if $(filter mariadb-plugin-rocksdb,$(1)),$(if $(wildcard /usr/lib/mysql/plugin/ha_rocksdb.so),,mariadb-plugin-rocksdb)) \
+  $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:
@@ -65,4 +74,4 @@ apt:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/.dolphie-venv

@@ -46,6 +46,9 @@ from knobtop.server.static import ServerNode
 from knobtop.session import Session, SessionConfig, SessionError, prepare_all
 
 if TYPE_CHECKING:
+    from knobtop.config import UiConfig
+    from knobtop.journal.replay import Replay
+    from knobtop.recipes.recipe import Recipe
     from knobtop.ui.app import KnobtopApp
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
@@ -121,13 +124,46 @@ def build_parser() -> argparse.ArgumentParser:
     follow.add_argument("journal", type=Path, help="a *.knobtop.jsonl file being written")
     follow.add_argument("--history", type=float, default=900.0, metavar="S",
                         help="seconds of history to load first (default 900)")
+    serve = sub.add_parser(
+        "serve", help="show `knobtop follow JOURNAL` to browsers (pairing in a browser)",
+        description="Serve the read-only live view of a journal another knobtop is writing "
+        "over HTTP with textual-serve: each browser that opens the page gets its own "
+        "`knobtop follow JOURNAL`. Listens on 127.0.0.1 unless --public is given.",
+    )
+    serve.add_argument("journal", type=Path, help="a *.knobtop.jsonl file being written")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1; a non-loopback "
+                       "address needs --public)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    serve.add_argument("--public", action="store_true",
+                       help="allow a non-loopback --host: anyone who can reach the port "
+                       "watches the session")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the address browsers use, when it is not http://HOST:PORT "
+                       "(e.g. with --host 0.0.0.0, or behind a proxy)")
+    serve.add_argument("--history", type=float, default=900.0, metavar="S",
+                       help="seconds of history each viewer loads first (default 900)")
+    replay = sub.add_parser(
+        "replay", help="replay a saved journal: play, pause, seek, jump between changes",
+        description="The live screen's graphs and panels driven by a virtual clock over a "
+        "journal: space plays/pauses, +/- change the speed (1x-100x), left/right seek 10 s, "
+        "[ and ] seek a minute, . and , jump to the next/previous change, note or mark, "
+        "n adds a note (to a side file next to the journal, which is never rewritten).",
+    )
+    replay.add_argument("journal", type=Path, help="a *.knobtop.jsonl file")
+    replay.add_argument("--at", metavar="TIME", help="start at this time from the journal's "
+                        "start (seconds, m:ss or h:mm:ss), or 'end'")
+    replay.add_argument("--speed", type=float, default=1.0, help="1, 2, 5, 10, 20, 50 or 100")
+    replay.add_argument("--play", action="store_true", help="start playing at once")
     report = sub.add_parser(
         "report", help="write a Markdown or CSV report of a journal (no server needed)",
         description="Setup, baseline knobs, a timeline of changes and notes, and a table per "
         "load phase (Markdown); or one row of metrics per sample (CSV).",
     )
     report.add_argument("journal", type=Path, help="a *.knobtop.jsonl file")
-    report.add_argument("--format", choices=("md", "csv"), default="md")
+    report.add_argument("--format", choices=("md", "csv", "steps-csv"), default="md",
+                        help="md: the report (with recipe results); csv: one row per "
+                        "sample; steps-csv: one row per measured recipe step")
     report.add_argument("--range", dest="span", metavar="FROM-TO",
                         help="only this time range (seconds or m:ss from the start), e.g. 60-300")
     report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
@@ -140,7 +176,45 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", type=Path, nargs="?", help="journal B (default: A again)")
     compare.add_argument("--range-a", metavar="FROM-TO", help="time range of A")
     compare.add_argument("--range-b", metavar="FROM-TO", help="time range of B")
-    compare.add_argument("--format", choices=("text", "md"), default="text")
+    compare.add_argument("--format", choices=("tui", "text", "md"), default=None,
+                         help="tui: overlaid graphs and tables on screen (default on a "
+                         "terminal); text (default when output is not a terminal) or md")
+    run = sub.add_parser(
+        "run", help="run an experiment recipe (arms, thread sweep, replicates) and print "
+        "the results table",
+        description="Run a recipe (TOML, see experiments/) on the sandbox (--lab) or a "
+        "profile's server: every arm at every thread count, replicated and interleaved, "
+        "with waits and a steady-state check before each measured step; then a table of "
+        "median TPS, spread, p95 and a verdict per cell. Ctrl+C aborts and restores the "
+        "baseline knobs. Everything goes to the journal.",
+    )
+    run.add_argument("recipe", type=Path, help="a recipe file, e.g. experiments/doublewrite.toml")
+    where = run.add_mutually_exclusive_group(required=True)
+    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
+    where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
+    run.add_argument("--tui", action="store_true",
+                     help="run inside the live screen with a progress panel (a aborts)")
+    run.add_argument("--journal", type=Path, default=None, help="journal file to write")
+    run.add_argument("--interval", type=float, default=1.0, help="sampling interval (s)")
+    run.add_argument("--dir", type=Path, default=None, help="lab: sandbox directory")
+    run.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
+                     help="lab: load generator")
+    run.add_argument("--accept-new", action="store_true", help="trust unknown SSH host keys")
+    run.add_argument("--known-hosts", metavar="FILE", help="known_hosts file")
+    run.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
+                     help="SSH private key (repeatable)")
+    run.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
+    run.add_argument("--replicates", type=int, metavar="N", help="override [run] replicates")
+    run.add_argument("--duration", dest="step_duration", type=int, metavar="S",
+                     help="override [load] duration (measured seconds per step)")
+    run.add_argument("--warmup", type=int, metavar="S", help="override [load] warmup")
+    run.add_argument("--threads", dest="step_threads", metavar="LIST",
+                     help="override [load] threads, e.g. 4,8")
+    run.add_argument("--pause", type=float, metavar="S", help="override [run] pause")
+    run.add_argument("--wait-timeout", type=float, metavar="S",
+                     help="override [wait] timeout")
+    run.add_argument("--markdown", type=Path, metavar="FILE",
+                     help="also write the results as Markdown to FILE")
     lab = sub.add_parser(
         "lab",
         help="start a sandbox MariaDB on this machine and open the live screen on it",
@@ -198,7 +272,7 @@ def add_session_options(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # messages stay whole lines in logs
     try:
         if args.command == "lab":
             return run_lab(args, console)
@@ -208,6 +282,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_report(args)
         if args.command == "follow":
             return run_follow(args)
+        if args.command == "serve":
+            return run_serve(args, console)
+        if args.command == "replay":
+            return run_replay(args)
+        if args.command == "run":
+            return run_recipe(args, console)
         if args.command == "compare":
             return run_compare(args)
     except (LabError, LoadError, ServerError, SessionError, HostError, ConnectError,
@@ -224,6 +304,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def ui_config() -> UiConfig:
+    """The person's config file, its key remapping checked against every binding id
+    (a ConfigError names the file, the key and the fix before any screen opens)."""
+    from knobtop.config import load_config
+    from knobtop.ui.look import binding_ids, check_keymap
+
+    config = load_config()
+    if config.keys:
+        check_keymap(config.keys, binding_ids(), str(config.path))
+    return config
+
+
 def following_app(path: Path, history: float) -> KnobtopApp:
     """The live screen over a journal being written: its knob state from the start,
     the last ``history`` seconds of events, then whatever is appended."""
@@ -237,7 +329,7 @@ def following_app(path: Path, history: float) -> KnobtopApp:
     early = sorted({i for kind in ("knobs", "change") for i in index.lines_of(kind)})
     first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
     recent = index.events_between(max(lo, hi - history), hi + 1)
-    return KnobtopApp(header=index.header, events=[*first, *recent],
+    return KnobtopApp(header=index.header, events=[*first, *recent], config=ui_config(),
                       follow=JournalFollower.after(index))
 
 
@@ -247,12 +339,120 @@ def run_follow(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
+def is_loopback_host(host: str) -> bool:
+    """True when every address ``host`` stands for is a loopback one (127/8, ::1)."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ValueError(f"--host {host}: cannot resolve it ({exc.strerror or exc})") from None
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, before the web server says more."""
+    import socket
+
+    for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(addr)
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot listen on {host} port {port}: {exc.strerror or exc} "
+                    "(choose another with --port)"
+                ) from None
+
+
+def run_serve(args: argparse.Namespace, console: Console) -> int:
+    """`knobtop serve JOURNAL`: `knobtop follow JOURNAL` in browsers, via textual-serve."""
+
+    from knobtop.journal.reader import JournalReader
+
+    path: Path = args.journal.expanduser()
+    if not path.exists():
+        raise ValueError(f"{path}: no such file (give the journal another knobtop is writing)")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file (give a *.knobtop.jsonl journal)")
+    header = JournalReader(path).header  # a JournalFormatError names the file and line
+    if not 1 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: choose a port between 1 and 65535")
+    if args.history <= 0:
+        raise ValueError(f"--history {args.history:g}: give a number of seconds above 0")
+    if not is_loopback_host(args.host) and not args.public:
+        raise ValueError(
+            f"--host {args.host} is not a loopback address: anyone who can reach port "
+            f"{args.port} there would watch this session (server, knob values, notes) "
+            "without a password. Serve on 127.0.0.1 (the default), or add --public if "
+            "that is what you want."
+        )
+    check_port_free(args.host, args.port)
+
+    from knobtop.ui.serve import serve_follow
+
+    serve_follow(path, header, host=args.host, port=args.port, public=args.public,
+                 public_url=args.public_url, history=args.history, console=console)
+    return 0
+
+
+def replay_for(path: Path, at: str | None = None, speed: float = 1.0) -> Replay:
+    """A Replay over ``path`` whose index builds in the background; the first chunk is
+    indexed before this returns (so the first frame has data), the rest keeps coming."""
+    from knobtop.journal.index import JournalIndex
+    from knobtop.journal.replay import SPEEDS, Replay
+    from knobtop.recipes.report import parse_time
+
+    if speed not in SPEEDS:
+        raise ValueError(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
+    index = JournalIndex(path)
+    index.build_in_background()
+    while index.t_range is None and not index.ready.wait(0.005):
+        pass
+    replay = Replay(index)
+    replay.speed = speed
+    if at is not None:
+        index.ready.wait()  # a time anywhere in the file: the whole index is needed
+        if at.strip().lower() == "end":
+            replay.seek_to(replay.indexed_to)
+        else:
+            replay.seek_to(replay.start + parse_time(at))
+    return replay
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from knobtop.ui.replay_app import ReplayApp
+
+    replay = replay_for(args.journal, args.at, args.speed)
+    try:
+        app = ReplayApp(replay, play=args.play, config=ui_config())
+        app.run()
+    finally:
+        replay.index.close()
+    return app.return_code or 0
+
+
 def run_report(args: argparse.Namespace) -> int:
-    from knobtop.recipes.report import csv_report, load_journal, markdown_report, parse_range
+    from knobtop.recipes.report import (
+        csv_report,
+        load_journal,
+        markdown_report,
+        parse_range,
+        steps_csv,
+    )
 
     t_from, t_to = parse_range(args.span) if args.span else (None, None)
     data = load_journal(args.journal, t_from=t_from, t_to=t_to)
-    text = markdown_report(data) if args.format == "md" else csv_report(data)
+    formats = {"md": markdown_report, "csv": csv_report, "steps-csv": steps_csv}
+    text = formats[args.format](data)
     if args.output:
         args.output.write_text(text)
     else:
@@ -271,11 +471,142 @@ def run_compare(args: argparse.Namespace) -> int:
     a = load_journal(args.a, t_from=span_a[0], t_to=span_a[1])
     b = load_journal(args.b or args.a, t_from=span_b[0], t_to=span_b[1])
     result = compare(a, b)
-    if args.format == "md":
+    fmt = args.format or ("tui" if sys.stdout.isatty() else "text")
+    if fmt == "tui":
+        from knobtop.ui.compare_app import CompareApp
+
+        app = CompareApp(result, config=ui_config())
+        app.run()
+        return app.return_code or 0
+    if fmt == "md":
         sys.stdout.write(comparison_markdown(result))
     else:
         Console().print(comparison_text(result))
     return 0
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    """The recipe file with the command line's overrides, checked again."""
+    import dataclasses
+
+    from knobtop.recipes.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    changes: dict[str, object] = {}
+    if args.replicates is not None:
+        if args.replicates < 1:
+            raise ValueError("--replicates must be at least 1")
+        changes["replicates"] = args.replicates
+    if args.step_duration is not None:
+        if args.step_duration < 1:
+            raise ValueError("--duration must be at least 1 second")
+        changes["duration"] = args.step_duration
+    if args.warmup is not None:
+        if args.warmup < 0:
+            raise ValueError("--warmup cannot be negative")
+        changes["warmup"] = args.warmup
+    if args.pause is not None:
+        changes["pause"] = max(0.0, args.pause)
+    if args.step_threads:
+        try:
+            threads = tuple(int(t) for t in args.step_threads.split(","))
+        except ValueError:
+            raise ValueError(f"--threads {args.step_threads}: give numbers like 4,8,16") from None
+        if any(not 1 <= t <= 1024 for t in threads):
+            raise ValueError("--threads: each count must be 1 to 1024")
+        changes["threads"] = threads
+    if args.wait_timeout is not None:
+        changes["waits"] = dataclasses.replace(recipe.waits, timeout=max(1.0, args.wait_timeout))
+    return dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+
+
+def run_recipe(args: argparse.Namespace, console: Console) -> int:
+    """`knobtop run`: the lab or a profile's session, driven by a recipe."""
+    recipe = recipe_from_args(args)
+    steps = len(recipe.schedule())
+    console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
+                  f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
+                  f"{steps} steps, at least {recipe.planned_seconds / 60:.0f} min",
+                  highlight=False)
+    # The session options the lab and connect commands take, filled from the recipe.
+    args.recipe_loaded = recipe
+    args.headless = not args.tui
+    args.duration = recipe.planned_seconds
+    args.changes = []
+    args.load = recipe.workload
+    args.threads = recipe.threads[0]
+    args.tables, args.table_size = recipe.tables, recipe.table_size
+    args.rate, args.rand_type, args.percentile = recipe.rate, recipe.rand_type, recipe.percentile
+    args.no_ps = False
+    args.phase_seconds = 0
+    args.cleanup = args.fresh = args.keep_running = False
+    if args.lab:
+        return run_lab(args, console)
+    args.target = args.client = None
+    args.client_tables = "shared"
+    args.mysql_user = args.mysql_port = args.mysql_socket = args.password_env = None
+    return run_connect(args, console)
+
+
+async def run_recipe_headless(
+    session: Session, recipe: Recipe, console: Console
+) -> tuple[int, str]:
+    """Run the recipe with progress bars and print the results table.  Returns the exit
+    code (0 when it finished) and the results as Markdown ("" when no step ran)."""
+    from knobtop.recipes.recipe import RecipeError
+    from knobtop.recipes.results import build, results_markdown, results_table
+    from knobtop.recipes.runner import Progress as RunProgress
+    from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed
+
+    loop = asyncio.get_running_loop()
+    code, reason = 0, "recipe finished"
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                  TextColumn("{task.fields[left]}"), console=console) as bars:
+        task = bars.add_task(recipe.name, total=len(recipe.schedule()), left="")
+
+        def on_progress(p: RunProgress) -> None:
+            wait = f" ({p.waiting_for})" if p.waiting_for else ""
+            bars.update(task, completed=p.done, description=f"{p.label}{wait}",
+                        left=f"~{p.seconds_left / 60:.0f} min left")
+
+        def log(event: Event) -> None:
+            line = describe(event)
+            if line:
+                bars.console.print(f"[{event.t:8.2f}s] {line}", highlight=False)
+
+        runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, runner.abort)
+        session.listeners.append(log)
+        try:
+            await session.open()
+            assert session.journal is not None
+            bars.console.print(f"Journal: {session.journal.path}")
+            await runner.run()
+        except RecipeError as exc:
+            code, reason = 2, "recipe refused"
+            bars.console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
+        except RunAborted:
+            code, reason = 130, "recipe aborted"
+            bars.console.print("Aborted: the load was stopped and the baseline knobs restored.")
+        except RunFailed as exc:
+            code, reason = 1, "recipe failed"
+            bars.console.print(f"[bold red]Recipe failed:[/] {exc} (the baseline knobs were "
+                               "restored)", highlight=False)
+        finally:
+            await session.close(reason)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+    for warning in runner.warnings:
+        console.print(f"warning: {warning}", highlight=False)
+    if runner.results:
+        outcome = {0: "end", 130: "aborted"}.get(code, "failed")
+        results = build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                        runner.results, outcome, "", len(runner.steps))
+        console.print(results_table(results))
+        return code, results_markdown(results)
+    return code, ""
 
 
 def load_spec(args: argparse.Namespace) -> LoadSpec:
@@ -301,12 +632,28 @@ def load_spec(args: argparse.Namespace) -> LoadSpec:
 def run_session(args: argparse.Namespace, console: Console, session: Session) -> int:
     """Headless recording or the live screen, for any session."""
     want_load = args.load != "none"
-    if args.headless:
+    recipe: Recipe | None = getattr(args, "recipe_loaded", None)
+    if recipe is not None and args.headless:
+        code, markdown = asyncio.run(run_recipe_headless(session, recipe, console))
+        if args.markdown is not None and markdown:
+            args.markdown.write_text(markdown)
+            console.print(f"Markdown: {args.markdown}")
+    elif recipe is not None:
+        from knobtop.ui.app import KnobtopApp
+
+        app = KnobtopApp(session, recipe=recipe, config=ui_config())
+        try:
+            app.run()
+        finally:
+            if app.runner is not None:
+                app.runner.stop("quit")
+        code = app.return_code or 0
+    elif args.headless:
         code = asyncio.run(run_headless(session, args.duration, args.changes, want_load, console))
     else:
         from knobtop.ui.app import KnobtopApp
 
-        app = KnobtopApp(session, start_load=want_load)
+        app = KnobtopApp(session, start_load=want_load, config=ui_config())
         try:
             app.run()
         finally:
@@ -462,6 +809,8 @@ async def run_headless(
         line = describe(event)
         if line:
             console.print(f"[{event.t:8.2f}s] {line}", highlight=False)
+        if isinstance(event, Error) and event.source == "journal":
+            stop.set()  # nothing can be recorded any more: end the run
 
     session.listeners.append(log)
     stop = asyncio.Event()
@@ -492,7 +841,9 @@ async def run_headless(
         if remaining > 0 and not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), remaining)
-        if stop.is_set():
+        if session.journal_error is not None:
+            reason, code = "the journal could not be written", 1
+        elif stop.is_set():
             reason = "interrupted"
     finally:
         await session.close(reason)

@@ -52,7 +52,7 @@ import re
 import shlex
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -356,6 +356,23 @@ def _found(value: object, *, secret: bool = False) -> str:
 _Table = Mapping[str, object]
 
 
+def unknown_key_fix(key: str, known: Sequence[str]) -> str:
+    """The fix for an unknown key in a TOML file: the close match, and the known keys."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}? Known keys here: {', '.join(known)}"
+    return f"remove it; known keys here: {', '.join(known)}"
+
+
+def check_keys(table: Mapping[str, object], known: Sequence[str], prefix: str,
+               error: Callable[[str | None, str, str], Exception]) -> None:
+    """Raise ``error(dotted key, problem, fix)`` for the first key not in ``known``."""
+    for key in table:
+        if key not in known:
+            dotted = f"{prefix}.{key}" if prefix else key
+            raise error(dotted, "unknown key", unknown_key_fix(key, known))
+
+
 class _Reader:
     """Checks one parsed TOML document and builds a Profile, raising ProfileError."""
 
@@ -367,16 +384,7 @@ class _Reader:
         return ProfileError(self.file, key, problem, fix)
 
     def check_keys(self, table: _Table, known: tuple[str, ...], prefix: str) -> None:
-        for key in table:
-            if key in known:
-                continue
-            dotted = f"{prefix}.{key}" if prefix else key
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            if close:
-                fix = f"did you mean {close[0]!r}? Known keys here: {', '.join(known)}"
-            else:
-                fix = f"remove it; known keys here: {', '.join(known)}"
-            raise self.error(dotted, "unknown key", fix)
+        check_keys(table, known, prefix, self.error)
 
     def wrong_type(self, dotted: str, expected: str, value: object, fix: str) -> ProfileError:
         secret = dotted.endswith("password") or ".password." in dotted
@@ -809,11 +817,36 @@ def _syntax_key(text: str, line: int) -> str:
     return dotted or "(top level)"
 
 
-def _read(path: Path, shown: str, name: str) -> tuple[str, int]:
+def read_text_file(
+    path: Path, error: Callable[[str | None, str, str], Exception], what: str, dir_fix: str
+) -> tuple[str, int]:
+    """A TOML file's text and mode; ``error(key, problem, fix)`` for a directory, an
+    unreadable file or non-UTF-8 bytes.  FileNotFoundError is left to the caller, whose
+    fix depends on what it looked for."""
     try:
         with path.open("rb") as fh:
             mode = os.fstat(fh.fileno()).st_mode
             data = fh.read()
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise error(None, f"is a directory, not a {what}", dir_fix) from None
+    except OSError as exc:
+        raise error(None, f"cannot read: {exc.strerror}",
+                    "check the path and its permissions") from None
+    try:
+        return data.decode("utf-8"), mode
+    except UnicodeDecodeError as exc:
+        raise error(None, f"not UTF-8 text (byte {exc.start})",
+                    "save the file as UTF-8") from None
+
+
+def _read(path: Path, shown: str, name: str) -> tuple[str, int]:
+    def error(key: str | None, problem: str, fix: str) -> ProfileError:
+        return ProfileError(shown, key, problem, fix)
+
+    try:
+        return read_text_file(path, error, "profile file", "give a NAME or a .toml file")
     except FileNotFoundError:
         directory = path.parent
         existing = list_profiles(directory)
@@ -824,21 +857,6 @@ def _read(path: Path, shown: str, name: str) -> tuple[str, int]:
         else:
             fix = f"create {directory} and copy {EXAMPLE_PATH} to {path}"
         raise ProfileError(shown, None, f"profile {name!r} not found", fix) from None
-    except IsADirectoryError:
-        raise ProfileError(
-            shown, None, "is a directory, not a profile file", "give a NAME or a .toml file"
-        ) from None
-    except OSError as exc:
-        raise ProfileError(
-            shown, None, f"cannot read: {exc.strerror}", "check the path and its permissions"
-        ) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProfileError(
-            shown, None, f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8"
-        ) from None
-    return text, mode
 
 
 def load_profile(name_or_path: str, *, config_dir: Path | None = None) -> Profile:
@@ -873,6 +891,9 @@ def load_profile(name_or_path: str, *, config_dir: Path | None = None) -> Profil
             f"see {EXAMPLE_PATH}"
         )
         raise ProfileError(shown, key, problem, fix) from None
+    except ValueError:  # tomllib's int() of a number with more than 4300 digits
+        raise ProfileError(shown, None, "a number in the file has thousands of digits",
+                           "write the value as a plain number") from None
     return _Reader(shown, mode).profile(doc, name, path)
 
 

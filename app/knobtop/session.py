@@ -12,6 +12,7 @@ import socket
 import statistics
 import threading
 import time
+from array import array
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from knobtop.journal.writer import JournalWriter
 from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec, TableDriver
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import ALL, MultiLoad
-from knobtop.load.sysbench import Sysbench
+from knobtop.load.sysbench import Sysbench, missing_tables_hint
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
 from knobtop.server.catalog import Catalog, load_catalog
@@ -149,8 +150,8 @@ class Session:
         self.late_samples = 0
         self.phase = 0
         self.load_spec: LoadSpec | None = None
-        self._phase_reports: list[IntervalReport] = []
-        self._host_reports: dict[str, list[IntervalReport]] = {}
+        self._phase_reports = PhaseNumbers()
+        self._host_reports: dict[str, PhaseNumbers] = {}
         self.via = via
         self._sampler_link = ServerLink(config.connection, via=via)
         self._action_link = ServerLink(config.connection, via=via)
@@ -163,6 +164,9 @@ class Session:
             RestartApplier(config.nodes, on_step=self._restart_step) if config.nodes else None
         )
         self._sampler: asyncio.Task[None] | None = None
+        # Set when the journal cannot be written (a full disk): nothing more is recorded.
+        self.journal_error: str | None = None
+        self._journal_failure: asyncio.Task[None] | None = None
         self._t0 = time.monotonic()
         self._closed = False
         self._action_lock = asyncio.Lock()
@@ -178,10 +182,36 @@ class Session:
         return round(time.time(), 3)
 
     def emit(self, event: Event) -> None:
-        if self.journal is not None:
-            self.journal.append(event)
+        if self.journal is not None and self.journal_error is None:
+            try:
+                self.journal.append(event)
+            except OSError as exc:
+                self._journal_failed(exc)
         for listener in list(self.listeners):
             listener(event)
+
+    def _journal_failed(self, exc: OSError) -> None:
+        """The journal cannot be written (full disk, I/O error).  An experiment that is
+        not recorded is not worth running: sampling ends, the load stops and knobs are no
+        longer changed.  The listeners (screen, headless log) hear it first, then what
+        follows (the load stopping), so they never show a stale state; the journal gets
+        nothing more (no line may follow a torn one)."""
+        self.journal_error = (
+            f"cannot write the journal {self.config.journal_path}: {exc.strerror or exc}. "
+            "Recording ended, the load is stopped and knobs are no longer changed; free "
+            "space on that disk, or start again with another --journal path"
+        )
+        self.emit(Error(t=self.now(), wall=self.wall(), source="journal",
+                        message=self.journal_error, gap=True))
+        with contextlib.suppress(RuntimeError):  # no running loop: close() stops the load
+            self._journal_failure = asyncio.get_running_loop().create_task(
+                self._stop_load_quietly(), name="knobtop-journal-failed")
+
+    async def _stop_load_quietly(self) -> None:
+        """Best effort: close() stops the load again if this did not."""
+        with contextlib.suppress(Exception):
+            async with self._load_lock:
+                await self._stop_load()
 
     # -- open and close -------------------------------------------------------
 
@@ -288,6 +318,8 @@ class Session:
 
     async def _close(self, reason: str) -> None:
         try:
+            if self._journal_failure is not None:
+                await self._journal_failure
             if self.driver is not None and self.driver.running:
                 await self.stop_load()
             if self.config.cleanup_on_close and self.driver is not None:
@@ -333,7 +365,7 @@ class Session:
         down_since: float | None = None
         backoff = 0.5
         reconnected = False
-        while not self._closed:
+        while not self._closed and self.journal_error is None:
             delay = next_due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -369,7 +401,7 @@ class Session:
             try:
                 self.emit(Sample(t=stamp, wall=self.wall(), v=values, lat=round(done - sent, 5),
                                  host=self._os_samples(), re=reconnected, ndb=ndb))
-            except Exception as exc:  # a full disk must not silently kill the sampler
+            except Exception as exc:  # nothing may silently kill the sampler
                 self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
                                          message=f"sample not recorded: {exc}", gap=True))
                 next_due = time.monotonic() + backoff
@@ -424,6 +456,13 @@ class Session:
         go through the drop-in, a restart, a wait and a check, rolled back on failure.
         """
         async with self._action_lock:
+            if self.journal_error is not None:  # a change that cannot be recorded: refused
+                refused = Change(t=self.now(), wall=self.wall(), knob=name, requested=value,
+                                 old=None, new=None, method="set_global", result="refused",
+                                 message=f"{self.journal_error}. Nothing was changed",
+                                 reason=reason)
+                self.emit(refused)
+                return refused
             return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
 
     async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
@@ -740,6 +779,8 @@ class Session:
     async def _start_load(self, workload: str | None, threads: int | None) -> Phase:
         if self.driver is None:
             raise LoadError("no load driver in this session")
+        if self.journal_error is not None:
+            raise LoadError(self.journal_error)
         previous = self.load_spec
         spec = self.plan_load(workload, threads)
         self.load_spec = previous
@@ -747,17 +788,18 @@ class Session:
             await self._stop_load()
         self.phase += 1
         self.load_spec = spec
-        self._phase_reports = []
+        self._phase_reports = PhaseNumbers()
         self._host_reports = {}
         phase = self.phase
         try:
             await self.driver.start(spec, self._on_report, lambda ex: self._on_exit(phase, ex))
         except LoadError as exc:
+            message = await self._with_tables_hint(str(exc), spec)
             event = Phase(t=self.now(), wall=self.wall(), action="failed", phase=phase,
                           driver=self.driver.name, workload=spec.workload, threads=spec.threads,
-                          host=self.driver.host_name, message=str(exc))
+                          host=self.driver.host_name, message=message)
             self.emit(event)
-            raise
+            raise LoadError(message) from None
         event = Phase(t=self.now(), wall=self.wall(), action="start", phase=phase,
                       driver=self.driver.name, workload=spec.workload, threads=spec.threads,
                       host=self.driver.host_name, summary=_options(spec, self.driver))
@@ -818,7 +860,7 @@ class Session:
         if src == ALL or not isinstance(self.driver, MultiLoad):
             self._phase_reports.append(report)
         if src != ALL:
-            self._host_reports.setdefault(src, []).append(report)
+            self._host_reports.setdefault(src, PhaseNumbers()).append(report)
         self.emit(Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report)))
 
     async def _on_exit(self, phase: int, exit: LoadExit) -> None:
@@ -832,15 +874,42 @@ class Session:
                 summary["sysbench_per_host"] = {h: s.to_event() for h, s in exit.per_host.items()}
         failed = bool(exit.error) and not exit.stopped
         driver = self.driver
+        message = exit.error
+        if failed and not self._phase_reports:
+            message = await self._with_tables_hint(message, spec)
         self.emit(
             Phase(t=self.now(), wall=self.wall(), action="failed" if failed else "stop",
                   phase=phase, driver=driver.name if driver else "", workload=spec.workload,
                   threads=spec.threads, host=driver.host_name if driver else "",
-                  message=exit.error, summary=summary)
+                  message=message, summary=summary)
         )
         if failed:
             self.emit(Error(t=self.now(), wall=self.wall(), source="load",
-                            message=f"load stopped: {exit.error}"))
+                            message=f"load stopped: {message}"))
+
+    async def _with_tables_hint(self, message: str, spec: LoadSpec) -> str:
+        """A load that failed before its first second: if its tables are missing, say so.
+
+        sysbench's threads print their FATAL lines in no fixed order, so the server's
+        "doesn't exist" is not always among the lines it reports first; the server itself
+        is asked instead.
+        """
+        for sb in table_drivers(self.driver):
+            hint = missing_tables_hint(sb.database)
+            if hint in message:
+                return message
+            try:
+                link = await self._ensure_action_link()
+                rows = await link.query(
+                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+                    (sb.database,),
+                )
+            except ServerError:
+                return message  # the server is gone: the error already says what happened
+            present = {str(r[0]) for r in rows}
+            if any(f"sbtest{i}" not in present for i in range(1, spec.tables + 1)):
+                return f"{message}. {hint}" if message else hint
+        return message
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:
@@ -870,6 +939,7 @@ def _options(spec: LoadSpec, driver: LoadDriver) -> dict[str, Any]:
         "percentile": spec.percentile,
         "prepared": spec.prepared,
         "duration": spec.duration,
+        **({"engine": spec.engine} if spec.engine else {}),
     }
 
 
@@ -877,16 +947,32 @@ def _load_fields(report: IntervalReport) -> dict[str, Any]:
     return report.to_event()
 
 
-def _phase_stats(reports: list[IntervalReport]) -> dict[str, Any]:
-    if not reports:
+class PhaseNumbers:
+    """A phase's per-interval TPS and latency as two float arrays (16 bytes a report, not
+    a report object each: a phase may run for a day)."""
+
+    __slots__ = ("lat", "tps")
+
+    def __init__(self) -> None:
+        self.tps: array[float] = array("d")
+        self.lat: array[float] = array("d")
+
+    def append(self, report: IntervalReport) -> None:
+        self.tps.append(report.tps)
+        self.lat.append(report.latency_ms)
+
+    def __len__(self) -> int:
+        return len(self.tps)
+
+
+def _phase_stats(numbers: PhaseNumbers) -> dict[str, Any]:
+    if not numbers:
         return {"intervals": 0}
-    tps = [r.tps for r in reports]
-    lat = [r.latency_ms for r in reports]
     return {
-        "intervals": len(reports),
-        "tps_median": round(statistics.median(tps), 2),
-        "tps_mean": round(statistics.fmean(tps), 2),
-        "p95_median": round(statistics.median(lat), 2),
+        "intervals": len(numbers),
+        "tps_median": round(statistics.median(numbers.tps), 2),
+        "tps_mean": round(statistics.fmean(numbers.tps), 2),
+        "p95_median": round(statistics.median(numbers.lat), 2),
     }
 
 
@@ -914,14 +1000,18 @@ async def prepare_all(
 
 
 async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
-    """True when sbtest1..N exist with exactly ``table_size`` rows (ids are 1..N)."""
+    """True when sbtest1..N exist with exactly ``table_size`` rows (ids are 1..N),
+    in the storage engine ``spec.engine`` names (any engine when it names none)."""
     rows = await link.query(
-        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,)
+        "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+        (database,),
     )
-    present = {str(r[0]) for r in rows}
+    present = {str(r[0]): str(r[1] or "") for r in rows}
     for i in range(1, spec.tables + 1):
         name = f"sbtest{i}"
         if name not in present:
+            return False
+        if spec.engine and present[name].lower() != spec.engine.lower():
             return False
         top = await link.query(f"SELECT COUNT(*), MAX(id) FROM `{database}`.`{name}`")
         if top[0][0] != spec.table_size or top[0][1] != spec.table_size:

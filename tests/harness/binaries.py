@@ -33,3 +33,14 @@ def require_binary(name: str, apt_package: str) -> str:
     if in_ci():
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
+
+
+def require_file(path: str, apt_package: str) -> str:
+    """Return ``path`` if it exists (a server plugin, a provider library); if not, fail in CI
+    and skip elsewhere, naming the file and the exact install command."""
+    if os.path.exists(path):
+        return path
+    message = f"required file {path} not found; install it with: apt-get install -y {apt_package}"
+    if in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)

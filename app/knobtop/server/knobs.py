@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -191,6 +192,9 @@ def validate(facts: KnobFacts, raw: str, *, static_ok: bool = False) -> int | fl
                 f"{name} takes a whole number (sizes may end in K, M or G), not '{text}'"
             )
         number = float(m.group(1)) * _MULT[m.group(2).lower()]
+        if not math.isfinite(number):  # more digits than a float holds
+            raise KnobError(f"{name}: {text} is out of range; use a value from "
+                            f"{_fmt(facts.minimum)} to {_fmt(facts.maximum)}")
         if number != int(number):
             raise KnobError(f"{name} takes a whole number, not '{text}'")
         _check_range(facts, number, text)
@@ -205,7 +209,9 @@ def validate(facts: KnobFacts, raw: str, *, static_ok: bool = False) -> int | fl
         try:
             number = float(text)
         except ValueError:
-            raise KnobError(f"{name} takes a number, not '{text}'") from None
+            number = math.nan
+        if not math.isfinite(number):  # float() also takes "nan" and "inf"
+            raise KnobError(f"{name} takes a number, not '{text}'")
         _check_range(facts, number, text)
         return number
     return text
