@@ -270,3 +270,41 @@ async def test_a_knob_from_outside_the_panel_list_is_reverted_too(
         await session.close()
     assert [c.knob for c in reverted] == ["max_connections"]
     assert await show_global(info, "max_connections") == before
+
+
+async def test_two_static_knobs_go_in_with_one_restart_or_not_at_all(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, collector: EventCollector
+) -> None:
+    sandbox, info = lab
+    session = lab_session(sandbox, info, tmp_path / "m.knobtop.jsonl")
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        lock_mode = await show_global(info, "innodb_autoinc_lock_mode")
+        other = "2" if lock_mode != "2" else "1"
+        changes = await session.set_knobs(
+            {"innodb_doublewrite": "OFF", "innodb_autoinc_lock_mode": other,
+             "innodb_io_capacity": "1234"},
+            restart_ok=True, reason="arm B")
+        assert [(c.knob, c.result) for c in changes] == [
+            ("innodb_io_capacity", "ok"), ("innodb_doublewrite", "ok"),
+            ("innodb_autoinc_lock_mode", "ok")]
+        assert [c.method for c in changes] == ["set_global", "dropin_restart", "dropin_restart"]
+        assert [s for s in restarts(collector.events) if s[0] == "restart"] == [("restart", "ok")]
+        assert await show_global(info, "innodb_doublewrite") == "OFF"
+        assert await show_global(info, "innodb_autoinc_lock_mode") == other
+        assert await show_global(info, "innodb_io_capacity") == "1234"  # re-applied after it
+        dropin = sandbox.dropin_file.read_text()
+
+        refused = await session.set_knobs(
+            {"innodb_doublewrite": "ON", "innodb_autoinc_lock_mode": "7"}, restart_ok=True)
+    finally:
+        await session.close()
+    assert {c.knob: c.result for c in refused} == {
+        "innodb_doublewrite": "refused", "innodb_autoinc_lock_mode": "refused"}
+    assert "innodb_autoinc_lock_mode" in refused[0].message
+    assert all("Nothing was changed" in c.message for c in refused)
+    # Nothing half-applied: no second restart, the drop-in and the server as they were.
+    assert [s for s in restarts(collector.events) if s[0] == "restart"] == [("restart", "ok")]
+    assert sandbox.dropin_file.read_text() == dropin
+    assert await show_global(info, "innodb_doublewrite") == "OFF"

@@ -34,7 +34,7 @@ from knobtop.connect import (
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase, Restart
-from knobtop.journal.writer import default_journal_path
+from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
 from knobtop.lab import LAB_DB, LabError, Sandbox, default_lab_dir, find_program
 from knobtop.load.base import RAND_TYPES, WORKLOADS, LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
@@ -699,12 +699,13 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
         finally:
             await hosts.close()
 
-    info, via = asyncio.run(check())
-    # Fresh host objects: SSH connections belong to the event loop that made them.
-    hosts = build_hosts(profile, ssh)
     journal = args.journal or default_journal_path(
         Path("~/.local/share/knobtop/journals").expanduser(), profile.name
     )
+    journal_must_work(journal)
+    info, via = asyncio.run(check())
+    # Fresh host objects: SSH connections belong to the event loop that made them.
+    hosts = build_hosts(profile, ssh)
     config = SessionConfig(profile=profile.name, connection=info, journal_path=journal,
                            interval=args.interval, load=spec,
                            nodes=server_nodes(profile, hosts, info, ssh, via=via),
@@ -714,6 +715,14 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
     session = Session(config, hosts.target, load_driver(profile, hosts, info, own_tables=own),
                       clients=tuple(h for _, h in hosts.clients), via=tunnel)
     return run_session(args, console, session)
+
+
+def journal_must_work(path: Path) -> None:
+    """Refuse a journal path that cannot be written before doing anything else."""
+    try:
+        check_journal_path(path)
+    except OSError as exc:
+        raise SessionError(cannot_create(path, exc)) from None
 
 
 def run_lab(args: argparse.Namespace, console: Console) -> int:
@@ -728,6 +737,8 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
             console.print("sysbench is not installed: using knobtop's built-in load "
                           f"({INSTALL_HINT} for sysbench)")
     sandbox = Sandbox(args.dir or default_lab_dir())
+    if args.journal:
+        journal_must_work(args.journal)
     if args.fresh:
         sandbox.wipe()
     with console.status(f"Starting the sandbox server in {sandbox.root} ..."):

@@ -13,7 +13,7 @@ import statistics
 import threading
 import time
 from array import array
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +38,7 @@ from knobtop.journal.events import (
     Restart,
     Sample,
 )
-from knobtop.journal.writer import JournalWriter
+from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec, TableDriver
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import ALL, MultiLoad
@@ -262,10 +262,7 @@ class Session:
         except OSError as exc:
             await self._sampler_link.close()
             await self._action_link.close()
-            raise SessionError(
-                f"cannot create the journal {self.config.journal_path}: {exc.strerror}; "
-                "choose another --journal path"
-            ) from None
+            raise SessionError(cannot_create(self.config.journal_path, exc)) from None
         self.baseline = {k: f.value for k, f in self.knob_facts.items()}
         self.emit(
             Knobs(
@@ -456,14 +453,20 @@ class Session:
         go through the drop-in, a restart, a wait and a check, rolled back on failure.
         """
         async with self._action_lock:
-            if self.journal_error is not None:  # a change that cannot be recorded: refused
-                refused = Change(t=self.now(), wall=self.wall(), knob=name, requested=value,
-                                 old=None, new=None, method="set_global", result="refused",
-                                 message=f"{self.journal_error}. Nothing was changed",
-                                 reason=reason)
-                self.emit(refused)
-                return refused
-            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
+            return await self._set_knob_checked(name, value, restart_ok=restart_ok,
+                                                reason=reason)
+
+    async def _set_knob_checked(
+        self, name: str, value: str, *, restart_ok: bool, reason: str
+    ) -> Change:
+        if self.journal_error is not None:  # a change that cannot be recorded: refused
+            refused = Change(t=self.now(), wall=self.wall(), knob=name, requested=value,
+                             old=None, new=None, method="set_global", result="refused",
+                             message=f"{self.journal_error}. Nothing was changed",
+                             reason=reason)
+            self.emit(refused)
+            return refused
+        return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
 
     async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
         start = self.now()
@@ -473,15 +476,7 @@ class Session:
             if name == NDB_PARAMETER.lower():
                 return await self._set_ndb(value, restart_ok=restart_ok, reason=reason,
                                            start=start)
-            facts = None
-            if valid_name(name):
-                found = await asyncio.wait_for(load_facts(link, [name]), self.config.knob_timeout)
-                facts = found[name]
-                known = self.catalog.get(name) if self.catalog is not None else None
-                if facts.present and facts.dynamic and known is not None and known.present \
-                        and not known.dynamic and known.mode == "static":
-                    # MySQL's variable tables do not say; the catalog's flavor table does.
-                    facts = dataclasses.replace(facts, dynamic=False)
+            facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
             if facts is not None and facts.present and not facts.dynamic:
                 return await self._set_static(facts, value, restart_ok=restart_ok,
                                               reason=reason, start=start)
@@ -511,6 +506,69 @@ class Session:
         )
         self._record(event)
         return event
+
+    async def _facts(self, link: ServerLink, names: list[str]) -> dict[str, KnobFacts]:
+        """The server's facts for ``names``, static where the catalog knows better."""
+        found = await asyncio.wait_for(load_facts(link, names), self.config.knob_timeout)
+        for name, facts in found.items():
+            known = self.catalog.get(name) if self.catalog is not None else None
+            if facts.present and facts.dynamic and known is not None and known.present \
+                    and not known.dynamic and known.mode == "static":
+                # MySQL's variable tables do not say; the catalog's flavor table does.
+                found[name] = dataclasses.replace(facts, dynamic=False)
+        return found
+
+    async def set_knobs(
+        self, values: Mapping[str, str], *, restart_ok: bool = False, reason: str = ""
+    ) -> list[Change]:
+        """Several knobs at once: dynamic ones one by one, then every static one through a
+        single drop-in rewrite and restart (a recipe arm with two static knobs costs one
+        restart, not two). If any static value is refused, no static knob is changed."""
+        names = [n.strip().lower() for n in values]
+        wanted = dict(zip(names, values.values(), strict=True))
+        async with self._action_lock:
+            statics: dict[str, KnobFacts] = {}
+            if self.journal_error is None and self.config.nodes and restart_ok:
+                try:
+                    link = await self._ensure_action_link()
+                    asked = [n for n in names if valid_name(n) and n != NDB_PARAMETER.lower()]
+                    found = await self._facts(link, asked) if asked else {}
+                except (ServerError, TimeoutError):
+                    found = {}  # each knob below reports the failure on its own
+                statics = {n: f for n, f in found.items() if f.present and not f.dynamic}
+            if len(statics) < 2:
+                out = []
+                for name in names:
+                    out.append(await self._set_knob_checked(name, wanted[name],
+                                                            restart_ok=restart_ok,
+                                                            reason=reason))
+                return out
+            out = []
+            for name in names:
+                if name not in statics:
+                    out.append(await self._set_knob(name, wanted[name], restart_ok=restart_ok,
+                                                    reason=reason))
+            start = self.now()
+            checked: dict[str, tuple[str | None, str]] = {}
+            problems: dict[str, str] = {}
+            for name, facts in statics.items():
+                try:
+                    checked[name] = (facts.value, static_value(facts, wanted[name]))
+                except KnobError as exc:
+                    problems[name] = str(exc)
+            if problems:
+                for name, facts in statics.items():
+                    why = problems.get(name) or (
+                        f"not applied: {', '.join(problems)} in the same change was refused")
+                    refused = Change(t=start, wall=self.wall(), knob=name,
+                                     requested=wanted[name], old=facts.value, new=facts.value,
+                                     method="dropin_restart", result="refused",
+                                     message=f"{why}. Nothing was changed", reason=reason)
+                    self.emit(refused)
+                    out.append(refused)
+                return out
+            out.extend(await self._restart_with(checked, "", reason=reason, start=start))
+            return out
 
     def _record(self, event: Change) -> None:
         if event.result == "ok" and event.knob not in self.baseline:
@@ -566,11 +624,7 @@ class Session:
                 "was changed"
             )
         try:
-            value = validate(facts, raw, static_ok=True)
-            if any(ch in str(value) for ch in "\r\n\0#;"):
-                # It goes into a config file: one line, no comment characters.
-                raise KnobError(f"{facts.name}: a value for the config file must be one line "
-                                "without '#' or ';'")
+            value = static_value(facts, raw)
         except KnobError as exc:
             return refuse(str(exc))
         if not restart_ok:
@@ -578,13 +632,14 @@ class Session:
                 f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
                 "ahead; nothing was changed"
             )
-        return await self._restart_with({facts.name: (facts.value, str(value))}, raw,
-                                         reason=reason, start=start)
+        changed = await self._restart_with({facts.name: (facts.value, value)}, raw,
+                                           reason=reason, start=start)
+        return changed[-1]
 
     async def _restart_with(
         self, changes: dict[str, tuple[str | None, str]], requested: str, *, reason: str,
         start: float,
-    ) -> Change:
+    ) -> list[Change]:
         """One drop-in rewrite and one restart (per node) for all ``changes``."""
         assert self.restarter is not None
         began = time.monotonic()
@@ -608,15 +663,15 @@ class Session:
             # Journal what happened even if the server is not back: never lose the story.
             result = "failed"
             message = f"{message}; the server does not answer after it: {exc}".lstrip("; ")
-        last: Change | None = None
+        out: list[Change] = []
         for knob, (old, _new) in changes.items():
-            last = Change(
+            out.append(Change(
                 t=start, wall=self.wall(), knob=knob, requested=requested or _new, old=old,
                 new=now[knob].value if knob in now else None, method="dropin_restart",
                 result=result, message=message, duration=round(time.monotonic() - began, 3),
                 reason=reason,
-            )
-            self._record(last)
+            ))
+            self._record(out[-1])
         if link is not None:
             # Dynamic values first, so the resumed load runs with the session's settings.
             with contextlib.suppress(ServerError, TimeoutError):
@@ -626,8 +681,7 @@ class Session:
             async with self._load_lock:
                 with contextlib.suppress(LoadError, HostError):
                     await self._start_load(resume.workload, resume.threads)
-        assert last is not None
-        return last
+        return out
 
     async def _reapply_dynamic(self, link: ServerLink) -> None:
         """After a restart, put back the dynamic values this session had set."""
@@ -733,7 +787,7 @@ class Session:
                 else:
                     static[knob] = (facts.value, target)
             if static:
-                out.append(await self._restart_with(static, "", reason="revert to baseline",
+                out.extend(await self._restart_with(static, "", reason="revert to baseline",
                                                     start=self.now()))
             self.history.clear()
             return out
@@ -919,6 +973,16 @@ async def _stop_task(task: asyncio.Task[None]) -> None:
         await asyncio.wait({task}, timeout=2.0)
     with contextlib.suppress(asyncio.CancelledError, Exception):
         task.result()
+
+
+def static_value(facts: KnobFacts, raw: str) -> str:
+    """``raw`` checked for the drop-in file; raises KnobError with the reason."""
+    value = str(validate(facts, raw, static_ok=True))
+    if any(ch in value for ch in "\r\n\0#;"):
+        # It goes into a config file: one line, no comment characters.
+        raise KnobError(f"{facts.name}: a value for the config file must be one line "
+                        "without '#' or ';'")
+    return value
 
 
 def _with_value(facts: KnobFacts, value: str | None) -> KnobFacts:

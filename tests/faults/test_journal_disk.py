@@ -64,6 +64,22 @@ def test_unwritable_journal_directory_refuses_to_start(
     assert sandbox.running_pid() is not None  # the lab joined it, so it left it running
 
 
+def test_unwritable_journal_is_refused_before_the_sandbox_starts(
+    tmp_path: Path, unwritable_dir: Path
+) -> None:
+    """Nothing slow or visible happens first: no sandbox server, no tables."""
+    lab_dir = tmp_path / "never-started"
+    journal = unwritable_dir / "lab.knobtop.jsonl"
+    result = knobtop_run("lab", "--dir", str(lab_dir), "--headless", "--duration", "30",
+                         "--journal", str(journal), *LAB_LOAD, timeout=60)
+    assert result.returncode == 2, result.stderr
+    err = " ".join(result.stderr.split())
+    assert f"cannot create the journal {journal}" in err
+    assert "Starting the sandbox" not in result.stdout + result.stderr
+    assert not lab_dir.exists()
+    assert not journal.exists()
+
+
 async def test_disk_full_mid_run_stops_the_session(
     sandbox: Sandbox, small_disk: SmallDisk, collector: EventCollector
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -13,6 +15,27 @@ import orjson
 from knobtop.journal.events import Event, Header, to_dict
 
 REDACTED = "[redacted]"
+
+
+def cannot_create(path: Path, exc: OSError) -> str:
+    """The message for a journal that cannot be created at ``path``."""
+    return (f"cannot create the journal {path}: {exc.strerror or exc}; "
+            "choose another --journal path")
+
+
+def check_journal_path(path: Path) -> None:
+    """Raise OSError now if no journal can be created at ``path``.
+
+    Run before any slow or visible work (starting a sandbox, preparing tables), so a bad
+    --journal is reported before anything happened. Creates the directory, as the writer
+    would, and a probe file it removes at once.
+    """
+    if path.exists():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(prefix=".knobtop-probe-", dir=path.parent)
+    os.close(fd)
+    os.unlink(probe)
 
 
 class JournalWriter:

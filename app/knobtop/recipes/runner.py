@@ -299,6 +299,7 @@ class RecipeRunner:
             await session.stop_load()
         link = ServerLink(session.config.connection, via=session.via)
         await link.connect()
+        todo: dict[str, str] = {}
         try:
             for knob, value in step.arm.knobs.items():
                 self._check()
@@ -308,19 +309,22 @@ class RecipeRunner:
                     wanted = str(validate(facts, value, static_ok=True))
                 except KnobError:
                     wanted = value
-                if now is not None and now.upper() == wanted.upper():
-                    continue
-                began = time.monotonic()
-                change = await session.set_knob(
-                    knob, value, restart_ok=True,
-                    reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
-                if change.method != "set_global":
-                    self._restarts += time.monotonic() - began
-                if change.result != "ok":
-                    raise RunFailed(f"arm {step.arm.name}: {knob} = {value} did not take: "
-                                    f"{change.message}")
+                if now is None or now.upper() != wanted.upper():
+                    todo[knob] = value
         finally:
             await link.close()
+        if not todo:
+            return
+        began = time.monotonic()
+        # All of the arm's static knobs go in through one restart.
+        changes = await session.set_knobs(
+            todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
+        if any(change.method != "set_global" for change in changes):
+            self._restarts += time.monotonic() - began
+        for change in changes:
+            if change.result != "ok":
+                raise RunFailed(f"arm {step.arm.name}: {change.knob} = {change.requested} did "
+                                f"not take: {change.message}")
 
     # -- one step ------------------------------------------------------------------------------
 
