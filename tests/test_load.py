@@ -25,6 +25,7 @@ from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import MultiLoad, aggregate
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import parse_interval
+from knobtop.server.link import ConnectionInfo
 from knobtop.session import Session, SessionConfig, prepare_tables
 
 DATA = Path(__file__).parent / "data" / "sysbench"
@@ -209,20 +210,28 @@ async def test_stop_leaves_no_sysbench_on_either_client(
     assert wait_gone(marker, grace=10) == []
 
 
-async def test_missing_tables_say_how_to_prepare(
-    mariadb: Sandbox, tmp_path: Path, sysbench_path: str
-) -> None:
-    info = mariadb.connection()
-    driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
-                      password=info.password, database="sbtest_empty")
+async def session_on_empty_database(
+    info: ConnectionInfo, driver: Sysbench | BuiltinDriver, tmp_path: Path
+) -> tuple[Session, EventCollector]:
+    """An open session whose driver's database exists but holds no tables."""
     config = SessionConfig(profile="t", connection=info, load=SMALL,
                            journal_path=tmp_path / "e.knobtop.jsonl")
     session = Session(config, LocalHost(), driver)
     collector = EventCollector()
     session.listeners.append(collector)
     await session.open()
+    await session._action_link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")
+    return session, collector
+
+
+async def test_missing_tables_say_how_to_prepare(
+    mariadb: Sandbox, tmp_path: Path, sysbench_path: str
+) -> None:
+    info = mariadb.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                      password=info.password, database="sbtest_empty")
+    session, collector = await session_on_empty_database(info, driver, tmp_path)
     try:
-        await session._action_link.query("CREATE DATABASE IF NOT EXISTS sbtest_empty")
         await session.start_load()
         await collector.wait_for(lambda ev: any(
             isinstance(e, Phase) and e.action != "start" for e in ev), timeout=30)
@@ -384,14 +393,8 @@ async def test_builtin_driver_missing_tables_also_say_press_p(
     """The hint comes from the server, whatever the driver printed first."""
     info = mariadb.connection()
     driver = BuiltinDriver(info, database="sbtest_empty_builtin", processes=1)
-    config = SessionConfig(profile="t", connection=info, load=SMALL,
-                           journal_path=tmp_path / "e.knobtop.jsonl")
-    session = Session(config, LocalHost(), driver)
-    collector = EventCollector()
-    session.listeners.append(collector)
-    await session.open()
+    session, collector = await session_on_empty_database(info, driver, tmp_path)
     try:
-        await session._action_link.query("CREATE DATABASE IF NOT EXISTS sbtest_empty_builtin")
         with pytest.raises(LoadError) as raised:
             await session.start_load()
     finally:
