@@ -260,7 +260,7 @@ async def test_screenshot_of_the_screen_and_of_one_graph(tmp_path: Path) -> None
         await until(pilot, lambda: any(tmp_path.glob("knobtop-2*.svg")))
         shot = next(tmp_path.glob("knobtop-2*.svg")).read_text()
         assert "<svg" in shot and "sysbench" in shot
-        path = app.screenshot_graph("load_tps")
+        path = Path(app.screenshot_graph("load_tps"))
         svg = path.read_text()
         text = svg.replace("&#160;", " ")
         await pilot.press("2", "ctrl+g")  # every graph of the page on screen, one file each

@@ -4,6 +4,7 @@ on loopback unless --public is given."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,22 @@ def followers(journal: Path) -> list[int]:
         if b"follow" in cmd and str(journal).encode() in cmd and state != "Z":
             found.append(int(pid))
     return found
+
+
+async def until_drawn(ws: aiohttp.ClientWebSocketResponse,
+                      done: Callable[[bytes], bool]) -> list[str]:
+    """Read the viewer's output until ``done(screen text)``; returns the text messages."""
+    raw = b""
+    texts: list[str] = []
+    async with asyncio.timeout(90):
+        while not done(ANSI.sub(b"", raw)):  # whole, so no escape is cut in two
+            msg = await ws.receive()
+            assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
+            if msg.type == aiohttp.WSMsgType.BINARY:
+                raw += msg.data
+            else:
+                texts.append(msg.data)
+    return texts
 
 
 @pytest.fixture
@@ -120,16 +137,9 @@ async def test_serve_shows_the_follow_screen_in_a_browser(
 
         # What the browser does next: open the websocket; serve starts `knobtop follow`.
         samples = sum(isinstance(e, Sample) for e in JournalReader(journal))
-        raw = screen = b""
         async with http.ws_connect(f"ws://127.0.0.1:{port}/ws?width=160&height=48") as ws:
-            async with asyncio.timeout(90):
-                while not (b"MariaDB 10.11" in screen and f"{samples} samples".encode() in screen
-                           and b"Knobs" in screen):
-                    msg = await ws.receive()
-                    assert msg.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), msg
-                    if msg.type == aiohttp.WSMsgType.BINARY:
-                        raw += msg.data
-                        screen = ANSI.sub(b"", raw)  # whole, so no escape is cut in two
+            await until_drawn(ws, lambda screen: b"MariaDB 10.11" in screen
+                              and f"{samples} samples".encode() in screen and b"Knobs" in screen)
             assert len(followers(journal)) == 1
             await ws.send_json(["stdin", "q"])  # a key from the browser: the viewer quits
             async with asyncio.timeout(30):
@@ -158,6 +168,35 @@ async def test_closing_the_browser_ends_its_viewer(
             assert (await ws.receive()).type == aiohttp.WSMsgType.BINARY  # it draws
     await eventually(lambda: not followers(journal), 30, "the viewer ending with its tab")
     assert proc.poll() is None  # the server keeps serving
+
+
+async def test_a_browser_screenshot_is_a_download_not_a_file_here(
+    served: tuple[int, subprocess.Popen[bytes]], journal: Path
+) -> None:
+    port, _proc = served
+    keys: list[str] = []
+
+    def offered(texts: list[str]) -> bool:
+        keys.extend(json.loads(t)[1] for t in texts if "deliver_file_start" in t)
+        return bool(keys)
+
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(f"ws://127.0.0.1:{port}/ws?width=120&height=40") as ws,
+    ):
+        await until_drawn(ws, lambda screen: b"Knobs" in screen)
+        await ws.send_json(["stdin", "S"])
+        async with asyncio.timeout(60):
+            while not offered([m.data for m in [await ws.receive()]
+                               if m.type == aiohttp.WSMsgType.TEXT]):
+                pass
+        async with http.get(f"http://127.0.0.1:{port}/download/{keys[0]}") as download:
+            assert download.status == 200
+            assert download.content_type == "image/svg+xml"
+            assert "attachment; filename=knobtop-" in download.headers["Content-Disposition"]
+            svg = await download.text()
+    assert svg.startswith("<svg") and "Knobs" in svg.replace("&#160;", " ")
+    assert not list(journal.parent.glob("*.svg"))  # nothing written on the watched machine
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])

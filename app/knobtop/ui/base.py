@@ -118,22 +118,35 @@ class KnobtopBase(App[int]):
     def _stamp(self) -> str:
         return time.strftime("%Y%m%d-%H%M%S")
 
-    def action_save_svg(self) -> Path:
-        """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
-        path = self.save_screenshot(f"knobtop-{self._stamp()}.svg", str(self.screenshot_dir))
-        self.notify(f"screenshot saved: {path}", timeout=6)
-        return Path(path)
+    def _save_svg(self, name: str, svg: str) -> str:
+        """In a terminal, ``name`` in ``screenshot_dir``; in a browser (``knobtop serve``) a
+        download for that browser, so a viewer never writes files on the watched machine.
+        Returns where it went, for the notice."""
+        if self.is_web:
+            self.deliver_text(io.StringIO(svg), save_filename=name,
+                              mime_type="image/svg+xml", encoding="utf-8")
+            return f"{name}, sent to your browser"
+        path = self.screenshot_dir / name
+        path.write_text(svg)
+        return str(path)
 
-    def action_save_graphs(self) -> list[Path]:
+    def action_save_svg(self) -> str:
+        """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
+        where = self._save_svg(f"knobtop-{self._stamp()}.svg", self.export_screenshot())
+        self.notify(f"screenshot saved: {where}", timeout=6)
+        return where
+
+    def action_save_graphs(self) -> list[str]:
         """Each graph of the page on screen as its own SVG."""
         grid = self.live.query_one(GraphGrid)
         specs = PAGES[grid.page][1]
-        paths = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
-        self.notify(f"{len(paths)} graph SVGs saved in {self.screenshot_dir}", timeout=6)
-        return paths
+        saved = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
+        where = "sent to your browser" if self.is_web else f"saved in {self.screenshot_dir}"
+        self.notify(f"{len(saved)} graph SVGs {where}", timeout=6)
+        return saved
 
     def screenshot_graph(self, metric: str, page: str = "overview", *,
-                         notify: bool = True) -> Path:
+                         notify: bool = True) -> str:
         """One graph as an SVG (its current size and theme colours)."""
         graph = self.live.query_one(f"#{graph_id(page, metric)}", MetricGraph)
         width, height = graph.size
@@ -146,11 +159,11 @@ class KnobtopBase(App[int]):
             console.print(line, overflow="crop", no_wrap=True)
         specs = PAGES[page][1]
         title = next((g.title for g in specs if g.metric == metric), metric)
-        path = self.screenshot_dir / f"knobtop-{metric}-{self._stamp()}.svg"
-        path.write_text(console.export_svg(title=f"knobtop: {title}"))
+        where = self._save_svg(f"knobtop-{metric}-{self._stamp()}.svg",
+                               console.export_svg(title=f"knobtop: {title}"))
         if notify:
-            self.notify(f"graph saved: {path}", timeout=6)
-        return path
+            self.notify(f"graph saved: {where}", timeout=6)
+        return where
 
 
 def _minutes(seconds: float) -> str:
