@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import orjson
@@ -25,6 +26,8 @@ from knobtop.journal import Error, Event, JournalReader, Load, Phase, Sample
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError
+from knobtop.recipes.recipe import load_recipe
+from knobtop.recipes.runner import RecipeRunner, RunFailed
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane
 
@@ -32,6 +35,7 @@ pytestmark = pytest.mark.integration
 
 LAB_LOAD = ("--load", SMALL.workload, "--threads", str(SMALL.threads), "--tables",
             str(SMALL.tables), "--table-size", str(SMALL.table_size))
+EXPERIMENTS = Path(__file__).parent.parent.parent / "experiments"
 FIX = "free space on that disk, or start again with another --journal path"
 
 
@@ -197,3 +201,33 @@ def test_no_headerless_journal_when_the_disk_is_already_full(
     assert "Traceback" not in result.stderr + result.stdout
     assert "load start" not in result.stderr
     assert not journal.exists()
+
+
+async def test_a_recipe_stops_at_once_when_the_journal_fills_up(
+    sandbox: Sandbox, small_disk: SmallDisk, collector: EventCollector
+) -> None:
+    """Not at the end of the step: an unrecorded experiment is not worth two more minutes.
+    The knobs of the arm go back to the baseline even though that is no longer journaled."""
+    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    recipe = dataclasses.replace(
+        recipe, duration=600, warmup=1, pause=0.0, threads=(SMALL.threads,), replicates=1,
+        tables=SMALL.tables, table_size=SMALL.table_size, order="interleaved",
+        waits=dataclasses.replace(recipe.waits, timeout=8.0))
+    info = sandbox.connection()
+    baseline = (await global_variables(info))["sort_buffer_size"]
+    session = lab_session(sandbox, small_disk.path / "recipe.knobtop.jsonl")
+    session.listeners.append(collector)
+    await session.open()
+    runner = RecipeRunner(session, recipe)
+    try:
+        task = asyncio.create_task(runner.run())
+        await collector.wait_for(lambda ev: sum(isinstance(e, Load) for e in ev) >= 2, 120)
+        changed = (await global_variables(info))["sort_buffer_size"]
+        small_disk.fill()
+        with pytest.raises(RunFailed, match="cannot write the journal"):
+            await asyncio.wait_for(task, timeout=60)  # the step itself would last 600 s
+    finally:
+        await session.close()
+    assert changed != baseline
+    assert (await global_variables(info))["sort_buffer_size"] == baseline
+    assert not sysbench_processes(f"--mysql-socket={sandbox.socket}")

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
     Change,
+    Error,
     Event,
     Load,
     Mark,
@@ -134,6 +135,8 @@ class RecipeRunner:
             raise RunAborted(f"recipe {self.recipe.name} aborted")
         if self._load_failed:
             raise RunFailed(f"the load failed: {self._load_failed}")
+        if self.session.journal_error is not None:  # an unrecorded run is not worth finishing
+            raise RunFailed(self.session.journal_error)
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep unless aborted; raises RunAborted / RunFailed as soon as that happens."""
@@ -179,6 +182,8 @@ class RecipeRunner:
             self._load_failed = event.message or "sysbench exited"
             if self._abort_event is not None:
                 self._abort_event.set()
+        elif isinstance(event, Error) and event.source == "journal" and self._abort_event:
+            self._abort_event.set()  # wake the step now; _check says why
 
     # -- the run ---------------------------------------------------------------------------
 
