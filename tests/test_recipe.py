@@ -914,3 +914,15 @@ def test_mariadb_10_5_ignored_knob_warns() -> None:
             load_recipe("thread-concurrency"),
             build_catalog(ServerVersion("mariadb", (10, 6, 0), "10.6.0-MariaDB"), "mariadb", []),
         )
+
+
+def test_time_left_learns_from_the_finished_steps() -> None:
+    from knobtop.recipes.runner import time_left
+
+    # 10 s a step on paper; the first two took 40 s each (a restart, a purge wait).
+    assert time_left(10, 6, 0, 0.0, None) == 60
+    assert time_left(10, 6, 2, 80.0, None) == 4 * 40
+    assert time_left(10, 6, 2, 80.0, 15.0) == 3 * 40 + 25
+    assert time_left(10, 6, 2, 80.0, 55.0) == 3 * 40  # this step ran long: not negative
+    assert time_left(10, 6, 2, 8.0, None) == 4 * 10  # quicker than on paper: paper
+    assert time_left(10, 6, 6, 240.0, None) == 0

@@ -82,6 +82,21 @@ class Progress:
                 f"rep {s.replicate} — {self.state}")
 
 
+def time_left(nominal: float, total: int, done: int, spent: float,
+              current: float | None) -> float:
+    """Seconds left in a run: ``total - done`` steps, each taking what the finished ones
+    took on average (restarts, waits and plateaus included), never less than ``nominal``
+    (warmup + duration + pause). ``spent`` is the finished steps' wall time, ``current``
+    the time in the step under way (None between steps)."""
+    per_step = max(nominal, spent / done) if done else nominal
+    todo = total - done
+    if todo <= 0:
+        return 0.0
+    if current is None:
+        return todo * per_step
+    return (todo - 1) * per_step + max(0.0, per_step - current)
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -115,7 +130,8 @@ class RecipeRunner:
         self._samples: list[tuple[float, float | None, float | None]] = []  # t, hit, dirty
         self._steady: SteadyState | None = None
         self._load_failed = ""
-        self._restarts = 0.0  # seconds spent in restarts so far (for the time estimate)
+        self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
+        self._step_began: float | None = None
         self._purge_refused = False
 
     # -- control -------------------------------------------------------------------------
@@ -151,9 +167,9 @@ class RecipeRunner:
         p = self.progress
         p.state = state
         p.waiting_for = waiting_for
-        per_step = self.recipe.warmup + self.recipe.duration + self.recipe.pause
-        left = (p.total - p.done) * per_step
-        p.seconds_left = max(0.0, left)
+        nominal = self.recipe.warmup + self.recipe.duration + self.recipe.pause
+        current = None if self._step_began is None else time.monotonic() - self._step_began
+        p.seconds_left = time_left(nominal, p.total, p.done, self._spent, current)
         if self.on_progress is not None:
             self.on_progress(p)
 
@@ -223,10 +239,13 @@ class RecipeRunner:
             for step in self.steps:
                 self._check()
                 self.progress.step = step
+                self._step_began = time.monotonic()
                 if step.arm.name != current:
                     await self._apply_arm(step)
                     current = step.arm.name
                 await self._run_step(step)
+                self._spent += time.monotonic() - self._step_began
+                self._step_began = None
                 self.progress.done += 1
         except RunAborted as exc:
             outcome, message = "aborted", str(exc)
@@ -320,12 +339,9 @@ class RecipeRunner:
             await link.close()
         if not todo:
             return
-        began = time.monotonic()
         # All of the arm's static knobs go in through one restart.
         changes = await session.set_knobs(
             todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
-        if any(change.method != "set_global" for change in changes):
-            self._restarts += time.monotonic() - began
         for change in changes:
             if change.result != "ok":
                 raise RunFailed(f"arm {step.arm.name}: {change.knob} = {change.requested} did "
