@@ -124,3 +124,29 @@ def no_matches(app: App[None]) -> bool:
     commands = app.screen.query_one(CommandList)
     return any(commands.get_option_at_index(i).id == "--no-matches"
                for i in range(commands.option_count))
+
+
+async def test_knob_changes_do_not_pile_up_in_the_panels_render_cache() -> None:
+    """A day of knob changes used to fill DataTable's 10,000-cell cache with dead entries
+    (most of the live screen's memory growth in bench/memory_growth.py)."""
+    from textual.app import App, ComposeResult
+
+    from knobtop.ui.widgets.knob_panel import KnobPanel
+
+    class PanelApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield KnobPanel()
+
+    knobs = [f"innodb_knob_{i}" for i in range(20)]
+    app = PanelApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        panel = app.query_one(KnobPanel)
+        panel.set_knobs(dict.fromkeys(knobs, "1"), {})
+        await pilot.pause()
+        for n in range(200):
+            panel.set_value(knobs[n % len(knobs)], str(n))
+            await pilot.pause()
+        shown = panel.get_row("innodb_knob_19")[1]
+        cached = len(panel._cell_render_cache)
+    assert shown == "199"
+    assert 0 < cached <= 2 * len(knobs) * len(panel.columns)

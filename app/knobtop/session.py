@@ -910,10 +910,12 @@ class Session:
         return await self.start_load(threads=threads)
 
     def _on_report(self, src: str, report: IntervalReport) -> None:
-        # With several clients the phase statistics use the per-second sums ("all").
-        if src == ALL or not isinstance(self.driver, MultiLoad):
+        # With several clients the phase statistics use the per-second sums ("all"), and
+        # each client's own numbers are kept for its line of the phase summary.
+        multi = isinstance(self.driver, MultiLoad)
+        if src == ALL or not multi:
             self._phase_reports.append(report)
-        if src != ALL:
+        else:
             self._host_reports.setdefault(src, PhaseNumbers()).append(report)
         self.emit(Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report)))
 

@@ -87,6 +87,11 @@ class KnobPanel(DataTable[str]):
         self.values[name] = value
         if name in self.rows:
             self.update_cell(name, "value", self._show(value))
+            # DataTable keys its render caches by an update counter, so every change leaves
+            # the old entries behind until its 10,000-cell LRU is full: over a day of knob
+            # changes that was most of the live screen's memory growth. They are dead: drop
+            # them (a few dozen cells are rendered again).
+            self._clear_caches()
 
     @staticmethod
     def _show(value: str | None) -> str:
