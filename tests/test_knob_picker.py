@@ -129,8 +129,6 @@ def no_matches(app: App[None]) -> bool:
 async def test_knob_changes_do_not_pile_up_in_the_panels_render_cache() -> None:
     """A day of knob changes used to fill DataTable's 10,000-cell cache with dead entries
     (most of the live screen's memory growth in bench/memory_growth.py)."""
-    from textual.app import App, ComposeResult
-
     from knobtop.ui.widgets.knob_panel import KnobPanel
 
     class PanelApp(App[None]):

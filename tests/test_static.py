@@ -297,14 +297,17 @@ async def test_two_static_knobs_go_in_with_one_restart_or_not_at_all(
         dropin = sandbox.dropin_file.read_text()
 
         refused = await session.set_knobs(
-            {"innodb_doublewrite": "ON", "innodb_autoinc_lock_mode": "7"}, restart_ok=True)
+            {"innodb_io_capacity": "2000", "innodb_doublewrite": "ON",
+             "innodb_autoinc_lock_mode": "7"}, restart_ok=True)
     finally:
         await session.close()
     assert {c.knob: c.result for c in refused} == {
-        "innodb_doublewrite": "refused", "innodb_autoinc_lock_mode": "refused"}
+        "innodb_io_capacity": "refused", "innodb_doublewrite": "refused",
+        "innodb_autoinc_lock_mode": "refused"}
     assert "innodb_autoinc_lock_mode" in refused[0].message
     assert all("Nothing was changed" in c.message for c in refused)
     # Nothing half-applied: no second restart, the drop-in and the server as they were.
     assert [s for s in restarts(collector.events) if s[0] == "restart"] == [("restart", "ok")]
     assert sandbox.dropin_file.read_text() == dropin
     assert await show_global(info, "innodb_doublewrite") == "OFF"
+    assert await show_global(info, "innodb_io_capacity") == "1234"

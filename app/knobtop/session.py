@@ -537,17 +537,8 @@ class Session:
                     found = {}  # each knob below reports the failure on its own
                 statics = {n: f for n, f in found.items() if f.present and not f.dynamic}
             if len(statics) < 2:
-                out = []
-                for name in names:
-                    out.append(await self._set_knob_checked(name, wanted[name],
-                                                            restart_ok=restart_ok,
-                                                            reason=reason))
-                return out
-            out = []
-            for name in names:
-                if name not in statics:
-                    out.append(await self._set_knob(name, wanted[name], restart_ok=restart_ok,
-                                                    reason=reason))
+                return [await self._set_knob_checked(name, wanted[name], restart_ok=restart_ok,
+                                                     reason=reason) for name in names]
             start = self.now()
             checked: dict[str, tuple[str | None, str]] = {}
             problems: dict[str, str] = {}
@@ -556,17 +547,25 @@ class Session:
                     checked[name] = (facts.value, static_value(facts, wanted[name]))
                 except KnobError as exc:
                     problems[name] = str(exc)
-            if problems:
-                for name, facts in statics.items():
+            out: list[Change] = []
+            if problems:  # all or nothing: not even the dynamic ones
+                for name in names:
+                    known = statics.get(name)
+                    old = known.value if known is not None else None
                     why = problems.get(name) or (
                         f"not applied: {', '.join(problems)} in the same change was refused")
                     refused = Change(t=start, wall=self.wall(), knob=name,
-                                     requested=wanted[name], old=facts.value, new=facts.value,
-                                     method="dropin_restart", result="refused",
-                                     message=f"{why}. Nothing was changed", reason=reason)
+                                     requested=wanted[name], old=old, new=old,
+                                     method="dropin_restart" if known else "set_global",
+                                     result="refused", message=f"{why}. Nothing was changed",
+                                     reason=reason)
                     self.emit(refused)
                     out.append(refused)
                 return out
+            for name in names:
+                if name not in statics:
+                    out.append(await self._set_knob(name, wanted[name], restart_ok=restart_ok,
+                                                    reason=reason))
             out.extend(await self._restart_with(checked, "", reason=reason, start=start))
             return out
 
