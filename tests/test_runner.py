@@ -233,8 +233,15 @@ async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
         await until(pilot, progress_shown, timeout=120)
         await until(pilot, lambda: app.recipe_results is not None, timeout=300)
         assert app.recipe_results is not None and app.recipe_results.outcome == "end"
-        text = "\n".join(widget_text(panel))
-        assert all(arm.name in text for arm in recipe.arms) and "baseline" in text
+
+        def results_shown() -> bool:
+            text = "\n".join(widget_text(panel))
+            return all(arm.name in text for arm in recipe.arms) and "baseline" in text
+
+        await until(pilot, results_shown, timeout=10)
+        # ... and stay: a progress message posted before the end must not paint over them
+        await pilot.pause()
+        assert results_shown()
         await pilot.press("q")
     assert f"arm {recipe.schedule()[0].arm.name}" in seen[0]
     steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]

@@ -299,6 +299,9 @@ async def test_two_static_knobs_go_in_with_one_restart_or_not_at_all(
         refused = await session.set_knobs(
             {"innodb_io_capacity": "2000", "innodb_doublewrite": "ON",
              "innodb_autoinc_lock_mode": "7"}, restart_ok=True)
+        # One static knob and a bad dynamic value: the static one is not applied either.
+        one_static = await session.set_knobs(
+            {"innodb_io_capacity": "lots", "innodb_doublewrite": "ON"}, restart_ok=True)
     finally:
         await session.close()
     assert {c.knob: c.result for c in refused} == {
@@ -311,3 +314,7 @@ async def test_two_static_knobs_go_in_with_one_restart_or_not_at_all(
     assert sandbox.dropin_file.read_text() == dropin
     assert await show_global(info, "innodb_doublewrite") == "OFF"
     assert await show_global(info, "innodb_io_capacity") == "1234"
+    assert [(c.knob, c.result) for c in one_static] == [
+        ("innodb_io_capacity", "refused"), ("innodb_doublewrite", "refused")]
+    assert "whole number" in one_static[0].message
+    assert "innodb_io_capacity in the same change was refused" in one_static[1].message

@@ -521,53 +521,81 @@ class Session:
     async def set_knobs(
         self, values: Mapping[str, str], *, restart_ok: bool = False, reason: str = ""
     ) -> list[Change]:
-        """Several knobs at once: dynamic ones one by one, then every static one through a
-        single drop-in rewrite and restart (a recipe arm with two static knobs costs one
-        restart, not two). If any static value is refused, no static knob is changed."""
+        """Several knobs as one change (a recipe arm), all or nothing.
+
+        Every value is checked first; if one is refused, none is applied. Then the dynamic
+        ones go in by SET GLOBAL and all the static ones through a single drop-in rewrite and
+        restart (two static knobs cost one restart, not two). A dynamic one that fails puts
+        back those already set, and no restart follows.
+        """
+        if len(values) == 1:
+            ((name, value),) = values.items()
+            return [await self.set_knob(name, value, restart_ok=restart_ok, reason=reason)]
         names = [n.strip().lower() for n in values]
         wanted = dict(zip(names, values.values(), strict=True))
         async with self._action_lock:
-            statics: dict[str, KnobFacts] = {}
-            if self.journal_error is None and self.config.nodes and restart_ok:
+            start = self.now()
+            found: dict[str, KnobFacts] = {}
+            problems: dict[str, str] = {}
+            if self.journal_error is not None:
+                problems = dict.fromkeys(names, self.journal_error)
+            else:
                 try:
                     link = await self._ensure_action_link()
-                    asked = [n for n in names if valid_name(n) and n != NDB_PARAMETER.lower()]
-                    found = await self._facts(link, asked) if asked else {}
-                except (ServerError, TimeoutError):
-                    found = {}  # each knob below reports the failure on its own
-                statics = {n: f for n, f in found.items() if f.present and not f.dynamic}
-            if len(statics) < 2:
-                return [await self._set_knob_checked(name, wanted[name], restart_ok=restart_ok,
-                                                     reason=reason) for name in names]
-            start = self.now()
-            checked: dict[str, tuple[str | None, str]] = {}
-            problems: dict[str, str] = {}
-            for name, facts in statics.items():
+                    found = await self._facts(link, [n for n in names if valid_name(n)])
+                except (ServerError, TimeoutError) as exc:
+                    await self._action_link.close()
+                    problems = dict.fromkeys(
+                        names, f"cannot read the knobs' facts from the server: {exc}")
+            dynamic: list[str] = []
+            static: dict[str, tuple[str | None, str]] = {}
+            for name in names if not problems else []:
+                facts = found.get(name)
                 try:
-                    checked[name] = (facts.value, static_value(facts, wanted[name]))
+                    if name == NDB_PARAMETER.lower() or facts is None:
+                        raise KnobError(f"{name} cannot be changed together with other knobs "
+                                        "(it is not a server variable): change it on its own")
+                    if facts.present and not facts.dynamic:
+                        static[name] = (facts.value,
+                                        self._static_checked(facts, wanted[name],
+                                                             restart_ok=restart_ok))
+                    else:
+                        validate(facts, wanted[name])
+                        dynamic.append(name)
                 except KnobError as exc:
                     problems[name] = str(exc)
+            if problems:
+                return [self._refuse_in_group(name, wanted[name], found.get(name), problems,
+                                              start, reason) for name in names]
             out: list[Change] = []
-            if problems:  # all or nothing: not even the dynamic ones
-                for name in names:
-                    known = statics.get(name)
-                    old = known.value if known is not None else None
-                    why = problems.get(name) or (
-                        f"not applied: {', '.join(problems)} in the same change was refused")
-                    refused = Change(t=start, wall=self.wall(), knob=name,
-                                     requested=wanted[name], old=old, new=old,
-                                     method="dropin_restart" if known else "set_global",
-                                     result="refused", message=f"{why}. Nothing was changed",
-                                     reason=reason)
-                    self.emit(refused)
-                    out.append(refused)
-                return out
-            for name in names:
-                if name not in statics:
-                    out.append(await self._set_knob(name, wanted[name], restart_ok=restart_ok,
-                                                    reason=reason))
-            out.extend(await self._restart_with(checked, "", reason=reason, start=start))
+            for name in dynamic:
+                out.append(await self._set_knob(name, wanted[name], restart_ok=False,
+                                                reason=reason))
+                if out[-1].result != "ok":
+                    for done in reversed(out[:-1]):  # nothing half-applied
+                        if done.old is not None:
+                            await self._set_knob(done.knob, done.old, restart_ok=False,
+                                                 reason="undo")
+                    return out
+            if static:
+                out.extend(await self._restart_with(static, {n: wanted[n] for n in static},
+                                                    reason=reason, start=start))
             return out
+
+    def _refuse_in_group(self, name: str, requested: str, facts: KnobFacts | None,
+                         problems: dict[str, str], start: float, reason: str) -> Change:
+        """The refusal of one knob of a set_knobs call that is not applied."""
+        old = facts.value if facts is not None else None
+        static = facts is not None and facts.present and not facts.dynamic
+        why = problems.get(name) or (
+            f"not applied: {', '.join(problems)} in the same change was refused")
+        if "nothing was changed" not in why.lower():
+            why = f"{why}. Nothing was changed"
+        refused = Change(t=start, wall=self.wall(), knob=name, requested=requested, old=old,
+                         new=old, method="dropin_restart" if static else "set_global",
+                         result="refused", message=why, reason=reason)
+        self.emit(refused)
+        return refused
 
     def _record(self, event: Change) -> None:
         if event.result == "ok" and event.knob not in self.baseline:
@@ -616,30 +644,36 @@ class Session:
             self.emit(event)
             return event
 
+        try:
+            value = self._static_checked(facts, raw, restart_ok=restart_ok)
+        except KnobError as exc:
+            return refuse(str(exc))
+        changed = await self._restart_with({facts.name: (facts.value, value)},
+                                           {facts.name: raw}, reason=reason, start=start)
+        return changed[-1]
+
+    def _static_checked(self, facts: KnobFacts, raw: str, *, restart_ok: bool) -> str:
+        """The drop-in value for a static knob, or KnobError saying why it cannot go in."""
         if not self.config.nodes:
-            return refuse(
+            raise KnobError(
                 f"{facts.name} is static (read-only at runtime) and this profile has no "
                 "restart_command and dropin_path; add them to change static knobs. Nothing "
                 "was changed"
             )
-        try:
-            value = static_value(facts, raw)
-        except KnobError as exc:
-            return refuse(str(exc))
+        value = static_value(facts, raw)
         if not restart_ok:
-            return refuse(
+            raise KnobError(
                 f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
                 "ahead; nothing was changed"
             )
-        changed = await self._restart_with({facts.name: (facts.value, value)}, raw,
-                                           reason=reason, start=start)
-        return changed[-1]
+        return value
 
     async def _restart_with(
-        self, changes: dict[str, tuple[str | None, str]], requested: str, *, reason: str,
-        start: float,
+        self, changes: dict[str, tuple[str | None, str]], requested: Mapping[str, str], *,
+        reason: str, start: float,
     ) -> list[Change]:
-        """One drop-in rewrite and one restart (per node) for all ``changes``."""
+        """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
+        new); ``requested`` is what was typed per knob, where someone typed it."""
         assert self.restarter is not None
         began = time.monotonic()
         result, message = "ok", ""
@@ -665,8 +699,8 @@ class Session:
         out: list[Change] = []
         for knob, (old, _new) in changes.items():
             out.append(Change(
-                t=start, wall=self.wall(), knob=knob, requested=requested or _new, old=old,
-                new=now[knob].value if knob in now else None, method="dropin_restart",
+                t=start, wall=self.wall(), knob=knob, requested=requested.get(knob) or _new,
+                old=old, new=now[knob].value if knob in now else None, method="dropin_restart",
                 result=result, message=message, duration=round(time.monotonic() - began, 3),
                 reason=reason,
             ))
@@ -786,7 +820,7 @@ class Session:
                 else:
                     static[knob] = (facts.value, target)
             if static:
-                out.extend(await self._restart_with(static, "", reason="revert to baseline",
+                out.extend(await self._restart_with(static, {}, reason="revert to baseline",
                                                     start=self.now()))
             self.history.clear()
             return out
@@ -943,28 +977,41 @@ class Session:
                             message=f"load stopped: {message}"))
 
     async def _with_tables_hint(self, message: str, spec: LoadSpec) -> str:
-        """A load that failed before its first second: if its tables are missing, say so.
+        """A load that failed before its first second with a statement error: if its
+        tables are missing, say so and how to fix it.
 
         sysbench's threads print their FATAL lines in no fixed order, so the server's
         "doesn't exist" is not always among the lines it reports first; the server itself
-        is asked instead.
+        is asked instead, on a link of its own (the action link may be busy with a long
+        SET GLOBAL) and for at most a few seconds (the server may be what failed).
         """
+        if self._closed or not any(mark in message for mark in TABLE_ERRORS):
+            return message
         for sb in table_drivers(self.driver):
             hint = missing_tables_hint(sb.database)
             if hint in message:
                 return message
+            link = ServerLink(self.config.connection, via=self.via)
             try:
-                link = await self._ensure_action_link()
-                rows = await link.query(
-                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
-                    (sb.database,),
-                )
-            except ServerError:
+                async with asyncio.timeout(5):
+                    await link.connect()
+                    rows = await link.query(
+                        "SELECT TABLE_NAME FROM information_schema.TABLES "
+                        "WHERE TABLE_SCHEMA = %s", (sb.database,))
+            except (ServerError, TimeoutError, OSError):
                 return message  # the server is gone: the error already says what happened
+            finally:
+                await link.close()
             present = {str(r[0]) for r in rows}
             if any(f"sbtest{i}" not in present for i in range(1, spec.tables + 1)):
-                return f"{message}. {hint}" if message else hint
+                return f"{message}. {hint}"
         return message
+
+
+# Load errors that a missing table can be behind (sysbench's generic lines, the server's
+# own, the built-in driver's); others (access denied, no sysbench) say what they are.
+TABLE_ERRORS = ("SQL API error", "mysql_stmt_prepare", "doesn't exist", "1146", "1049",
+                "Unknown database", "prepare the sysbench tables")
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:

@@ -287,6 +287,7 @@ class RecipeRunner:
         """Stop the load and bring every knob back to the session's baseline."""
         session = self.session
         self.progress.step = None
+        self._step_began = None
         self._report("restoring the baseline knobs")
         with contextlib.suppress(Exception):
             await session.stop_load()

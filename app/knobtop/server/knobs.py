@@ -165,7 +165,7 @@ def validate(facts: KnobFacts, raw: str, *, static_ok: bool = False) -> int | fl
     if not facts.dynamic and not static_ok:
         raise KnobError(
             f"{name} is read-only at runtime (static): it needs a config change and a "
-            "restart, which arrives with static-knob support; nothing was changed"
+            "server restart; nothing was changed"
         )
     text = raw.strip()
     if not text:

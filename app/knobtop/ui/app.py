@@ -174,7 +174,9 @@ class KnobtopApp(KnobtopBase):
                     severity="information" if outcome == "end" else "error", timeout=12)
 
     def on_recipe_progress(self, message: RecipeProgress) -> None:
-        if self._live_ready:
+        # Progress is posted from the session's thread: one can arrive after the results
+        # are shown, and must not paint over them.
+        if self._live_ready and self.recipe_results is None:
             self.live.query_one(RecipePanel).show_progress(message.progress)
 
     def action_abort_recipe(self) -> None:

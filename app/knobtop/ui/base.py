@@ -127,7 +127,7 @@ class KnobtopBase(App[int]):
                               mime_type="image/svg+xml", encoding="utf-8")
             return f"{name}, sent to your browser"
         path = self.screenshot_dir / name
-        path.write_text(svg)
+        path.write_text(svg, encoding="utf-8")
         return str(path)
 
     def action_save_svg(self) -> str:
