@@ -22,7 +22,7 @@ from knobtop.journal import Load, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
-from knobtop.load.multi import MultiLoad, aggregate
+from knobtop.load.multi import LAG_LIMIT, MultiLoad, _Run, aggregate
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import parse_interval
 from knobtop.server.link import ConnectionInfo
@@ -34,6 +34,30 @@ SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1
 
 def recorded_lines(name: str) -> list[str]:
     return [ln for ln in (DATA / name).read_text().splitlines() if ln.startswith("[ ")]
+
+
+def test_a_client_that_starts_late_is_still_summed_unless_it_falls_far_behind() -> None:
+    reports = [r for r in map(parse_interval, recorded_lines("oltp_point_select.8.txt")) if r]
+    sums: list[tuple[int, int]] = []  # (second, threads) of each sum
+
+    async def exited(_exit: object) -> None:
+        return None
+
+    multi = MultiLoad([Sysbench(LocalHost(name)) for name in ("a", "b")])
+    run = _Run(lambda src, r: sums.append((r.second, r.threads)) if src == "all" else None,
+               exited, {"a", "b"})
+    # b begins two seconds after a (an SSH start on a busy box): every sum still has both.
+    for second in range(1, 6):
+        multi._report(run, "a", "sysbench@a", reports[second - 1])
+        if second > 2:
+            multi._report(run, "b", "sysbench@b", reports[second - 3])
+    per_client = reports[0].threads
+    assert sums == [(1, 2 * per_client), (2, 2 * per_client), (3, 2 * per_client)]
+    # Then b stalls: once a is LAG_LIMIT seconds further on, seconds go out without b.
+    for second in range(6, 6 + LAG_LIMIT + 1):
+        multi._report(run, "a", "sysbench@a", reports[second - 1])
+    assert sums[3][0] == 4 and sums[3][1] == per_client
+    assert all(threads == per_client for _s, threads in sums[3:])
 
 
 def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:
