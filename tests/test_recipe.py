@@ -218,18 +218,17 @@ def test_values_and_names_are_normalised(tmp_path: Path) -> None:
     body = edited(
         'knobs = { sort_buffer_size = "256K" }',
         "knobs = { Sort_Buffer_Size = 262144, innodb_adaptive_flushing = true, "
-        "innodb_max_dirty_pages_pct = 75.5, diskpagebuffermemory = ' 64M ' }",
+        "innodb_max_dirty_pages_pct = 75.5 }",
     ).replace(
         'knobs = { sort_buffer_size = "2M" }',
         'knobs = { sort_buffer_size = "2M", innodb_adaptive_flushing = false, '
-        'innodb_max_dirty_pages_pct = 90, DiskPageBufferMemory = "1G" }',
+        "innodb_max_dirty_pages_pct = 90 }",
     )
     recipe = load_recipe(write(tmp_path, body))
     assert recipe.arms[0].knobs == {
         "sort_buffer_size": "262144",
         "innodb_adaptive_flushing": "ON",
         "innodb_max_dirty_pages_pct": "75.5",
-        "DiskPageBufferMemory": "64M",
     }
     assert recipe.arms[1].knobs["innodb_adaptive_flushing"] == "OFF"
     assert recipe.arms[1].knobs["innodb_max_dirty_pages_pct"] == "90"
@@ -237,9 +236,14 @@ def test_values_and_names_are_normalised(tmp_path: Path) -> None:
         "sort_buffer_size",
         "innodb_adaptive_flushing",
         "innodb_max_dirty_pages_pct",
-        "DiskPageBufferMemory",
     ]
     assert hash(recipe.arms[0]) != hash(recipe.arms[1])  # arms (and steps) are hashable
+    ndb = edited('knobs = { sort_buffer_size = "256K" }',
+                 "knobs = { diskpagebuffermemory = ' 64M ' }").replace(
+        'knobs = { sort_buffer_size = "2M" }', 'knobs = { DiskPageBufferMemory = "1G" }')
+    recipe = load_recipe(write(tmp_path, ndb))
+    assert [arm.knobs for arm in recipe.arms] == [
+        {"DiskPageBufferMemory": "64M"}, {"DiskPageBufferMemory": "1G"}]
 
 
 def test_single_thread_count_and_custom_lua(tmp_path: Path) -> None:
@@ -436,6 +440,13 @@ CASES: list[tuple[str, str, str, str | None, str]] = [
         "longer than wait.timeout",
     ),
     ("arm-duplicate", 'name = "B"', 'name = "A"', "arm[1].name", "already used by arm[0]"),
+    (
+        "arm-ndb-with-others",
+        'knobs = { sort_buffer_size = "256K" }',
+        'knobs = { sort_buffer_size = "256K", DiskPageBufferMemory = "64M" }',
+        "arm[0].knobs.DiskPageBufferMemory",
+        "its own rolling restart",
+    ),
     ("arm-name", 'name = "B"', 'name = "a very long arm name"', "arm[1].name", "up to 16"),
     (
         "arm-one",

@@ -78,6 +78,7 @@ from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_te
 from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
 from knobtop.server.knobs import KnobError, validate
+from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 
 __all__ = [
     "APPLIES_FLAVORS",
@@ -847,6 +848,13 @@ class _Reader:
                 )
             knobs[knob] = self.knob_value(value, dotted, key)
             written[knob] = key
+        if NDB_PARAMETER in knobs and len(knobs) > 1:
+            raise self.error(
+                f"{p}.knobs.{written[NDB_PARAMETER]}",
+                f"{NDB_PARAMETER} is a data-node parameter changed by its own rolling restart; "
+                "it cannot go in with server variables",
+                f"make {NDB_PARAMETER} the only knob of the recipe (one recipe per kind)",
+            )
         return Arm(name=name, knobs=knobs)
 
     def knob_value(self, value: object, dotted: str, key: str) -> str:
