@@ -937,3 +937,14 @@ def test_time_left_learns_from_the_finished_steps() -> None:
     assert time_left(10, 6, 2, 80.0, 55.0) == 3 * 40  # this step ran long: not negative
     assert time_left(10, 6, 2, 8.0, None) == 4 * 10  # quicker than on paper: paper
     assert time_left(10, 6, 6, 240.0, None) == 0
+
+
+def test_latencies_keep_the_digits_that_matter() -> None:
+    from knobtop.recipes.results import fmt_ms
+    from knobtop.recipes.runner import short_duration
+
+    # sysbench's p95 for point selects on a small table is a few hundredths of a ms.
+    assert [fmt_ms(v) for v in (0.021, 0.5, 1.44, 35.0, 350.2)] == [
+        "0.02", "0.50", "1.4", "35.0", "350"]
+    assert [short_duration(s) for s in (0, 24, 89, 90, 1800)] == [
+        "0 s", "24 s", "89 s", "2 min", "30 min"]

@@ -522,11 +522,13 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
 
 def run_recipe(args: argparse.Namespace, console: Console) -> int:
     """`knobtop run`: the lab or a profile's session, driven by a recipe."""
+    from knobtop.recipes.runner import short_duration
+
     recipe = recipe_from_args(args)
     steps = len(recipe.schedule())
     console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
                   f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
-                  f"{steps} steps, at least {recipe.planned_seconds / 60:.0f} min",
+                  f"{steps} steps, at least {short_duration(recipe.planned_seconds)}",
                   highlight=False)
     # The session options the lab and connect commands take, filled from the recipe.
     args.recipe_loaded = recipe
@@ -556,7 +558,7 @@ async def run_recipe_headless(
     from knobtop.recipes.recipe import RecipeError
     from knobtop.recipes.results import build, results_markdown, results_table
     from knobtop.recipes.runner import Progress as RunProgress
-    from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed
+    from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed, short_duration
 
     loop = asyncio.get_running_loop()
     code, reason = 0, "recipe finished"
@@ -568,7 +570,7 @@ async def run_recipe_headless(
         def on_progress(p: RunProgress) -> None:
             wait = f" ({p.waiting_for})" if p.waiting_for else ""
             bars.update(task, completed=p.done, description=f"{p.label}{wait}",
-                        left=f"~{p.seconds_left / 60:.0f} min left")
+                        left=f"~{short_duration(p.seconds_left)} left")
 
         def log(event: Event) -> None:
             line = describe(event)

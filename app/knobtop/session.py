@@ -164,6 +164,10 @@ class Session:
             RestartApplier(config.nodes, on_step=self._restart_step) if config.nodes else None
         )
         self._sampler: asyncio.Task[None] | None = None
+        # Planned restarts (static knobs): counted, so the sampler can tell the server
+        # going away for one of them from a crash when it next finds its link dead.
+        self._restarting = False
+        self._restart_count = 0
         # Set when the journal cannot be written (a full disk): nothing more is recorded.
         self.journal_error: str | None = None
         self._journal_failure: asyncio.Task[None] | None = None
@@ -362,6 +366,7 @@ class Session:
         down_since: float | None = None
         backoff = 0.5
         reconnected = False
+        restarts_seen = self._restart_count  # as of the last sample taken
         while not self._closed and self.journal_error is None:
             delay = next_due - time.monotonic()
             if delay > 0:
@@ -380,6 +385,8 @@ class Session:
                 if down_since is None:
                     down_since = sent
                     message = str(exc) or "the status poll timed out"
+                    if self._restarting or self._restart_count != restarts_seen:
+                        message = "the server is restarting for a static knob change"
                     self._emit_quietly(Error(t=self.now(), wall=self.wall(), source="sampler",
                                              message=f"sampling paused: {message}", gap=True))
                 if link.connected and isinstance(exc, TimeoutError):
@@ -405,6 +412,7 @@ class Session:
                 backoff = min(backoff * 2, 5.0)
                 continue
             self.samples += 1
+            restarts_seen = self._restart_count
             if down_since is not None:
                 self.emit(Error(t=self.now(), wall=self.wall(), source="sampler",
                                 message=f"sampling resumed after {done - down_since:.1f} s"))
@@ -682,10 +690,14 @@ class Session:
             resume = self.load_spec if self.driver is not None and self.driver.running else None
             if resume is not None:
                 await self._stop_load()
+        self._restarting = True
+        self._restart_count += 1
         try:
             await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
         except StaticChangeError as exc:
             result, message = "failed", str(exc)
+        finally:
+            self._restarting = False
         await self._action_link.close()  # the server restarted under it
         now: dict[str, KnobFacts] = {}
         link: ServerLink | None = None

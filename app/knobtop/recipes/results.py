@@ -145,6 +145,13 @@ def summary_line(results: Results) -> str:
 _STYLE = {HIGHER: "bold green", LOWER: "bold red", NOISE: "dim"}
 
 
+def fmt_ms(ms: float) -> str:
+    """A latency with the digits that matter: 0.02, 1.4, 35."""
+    if ms < 1:
+        return f"{ms:.2f}"
+    return f"{ms:.1f}" if ms < 100 else f"{ms:.0f}"
+
+
 def results_table(results: Results) -> Table:
     """Rows are arms, columns thread counts; each cell: median TPS, spread, p95, verdict."""
     table = Table(title=summary_line(results), title_justify="left", show_lines=True)
@@ -160,7 +167,7 @@ def results_table(results: Results) -> Table:
                 continue
             text = Text(f"{fmt_tps(cell.median)} tps\n", style="bold")
             text.append(f"{spread_text(cell)}\n", style="")
-            p95 = NONE if cell.p95 is None else f"{cell.p95:.1f}"
+            p95 = NONE if cell.p95 is None else fmt_ms(cell.p95)
             text.append(f"p95 {p95} ms", style="")
             if cell.hit_ratio is not None:
                 text.append(f", hit {cell.hit_ratio:.1f}%", style="")
@@ -192,7 +199,7 @@ def results_markdown(results: Results) -> str:
     table("Median TPS (spread over replicates)",
           lambda c: f"{fmt_tps(c.median)} ({spread_text(c)})")
     table("p95 latency, ms (median over replicates)",
-          lambda c: NONE if c.p95 is None else f"{c.p95:.1f}")
+          lambda c: NONE if c.p95 is None else fmt_ms(c.p95))
     if any(c.hit_ratio is not None for c in results.cells.values()):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")

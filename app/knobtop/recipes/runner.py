@@ -82,6 +82,11 @@ class Progress:
                 f"rep {s.replicate} — {self.state}")
 
 
+def short_duration(seconds: float) -> str:
+    """"45 s", "12 min": how long a recipe (or what is left of it) takes, for people."""
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
 def time_left(nominal: float, total: int, done: int, spent: float,
               current: float | None) -> float:
     """Seconds left in a run: ``total - done`` steps, each taking what the finished ones

@@ -10,11 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from knobtop.recipes.results import Results, results_table
-from knobtop.recipes.runner import Progress
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+from knobtop.recipes.runner import Progress, short_duration
 
 
 class RecipePanel(Static):
@@ -43,7 +39,7 @@ class RecipePanel(Static):
         bar_width = 24
         filled = round(bar_width * p.done / p.total) if p.total else bar_width
         text.append("█" * filled + "░" * (bar_width - filled), style="bold")
-        text.append(f" {p.done}/{p.total} steps · ~{_minutes(p.seconds_left)} left\n")
+        text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left\n")
         text.append(p.label, style="bold")
         if p.waiting_for:
             text.append(f"\n{p.waiting_for}", style="italic")
