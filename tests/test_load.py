@@ -177,6 +177,14 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
     ]
     loads = [e for e in collector.events if isinstance(e, Load)]
     assert {e.src for e in loads} == {"sysbench@app1", "sysbench@app2", "all"}
+    # Every report follows its phase's start, in order and in time, even the ones a
+    # client sent while the other was still starting.
+    started: Phase | None = None
+    for event in collector.events:
+        if isinstance(event, Phase) and event.action == "start":
+            started = event
+        elif isinstance(event, Load):
+            assert started is not None and event.t >= started.t
     by_second: dict[tuple[int, int], dict[str, Load]] = {}
     phase = 0
     for event in collector.events:
@@ -203,10 +211,12 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
         per_host = stop.summary["sysbench_per_host"]
         assert set(per_host) == {"app1", "app2"}
         # sysbench's own summaries and knobtop's per-second lines tell the same story:
-        # the lines add up to the run's transactions, less at most its last part-second.
+        # the lines add up to the run's transactions, less at most its last second (which
+        # sysbench does not report when the run ends just before that line is due; its
+        # summary then still counts about 1.6 seconds more than the lines) and a part.
         for host, summary in per_host.items():
             lines = [e.tps for e in loads_of(collector.events, number + 1, f"sysbench@{host}")]
-            assert summary["transactions"] - 1.5 * max(lines) <= sum(lines)
+            assert summary["transactions"] - 2 * max(lines) <= sum(lines)
             assert sum(lines) <= summary["transactions"] * 1.02
         sums = [e.tps for e in loads_of(collector.events, number + 1, "all")]
         total = sum(s["transactions"] for s in per_host.values())

@@ -357,3 +357,16 @@ def test_the_servers_error_leads_whatever_order_the_threads_print_in() -> None:
     assert summary.count("mysql_stmt_prepare() failed") == 1
     assert "press P" in explain(summary, database="test")
     assert "press P" not in explain(summarize_errors([prepare, thread_init]), database="test")
+
+
+def test_access_denied_leads_too() -> None:
+    from knobtop.load.sysbench import explain, summarize_errors
+
+    lines = [item.message for item in _feed_all(_local("fatal_access_denied.txt"))
+             if isinstance(item, SysbenchError)]
+    denied = next(m for m in lines if "Access denied" in m)
+    others = [m for m in lines if "Access denied" not in m]
+    # The order a test run saw: both generic lines before the server's.
+    summary = summarize_errors([*others, denied])
+    assert summary.startswith("error 1045: Access denied")
+    assert "Check the MySQL user and password source" in explain(summary)

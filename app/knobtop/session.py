@@ -152,6 +152,7 @@ class Session:
         self.load_spec: LoadSpec | None = None
         self._phase_reports = PhaseNumbers()
         self._host_reports: dict[str, PhaseNumbers] = {}
+        self._early_loads: list[Load] | None = None  # while a load is starting
         self.via = via
         self._sampler_link = ServerLink(config.connection, via=via)
         self._action_link = ServerLink(config.connection, via=via)
@@ -890,6 +891,12 @@ class Session:
         self._phase_reports = PhaseNumbers()
         self._host_reports = {}
         phase = self.phase
+        # Several clients start one by one (SSH takes a while): the first may report its
+        # first seconds before the last has started. Those reports are held back and written
+        # after the phase's start event, which is stamped when starting began, so every
+        # report of a phase follows its start in the journal and lies within it in time.
+        began, began_wall = self.now(), self.wall()
+        self._early_loads = []
         try:
             await self.driver.start(spec, self._on_report, lambda ex: self._on_exit(phase, ex))
         except LoadError as exc:
@@ -897,13 +904,20 @@ class Session:
             event = Phase(t=self.now(), wall=self.wall(), action="failed", phase=phase,
                           driver=self.driver.name, workload=spec.workload, threads=spec.threads,
                           host=self.driver.host_name, message=message)
-            self.emit(event)
+            self._emit_phase_start(event)
             raise LoadError(message) from None
-        event = Phase(t=self.now(), wall=self.wall(), action="start", phase=phase,
+        event = Phase(t=began, wall=began_wall, action="start", phase=phase,
                       driver=self.driver.name, workload=spec.workload, threads=spec.threads,
                       host=self.driver.host_name, summary=_options(spec, self.driver))
-        self.emit(event)
+        self._emit_phase_start(event)
         return event
+
+    def _emit_phase_start(self, event: Phase) -> None:
+        """The phase's start (or failure to start), then the reports held back meanwhile."""
+        early, self._early_loads = self._early_loads, None
+        self.emit(event)
+        for load in early or ():
+            self.emit(load)
 
     def plan_load(self, workload: str | None = None, threads: int | None = None) -> LoadSpec:
         """Choose the next load without starting it."""
@@ -962,7 +976,11 @@ class Session:
             self._phase_reports.append(report)
         else:
             self._host_reports.setdefault(src, PhaseNumbers()).append(report)
-        self.emit(Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report)))
+        load = Load(t=self.now(), wall=self.wall(), src=src, **_load_fields(report))
+        if self._early_loads is not None:
+            self._early_loads.append(load)  # the phase's start event is not out yet
+        else:
+            self.emit(load)
 
     async def _on_exit(self, phase: int, exit: LoadExit) -> None:
         spec = self.load_spec or self.config.load

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import PurePosixPath
@@ -58,8 +59,13 @@ def summarize_errors(errors: list[str], keep: int = 2) -> str:
     this the generic "mysql_stmt_prepare() failed" of two threads could hide the cause.
     """
     distinct = list(dict.fromkeys(e for e in errors if e))
-    distinct.sort(key=lambda e: 0 if "MySQL error" in e else 1)
+    distinct.sort(key=lambda e: 0 if _SERVER_ERROR.search(e) else 1)
     return "; ".join(distinct[:keep])
+
+
+# The server's own error as sysbench prints it: "MySQL error: 1146 ..." (a statement),
+# "error 1045: Access denied ..." (connecting).
+_SERVER_ERROR = re.compile(r"\berror:? \d{4}\b", re.IGNORECASE)
 
 
 class Sysbench:
