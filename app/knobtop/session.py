@@ -462,20 +462,14 @@ class Session:
         go through the drop-in, a restart, a wait and a check, rolled back on failure.
         """
         async with self._action_lock:
-            return await self._set_knob_checked(name, value, restart_ok=restart_ok,
-                                                reason=reason)
-
-    async def _set_knob_checked(
-        self, name: str, value: str, *, restart_ok: bool, reason: str
-    ) -> Change:
-        if self.journal_error is not None:  # a change that cannot be recorded: refused
-            refused = Change(t=self.now(), wall=self.wall(), knob=name, requested=value,
-                             old=None, new=None, method="set_global", result="refused",
-                             message=f"{self.journal_error}. Nothing was changed",
-                             reason=reason)
-            self.emit(refused)
-            return refused
-        return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
+            if self.journal_error is not None:  # a change that cannot be recorded: refused
+                refused = Change(t=self.now(), wall=self.wall(), knob=name, requested=value,
+                                 old=None, new=None, method="set_global", result="refused",
+                                 message=f"{self.journal_error}. Nothing was changed",
+                                 reason=reason)
+                self.emit(refused)
+                return refused
+            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
 
     async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
         start = self.now()
