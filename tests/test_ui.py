@@ -67,6 +67,9 @@ async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
         await pilot.press("enter")
         assert isinstance(app.screen, PromptScreen)
         app.screen.query_one(Input).value = ""
+        await pilot.press("enter")  # an empty value is not a silent cancel
+        assert isinstance(app.screen, PromptScreen)
+        assert any("no value given" in str(n.message) for n in app._notifications)
         await pilot.press(*target, "enter")
         await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
         assert panel.values["innodb_flush_log_at_trx_commit"] == target

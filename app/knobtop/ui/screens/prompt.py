@@ -10,7 +10,8 @@ from textual.widgets import Input, Label, Static
 
 
 class PromptScreen(ModalScreen[str | None]):
-    """Enter returns the text; Escape returns None."""
+    """Enter returns the text (an empty field is refused with a notice); Escape returns
+    None."""
 
     DEFAULT_CSS = """
     PromptScreen {
@@ -49,7 +50,13 @@ class PromptScreen(ModalScreen[str | None]):
             yield Input(value=self.value, id="prompt-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
+        if not event.value.strip():
+            # Closing quietly would look like the value was taken (a key lost in a burst
+            # over tmux or a slow SSH link submits an empty field): say so, stay open.
+            self.notify("no value given: type one, or press Escape to cancel",
+                        severity="warning", timeout=5)
+            return
+        self.dismiss(event.value.strip())
 
     def action_cancel(self) -> None:
         self.dismiss(None)
