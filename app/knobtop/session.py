@@ -59,6 +59,7 @@ from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerV
 from knobtop.server.ndb import HIT_RATIO_SQL, NdbError, NdbRollingRestart, get_ndbd_default
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
+from knobtop.sqlquote import is_sysbench_table, quote_ident
 
 MIN_INTERVAL = 0.1
 # What NDB's documentation says of DiskPageBufferMemory (REFERENCE.md section 1).
@@ -1149,7 +1150,8 @@ async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
             return False
         if spec.engine and present[name].lower() != spec.engine.lower():
             return False
-        top = await link.query(f"SELECT COUNT(*), MAX(id) FROM `{database}`.`{name}`")
+        top = await link.query(
+            f"SELECT COUNT(*), MAX(id) FROM {quote_ident(database)}.{quote_ident(name)}")
         if top[0][0] != spec.table_size or top[0][1] != spec.table_size:
             return False
     return True
@@ -1168,16 +1170,18 @@ async def prepare_tables(
     link = server if isinstance(server, ServerLink) else ServerLink(server)
     await link.connect()
     try:
-        await link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")
+        database = quote_ident(driver.database)
+        await link.query(f"CREATE DATABASE IF NOT EXISTS {database}")
         if await tables_ready(link, driver.database, spec):
             return False
         rows = await link.query(
-            "SELECT TABLE_NAME FROM information_schema.TABLES "
-            "WHERE TABLE_SCHEMA = %s AND TABLE_NAME LIKE 'sbtest%%'",
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
             (driver.database,),
         )
-        for (name,) in rows:
-            await link.query(f"DROP TABLE `{driver.database}`.`{name}`")
+        # Only sysbench's own names (sbtest + digits; LIKE 'sbtest%' would take
+        # sbtest_results too), each quoted: a name is data, never SQL.
+        for name in sorted(str(r[0]) for r in rows if is_sysbench_table(str(r[0]))):
+            await link.query(f"DROP TABLE {database}.{quote_ident(name)}")
     finally:
         await link.close()
     await driver.prepare(spec, progress)

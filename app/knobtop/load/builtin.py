@@ -32,6 +32,7 @@ from knobtop.load.base import (
 )
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, describe_error
+from knobtop.sqlquote import quote_ident
 
 __all__ = ["SUPPORTED", "BuiltinDriver", "default_processes", "percentile_ms"]
 
@@ -893,7 +894,7 @@ class BuiltinDriver:
         try:
             await link.connect()
             for i in range(1, spec.tables + 1):
-                await link.query(f"DROP TABLE IF EXISTS `sbtest{i}`")
+                await link.query(f"DROP TABLE IF EXISTS {quote_ident(f'sbtest{i}')}")
         except ServerError as exc:
             raise LoadError(f"dropping the tables in {self.database} failed: {exc}") from None
         finally:
