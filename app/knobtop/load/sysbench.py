@@ -68,6 +68,45 @@ def summarize_errors(errors: list[str], keep: int = 2) -> str:
 _SERVER_ERROR = re.compile(r"\berror:? \d{4}\b", re.IGNORECASE)
 
 
+# sysbench 1.0's options-file reader (read_config in src/sb_options.c): fgets into 256
+# bytes, the option name ends at the first '=', an unquoted value ends at whitespace or
+# ',' and '#' starts a comment; a value in '...' or "..." runs to the next same quote,
+# with no escapes.  So the password goes quoted, in one line of at most 255 bytes.
+_PASSWORD_OPTION = "mysql-password="
+PASSWORD_MAX_BYTES = 255 - len(_PASSWORD_OPTION) - 2  # the two quotes
+
+
+def password_option(password: str) -> bytes:
+    """The options-file line that sysbench reads back as exactly ``password``.
+
+    Raises LoadError saying why when no such line exists (a line break or NUL; both
+    quote characters; too long), so a load refuses before it starts instead of
+    failing at login with a misleading "check the password".
+    """
+    why = "sysbench cannot be given this MySQL password: "
+    if "\n" in password or "\0" in password:
+        raise LoadError(why + "it has a line break or NUL byte, and sysbench's options file "
+                        "holds one option per line. Set a password without one")
+    if '"' not in password:
+        quote = '"'
+    elif "'" not in password:
+        quote = "'"
+    else:
+        raise LoadError(why + "it has both ' and \", and sysbench's options file reads a "
+                        "quoted value up to the next same quote, with no escapes. Set a "
+                        "password without one of the two")
+    try:
+        encoded = password.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise LoadError(why + "it is not valid text (a lone surrogate character). Set the "
+                        "password again as UTF-8 text") from None
+    if len(encoded) > PASSWORD_MAX_BYTES:
+        raise LoadError(why + f"it is {len(encoded)} bytes long, and sysbench reads its "
+                        f"options file in 255-byte lines, which leaves {PASSWORD_MAX_BYTES} "
+                        "bytes for it. Set a shorter password")
+    return f"{_PASSWORD_OPTION}{quote}".encode() + encoded + f"{quote}\n".encode()
+
+
 class Sysbench:
     """sysbench 1.0 driven on ``host`` against one server.
 
@@ -135,8 +174,9 @@ class Sysbench:
         if not self._password:
             yield None
             return
+        line = password_option(self._password)
         path = PurePosixPath(f"/tmp/knobtop-sysbench-{secrets.token_hex(8)}.cfg")
-        await self.host.write_file_atomic(path, f"mysql-password={self._password}\n".encode())
+        await self.host.write_file_atomic(path, line)
         try:
             yield str(path)
         finally:
@@ -144,6 +184,10 @@ class Sysbench:
                 await asyncio.shield(self.host.run(["rm", "-f", str(path)], limit=30))
 
     async def check_installed(self) -> str:
+        """sysbench's path on the host; raises LoadError when it is missing or cannot be
+        given the password (every command asks this first, so nothing has started)."""
+        if self._password:
+            password_option(self._password)
         path = await self.host.which(self.binary)
         if path is None:
             raise LoadError(f"sysbench is not installed on {self.host.name}: {INSTALL_HINT}")
