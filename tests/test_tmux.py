@@ -16,7 +16,7 @@ from rich.cells import cell_len
 
 from harness.binaries import require_binary
 from harness.tmux import TmuxServer, samples_shown
-from knobtop.journal import End, JournalReader, Sample
+from knobtop.journal import Change, End, JournalReader, Sample
 from knobtop.journal.events import Note
 from knobtop.lab import Sandbox
 
@@ -187,3 +187,51 @@ def test_lab_in_tmux_at_80x24_resized_and_followed(
                   timeout=30, what=f"{total} samples, the stopped load and the end in follow")
     tmux.run("send-keys", "-t", follow, "q")
     assert tmux.exit_status(follow, timeout=30) == "0"
+
+
+def test_a_typed_burst_in_the_knob_dialog_applies_what_was_typed(
+    tmp_path: Path, tmux: TmuxServer
+) -> None:
+    """`send-keys BSpace 1 0 0 0 Enter` in one burst, as the issue's user typed it: the
+    value applied is 1000 (before the fix, the backspace ran last and applied 100)."""
+    require_binary("mariadbd", "mariadb-server")
+    lab_dir = tmp_path / "lab"
+    journal = tmp_path / "keys.knobtop.jsonl"
+    session = f"knobtop-{tmux.socket}"
+    lab = f"{session}:lab"
+    tmux.new_session(session, "lab", 80, 24, knobtop(
+        "lab", "--dir", str(lab_dir), "--journal", str(journal), "--load", "none",
+    ), cwd=tmp_path)
+    tmux.wait_for(lab, lambda s: "MariaDB" in s[0] and "╭─ Knobs" in "\n".join(s),
+                  timeout=300, what="the live screen")
+    tmux.run("send-keys", "-t", lab, "C-p")
+    tmux.wait_for(lab, lambda s: "Search" in "\n".join(s), timeout=30, what="the palette")
+    tmux.run("send-keys", "-t", lab, "-l", "innodb_io_capacity")
+
+    def first_hit(screen: list[str]) -> str | None:
+        """The palette's first option under its search line (before the search answers,
+        it lists the seed knobs: Enter then would pick the first of those)."""
+        rows = [row.strip() for row in screen]
+        at = next((i for i, row in enumerate(rows) if row.startswith("🔎")), None)
+        return next((row for row in rows[at + 1:] if row), None) if at is not None else None
+
+    tmux.wait_for(lab, lambda s: first_hit(s) == "innodb_io_capacity",
+                  timeout=30, what="innodb_io_capacity first in the palette")
+    tmux.run("send-keys", "-t", lab, "Enter")
+    tmux.wait_for(lab, lambda s: any("Set innodb_io_capacity" in row
+                                     and "_max" not in row for row in s),
+                  timeout=30, what="the knob dialog for innodb_io_capacity")
+    tmux.run("send-keys", "-t", lab, "BSpace", "1", "0", "0", "0", "Enter")
+    tmux.wait_for(lab, lambda s: "Set innodb_io_capacity" not in "\n".join(s),
+                  timeout=30, what="the dialog closing")
+
+    def applied() -> list[tuple[str, str | None, str]]:
+        return [(e.knob, e.new, e.result) for e in JournalReader(journal)
+                if isinstance(e, Change)]
+
+    deadline = time.monotonic() + 30
+    while not applied() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert applied() == [("innodb_io_capacity", "1000", "ok")]
+    tmux.run("send-keys", "-t", lab, "q")
+    assert tmux.exit_status(lab, timeout=120) == "0"

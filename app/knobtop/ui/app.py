@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Coroutine, Iterable
+from functools import partial
 from typing import Any, TypeVar
 
 from textual.binding import Binding
@@ -19,7 +20,9 @@ from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
 from knobtop.recipes.results import Results, build
 from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
-from knobtop.server.catalog import Catalog
+from knobtop.server.catalog import Catalog, CatalogFacts
+from knobtop.server.knobs import KnobError, validate
+from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.server.link import ServerError
 from knobtop.session import Session, SessionError, SessionThread
 from knobtop.ui.base import KnobtopBase
@@ -171,7 +174,8 @@ class KnobtopApp(KnobtopBase):
                                     len(runner.steps))
         self.live.query_one(RecipePanel).show_results(self.recipe_results)
         self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
-                    severity="information" if outcome == "end" else "error", timeout=12)
+                    severity="information" if outcome == "end" else "error", timeout=12,
+                    markup=False)
 
     def on_recipe_progress(self, message: RecipeProgress) -> None:
         # Progress is posted from the session's thread: one can arrive after the results
@@ -227,7 +231,7 @@ class KnobtopApp(KnobtopBase):
         try:
             return await self._submit(coro)
         except (LoadError, ServerError, HostError, ValueError) as exc:
-            self.notify(str(exc), title="knobtop", severity="error", timeout=8)
+            self.notify(str(exc), title="knobtop", severity="error", timeout=8, markup=False)
             return None
 
     # -- events -----------------------------------------------------------------
@@ -237,7 +241,8 @@ class KnobtopApp(KnobtopBase):
         if isinstance(event, Error) and event.source == "journal":
             # Nothing more is recorded: say so where it cannot be missed.
             self._state = "NOT RECORDING: the journal cannot be written"
-            self.notify(event.message, title="journal", severity="error", timeout=30)
+            self.notify(event.message, title="journal", severity="error", timeout=30,
+                        markup=False)
         self._apply(event)
 
     def _apply(self, event: Event) -> None:
@@ -324,12 +329,14 @@ class KnobtopApp(KnobtopBase):
         if self.board is not None and name in self.board.knob_values:
             current = self.board.knob_values[name]
         if not facts.get("present", True):
-            self.notify(f"{name} is absent here: {facts.get('note', '')}", severity="warning")
+            self.notify(f"{name} is absent here: {facts.get('note', '')}", severity="warning",
+                        markup=False)
             return
         static = not facts.get("dynamic", True)
         title = f"Set {name}" + (" (static: needs a restart)" if static else "")
         self.push_screen(
-            PromptScreen(title, knob_help(facts, current), current or ""),
+            PromptScreen(title, knob_help(name, facts, current), current or "",
+                         preview=partial(knob_preview, catalog.get(name)) if catalog else None),
             lambda value: self._confirm_static(name, value) if static else self._set_knob(
                 name, value),
         )
@@ -354,7 +361,7 @@ class KnobtopApp(KnobtopBase):
 
         async def apply() -> None:
             if restart:
-                self.notify(f"{knob}: restarting the server ...", timeout=5)
+                self.notify(f"{knob}: restarting the server ...", timeout=5, markup=False)
             change = await self._call(session.set_knob(knob, value, restart_ok=restart))
             if change is not None:
                 self._report(change)
@@ -367,10 +374,10 @@ class KnobtopApp(KnobtopBase):
             extra = f"\n{change.message}" if change.message else ""
             warn = "\n".join(change.warnings)
             self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
-                        severity="warning" if change.warnings else "information")
+                        severity="warning" if change.warnings else "information", markup=False)
         else:
             self.notify(change.message, title=f"{what}{change.knob} not changed",
-                        severity="error", timeout=12)
+                        severity="error", timeout=12, markup=False)
 
     def _if_yes(
         self, work: Callable[[], Coroutine[Any, Any, None]]
@@ -470,7 +477,7 @@ class KnobtopApp(KnobtopBase):
                 return
             if not value.isdigit() or not 1 <= int(value) <= 1024:
                 self.notify(f"threads must be a number from 1 to 1024, not '{value}'",
-                            severity="error")
+                            severity="error", markup=False)
                 return
             self._change_load(session, threads=int(value))
 
@@ -487,7 +494,8 @@ class KnobtopApp(KnobtopBase):
         async def change() -> None:
             spec = await self._call(session.change_load(workload, threads))
             if spec is not None and not running:
-                self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)")
+                self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)",
+                            markup=False)
 
         self.run_worker(change(), group="load")
 
@@ -528,15 +536,34 @@ class KnobtopApp(KnobtopBase):
         self.runner.call(lambda: session.mark(label))
 
 
-def knob_help(facts: dict[str, Any], current: str | None) -> str:
-    parts = [f"now {current}"]
+def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:
+    """The dialog's help: the value now (exact beside the short form), type, range or
+    choices, default, and what each value means where knobtop knows."""
+    shown = show_value(name, current)
+    parts = [f"now {shown}" + (f" ({current})" if current and shown != current else "")]
     if facts.get("type"):
         parts.append(str(facts["type"]).lower())
     if facts.get("choices"):
         parts.append("one of " + ", ".join(facts["choices"]))
     elif facts.get("min") is not None:
         lo, hi = facts["min"], facts["max"]
-        parts.append(f"{lo:g} to {hi:g}")
+        parts.append(f"{show_bound(lo)} to {show_bound(hi) if hi is not None else '?'}")
     if facts.get("default") is not None:
-        parts.append(f"default {facts['default']}")
-    return " · ".join(parts)
+        parts.append(f"default {show_value(name, str(facts['default']))}")
+    lines = [" · ".join(parts)]
+    lines += [f"{value}: {what}" for value, what in MEANINGS.get(name.lower(), {}).items()]
+    return "\n".join(lines)
+
+
+def knob_preview(facts: CatalogFacts, raw: str) -> str:
+    """What Enter applies for the text typed so far, or why the server side would refuse."""
+    if not raw.strip():
+        return "type a value"
+    try:
+        value = str(validate(facts, raw, static_ok=True))
+    except KnobError as exc:
+        return f"not valid: {exc}"
+    shown = show_value(facts.name, value)
+    text = f"applies {facts.name} = {value}" + (f" ({shown})" if shown != value else "")
+    what = meaning(facts.name, value)
+    return text + (f": {what}" if what else "")

@@ -18,6 +18,7 @@ from textual.binding import Binding
 from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.commands import ActionsProvider, binding_actions
+from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.look import apply_look
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
@@ -42,6 +43,7 @@ class KnobtopBase(App[int]):
     ]
 
     def __init__(self, config: UiConfig | None = None) -> None:
+        keep_key_order()
         super().__init__()
         self.config = config or UiConfig()
         self.live = LiveScreen()
@@ -50,7 +52,8 @@ class KnobtopBase(App[int]):
     def apply_config(self) -> None:
         """Themes and keys (call from on_mount); problems become notices."""
         for problem in apply_look(self, self.config):
-            self.notify(problem, title="knobtop config", severity="warning", timeout=12)
+            self.notify(problem, title="knobtop config", severity="warning", timeout=12,
+                        markup=False)
 
     # -- help and palette -------------------------------------------------------------
 
@@ -133,7 +136,7 @@ class KnobtopBase(App[int]):
     def action_save_svg(self) -> str:
         """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
         where = self._save_svg(f"knobtop-{self._stamp()}.svg", self.export_screenshot())
-        self.notify(f"screenshot saved: {where}", timeout=6)
+        self.notify(f"screenshot saved: {where}", timeout=6, markup=False)
         return where
 
     def action_save_graphs(self) -> list[str]:
@@ -142,7 +145,7 @@ class KnobtopBase(App[int]):
         specs = PAGES[grid.page][1]
         saved = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
         where = "sent to your browser" if self.is_web else f"saved in {self.screenshot_dir}"
-        self.notify(f"{len(saved)} graph SVGs {where}", timeout=6)
+        self.notify(f"{len(saved)} graph SVGs {where}", timeout=6, markup=False)
         return saved
 
     def screenshot_graph(self, metric: str, page: str = "overview", *,
@@ -162,7 +165,7 @@ class KnobtopBase(App[int]):
         where = self._save_svg(f"knobtop-{metric}-{self._stamp()}.svg",
                                console.export_svg(title=f"knobtop: {title}"))
         if notify:
-            self.notify(f"graph saved: {where}", timeout=6)
+            self.notify(f"graph saved: {where}", timeout=6, markup=False)
         return where
 
 

@@ -28,6 +28,7 @@ from knobtop.recipes.compare import (
 )
 from knobtop.recipes.report import JournalData, PhaseStats, fmt_knob, fmt_num, fmt_rel
 from knobtop.recipes.report import report_warnings as journal_warnings
+from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.look import apply_look
 from knobtop.ui.widgets.graph_grid import GRAPHS, GraphSpec
 from knobtop.ui.widgets.metric_graph import MetricGraph, Point
@@ -562,6 +563,7 @@ class CompareApp(App[int]):
     ]
 
     def __init__(self, comparison: Comparison, config: UiConfig | None = None) -> None:
+        keep_key_order()
         super().__init__()
         self.comparison = comparison
         self.config = config or UiConfig()
@@ -569,5 +571,6 @@ class CompareApp(App[int]):
 
     def on_mount(self) -> None:
         for problem in apply_look(self, self.config):
-            self.notify(problem, title="knobtop config", severity="warning", timeout=12)
+            self.notify(problem, title="knobtop config", severity="warning", timeout=12,
+                        markup=False)
         self.push_screen(self.compare_screen)

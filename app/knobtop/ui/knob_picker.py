@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.markup import escape
 
 from knobtop.server.catalog import Catalog, CatalogFacts, match_offsets
+from knobtop.server.knobtext import show_bound, show_value
 
 _HUGE = float(1 << 62)  # ranges above this read as "no upper limit"
 _MODE_WORDS = {
@@ -19,25 +20,21 @@ _MODE_WORDS = {
 }
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if x == int(x) else f"{x:g}"
-
-
 def describe(facts: CatalogFacts) -> str:
     """One line of plain text: value, default, range or choices, mode, note."""
     parts: list[str] = []
     if facts.present:
-        parts.append(f"now {facts.value if facts.value is not None else '?'}")
+        parts.append(f"now {show_value(facts.name, facts.value) if facts.value else '?'}")
         if facts.default is not None:
-            parts.append(f"default {facts.default}")
+            parts.append(f"default {show_value(facts.name, str(facts.default))}")
         if facts.choices:
             parts.append("one of " + "/".join(facts.choices))
         elif facts.minimum is not None or facts.maximum is not None:
             lo, hi = facts.minimum, facts.maximum
             if hi is None or hi >= _HUGE:
-                parts.append(f"≥ {_num(lo)}" if lo is not None else "")
+                parts.append(f"≥ {show_bound(lo)}" if lo is not None else "")
             else:
-                parts.append(f"{_num(lo) if lo is not None else '?'} to {_num(hi)}")
+                parts.append(f"{show_bound(lo) if lo is not None else '?'} to {show_bound(hi)}")
     mode = _MODE_WORDS.get(facts.mode, facts.mode)
     if facts.ignored:
         mode += ", ignored by this server"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -32,15 +34,22 @@ class PromptScreen(ModalScreen[str | None]):
     PromptScreen .prompt-help {
         color: $text-muted;
     }
+    PromptScreen #prompt-preview {
+        color: $text-accent;
+    }
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
-    def __init__(self, title: str, help_text: str = "", value: str = "") -> None:
+    def __init__(self, title: str, help_text: str = "", value: str = "",
+                 preview: Callable[[str], str] | None = None) -> None:
+        """``preview`` turns the text typed so far into the line shown under the field:
+        what Enter will apply (the parsed value), or why it would be refused."""
         super().__init__()
         self.title_text = title
         self.help_text = help_text
         self.value = value
+        self.preview = preview
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -48,6 +57,12 @@ class PromptScreen(ModalScreen[str | None]):
             if self.help_text:
                 yield Static(self.help_text, classes="prompt-help", markup=False)
             yield Input(value=self.value, id="prompt-input")
+            if self.preview is not None:
+                yield Static(self.preview(self.value), id="prompt-preview", markup=False)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self.preview is not None:
+            self.query_one("#prompt-preview", Static).update(self.preview(event.value))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if not event.value.strip():

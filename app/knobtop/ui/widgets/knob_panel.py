@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
+
+from knobtop.server.knobtext import show_value
 
 STATUS_TEXT = {"dynamic": "live", "static": "restart", "absent": "absent",
                "ignored": "ignored", "unknown": "?"}
@@ -14,7 +17,12 @@ STATUS_SHORT = {"dynamic": "live", "static": "rst", "absent": "n/a", "ignored": 
                 "unknown": "?"}
 
 
-class KnobPanel(DataTable[str]):
+def _cell(text: str) -> Text:
+    """A knob name or value as it is: a server's value is never read as markup."""
+    return Text(text, no_wrap=True, end="")
+
+
+class KnobPanel(DataTable[str | Text]):
     """One row per knob; Enter asks to edit the highlighted one."""
 
     DEFAULT_CSS = """
@@ -71,7 +79,8 @@ class KnobPanel(DataTable[str]):
         for name in sorted(self.values, key=lambda n: (order[self.status_of(n)], n)):
             label = name.removeprefix("innodb_") if self.compact else name
             status = (STATUS_SHORT if self.compact else STATUS_TEXT)[self.status_of(name)]
-            self.add_row(label, self._show(self.values[name]), status, key=name)
+            self.add_row(_cell(label), _cell(show_value(name, self.values[name])), status,
+                         key=name)
 
     def status_of(self, name: str) -> str:
         facts = self.facts.get(name, {})
@@ -86,20 +95,12 @@ class KnobPanel(DataTable[str]):
     def set_value(self, name: str, value: str | None) -> None:
         self.values[name] = value
         if name in self.rows:
-            self.update_cell(name, "value", self._show(value))
+            self.update_cell(name, "value", _cell(show_value(name, value)))
             # DataTable keys its render caches by an update counter, so every change leaves
             # the old entries behind until its 10,000-cell LRU is full: over a day of knob
             # changes that was most of the live screen's memory growth. They are dead: drop
             # them (a few dozen cells are rendered again).
             self._clear_caches()
-
-    @staticmethod
-    def _show(value: str | None) -> str:
-        if value is None:
-            return "—"
-        if value.endswith(".000000"):
-            return value[: -len(".000000")]
-        return value
 
     @property
     def highlighted_knob(self) -> str | None:
