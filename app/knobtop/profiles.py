@@ -56,6 +56,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from knobtop.config import too_deep
 from knobtop.hosts.base import parse_destination
 
 __all__ = [
@@ -373,12 +374,29 @@ def check_keys(table: Mapping[str, object], known: Sequence[str], prefix: str,
             raise error(dotted, "unknown key", unknown_key_fix(key, known))
 
 
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+_OTHERS_RW = stat.S_IRGRP | stat.S_IROTH | _OTHERS_WRITE
+
+
 class _Reader:
     """Checks one parsed TOML document and builds a Profile, raising ProfileError."""
 
     def __init__(self, file: str, mode: int | None) -> None:
         self.file = file
         self.mode = mode
+
+    def command(self, table: _Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
+        """A command knobtop will run (a restart, ndb_mgmd): refused from a file that group
+        or others can change, since whoever edits it chooses what runs (often with sudo)."""
+        value = self.opt_str(table, key, prefix, empty_fix=empty_fix)
+        if value is not None and self.mode is not None and self.mode & _OTHERS_WRITE:
+            raise self.error(
+                f"{prefix}.{key}",
+                "a command knobtop runs, in a file that group or others can change "
+                f"(mode {stat.filemode(self.mode)})",
+                f"chmod go-w {self.file} (chmod 600 if it holds a password)",
+            )
+        return value
 
     def error(self, key: str | None, problem: str, fix: str) -> ProfileError:
         return ProfileError(self.file, key, problem, fix)
@@ -498,7 +516,7 @@ class _Reader:
                 "a jump host is set but target.ssh is not (the target is this machine)",
                 "set target.ssh to the server's destination, or remove jump",
             )
-        restart = self.opt_str(
+        restart = self.command(
             table,
             "restart_command",
             p,
@@ -576,10 +594,11 @@ class _Reader:
         if value is None:
             return "prompt", None
         if isinstance(value, str):
-            if self.mode is not None and self.mode & (stat.S_IRGRP | stat.S_IROTH):
+            if self.mode is not None and self.mode & _OTHERS_RW:
+                can = "read or change" if self.mode & _OTHERS_WRITE else "read"
                 raise self.error(
                     dotted,
-                    "an inline password in a file that group or others can read "
+                    f"an inline password in a file that group or others can {can} "
                     f"(mode {stat.filemode(self.mode)})",
                     f'chmod 600 {self.file}, or use password = {{ env = "..." }}',
                 )
@@ -697,9 +716,11 @@ class _Reader:
             self.opt_str(table, "ssh", p, empty_fix="omit ssh to use target.ssh, or " + _DEST_FIX),
             f"{p}.ssh",
         )
-        restart = self.req_str(
-            table, "restart_command", p, example='"sudo systemctl restart mariadb"'
-        )
+        example = '"sudo systemctl restart mariadb"'
+        restart = self.command(table, "restart_command", p, empty_fix=f"write it = {example}")
+        if restart is None:
+            raise self.error(f"{p}.restart_command", "missing restart_command",
+                             f"add restart_command = {example}")
         dropin = self.req_str(
             table, "dropin_path", p, example='"/etc/mysql/conf.d/99-knobtop.cnf" (absolute)'
         )
@@ -756,7 +777,7 @@ class _Reader:
             f'write e.g. mgmd_command = "{DEFAULT_MGMD_COMMAND}" '
             f"({CONFIG_TOKEN} stands for config_ini), or remove it for that default"
         )
-        mgmd = self.opt_str(table, "mgmd_command", p, empty_fix=command_fix)
+        mgmd = self.command(table, "mgmd_command", p, empty_fix=command_fix)
         if mgmd is not None:
             try:
                 argv = shlex.split(mgmd)
@@ -873,6 +894,9 @@ def load_profile(name_or_path: str, *, config_dir: Path | None = None) -> Profil
         name = name_or_path
     shown = str(path)
     text, mode = _read(path, shown, name)
+    def error(key: str | None, problem: str, fix: str) -> ProfileError:
+        return ProfileError(shown, key, problem, fix)
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -891,10 +915,15 @@ def load_profile(name_or_path: str, *, config_dir: Path | None = None) -> Profil
             f"see {EXAMPLE_PATH}"
         )
         raise ProfileError(shown, key, problem, fix) from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise too_deep(error) from None
     except ValueError:  # tomllib's int() of a number with more than 4300 digits
         raise ProfileError(shown, None, "a number in the file has thousands of digits",
                            "write the value as a plain number") from None
-    return _Reader(shown, mode).profile(doc, name, path)
+    try:
+        return _Reader(shown, mode).profile(doc, name, path)
+    except RecursionError:  # a check or a message walking a deeply nested value
+        raise too_deep(error) from None
 
 
 def profile_from_args(

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from knobtop.config import too_deep
 from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
 from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_text_file
 from knobtop.server import flavors
@@ -965,10 +966,15 @@ def load_recipe(path: Path | str) -> Recipe:
             f"correct the TOML at {where} (strings need quotes, each key once per table); "
             f"see {README}",
         ) from None
+    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
+        raise too_deep(lambda key, problem, fix: RecipeError(shown, key, problem, fix)) from None
     except ValueError:  # tomllib's int() of a number with more than 4300 digits
         raise RecipeError(shown, None, "a number in the file has thousands of digits",
                           "write the value as a plain number") from None
-    return _Reader(shown).recipe(doc, resolved)
+    try:
+        return _Reader(shown).recipe(doc, resolved)
+    except RecursionError:  # a check or a message walking a deeply nested value
+        raise too_deep(lambda key, problem, fix: RecipeError(shown, key, problem, fix)) from None
 
 
 # --------------------------------------------------------------------------- one server

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from knobtop.config import ConfigError, UiConfig, config_dir
+from knobtop.config import ConfigError, UiConfig, config_dir, read_toml, too_deep
 from knobtop.profiles import check_keys
 
 BUNDLED_THEMES = Path(__file__).resolve().parents[3] / "themes"
@@ -37,10 +36,18 @@ def theme_dirs() -> list[Path]:
 
 def load_theme(path: Path) -> Theme:
     name = str(path)
+
+    def error(key: str | None, problem: str, fix: str) -> ThemeError:
+        return ThemeError(name, key, problem, fix)
+
+    data = read_toml(path, error)
     try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ThemeError(name, None, f"not valid TOML ({exc})", "fix the syntax there") from None
+        return _theme(data, name)
+    except RecursionError:
+        raise too_deep(error) from None
+
+
+def _theme(data: dict[str, Any], name: str) -> Theme:
     check_keys(data, _KEYS, "", lambda key, problem, fix: ThemeError(name, key, problem, fix))
     if not isinstance(data.get("name"), str) or not data["name"].strip():
         raise ThemeError(name, "name", "missing", 'add name = "my-theme"')
