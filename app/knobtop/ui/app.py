@@ -28,6 +28,7 @@ from knobtop.session import Session, SessionError, SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.messages import JournalEvent, RecipeProgress
+from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -456,15 +457,28 @@ class KnobtopApp(KnobtopBase):
         if session is None:
             return
         spec = session.load_spec or session.config.load
-        nxt = WORKLOADS[(WORKLOADS.index(spec.workload) + 1) % len(WORKLOADS)]
-        self._change_load(session, workload=nxt)
+        choices = list(WORKLOADS)
+        if spec.workload not in choices:  # the person's own .lua script
+            choices.append(spec.workload)
+
+        def chosen(workload: str | None) -> None:
+            if workload is not None and workload != spec.workload:
+                self._change_load(session, workload=workload)
+
+        # A picker, not a cycle: each step of a cycle would start a new load phase.
+        self.push_screen(ChoiceScreen("sysbench workload", choices, spec.workload), chosen)
 
     def action_threads(self, factor: float) -> None:
         session = self._need_session()
         if session is None:
             return
         spec = session.load_spec or session.config.load
-        self._change_load(session, threads=max(1, min(1024, round(spec.threads * factor))))
+        threads = max(1, min(1024, round(spec.threads * factor)))
+        if threads == spec.threads:  # a new phase for the same threads would only cut a gap
+            self.notify(f"already at {spec.threads} thread{'s' if spec.threads > 1 else ''} "
+                        f"(threads go from 1 to 1024)", timeout=4)
+            return
+        self._change_load(session, threads=threads)
 
     def action_ask_threads(self) -> None:
         session = self._need_session()
