@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import os
 import secrets
 import shlex
@@ -338,10 +339,12 @@ class Sandbox:
             return f"(no error log at {self.error_log})"
 
     def _create_lab_user(self) -> None:
-        pw = self.password().replace("'", "''")
+        # The password's hash, not the password: a server error quoting the statement
+        # (and the message that repeats it) can never show the password itself.
+        pw = native_password_hash(self.password())
         sql = (
-            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'localhost' IDENTIFIED BY '{pw}';"
-            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'localhost' IDENTIFIED BY PASSWORD '{pw}';"
+            f"CREATE USER IF NOT EXISTS '{LAB_USER}'@'127.0.0.1' IDENTIFIED BY PASSWORD '{pw}';"
             f"GRANT ALL PRIVILEGES ON *.* TO '{LAB_USER}'@'localhost' WITH GRANT OPTION;"
             f"GRANT ALL PRIVILEGES ON *.* TO '{LAB_USER}'@'127.0.0.1' WITH GRANT OPTION;"
             f"CREATE DATABASE IF NOT EXISTS {LAB_DB};"
@@ -389,6 +392,13 @@ class Sandbox:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
         self.started_here = False
+
+
+def native_password_hash(password: str) -> str:
+    """The mysql_native_password hash of ``password`` (what ``PASSWORD()`` returns):
+    ``*`` and SHA1(SHA1(password)) in upper-case hex, only [*0-9A-F]: safe in a literal."""
+    inner = hashlib.sha1(password.encode()).digest()
+    return "*" + hashlib.sha1(inner).hexdigest().upper()
 
 
 def server_plugin_dir(server: str) -> Path:

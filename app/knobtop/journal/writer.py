@@ -15,6 +15,11 @@ import orjson
 from knobtop.journal.events import Event, Header, to_dict
 
 REDACTED = "[redacted]"
+# The fields that hold text from outside knobtop (a server's or a program's error, what a
+# person typed): where a password pasted by mistake would land whole. Names and values
+# (knob values, versions, users, databases) are data: a short password equal to one of them
+# is a coincidence, and writing "[redacted]" there would corrupt the experiment.
+FREE_TEXT = frozenset({"message", "text", "label", "reason", "warnings", "error", "note"})
 
 
 def cannot_create(path: Path, exc: OSError) -> str:
@@ -43,9 +48,13 @@ class JournalWriter:
 
     A line reaches the OS before ``append`` returns, so a ``kill -9`` loses
     nothing that was appended; a background thread fsyncs dirty data at least
-    once a second so an OS crash loses at most that second.  Any registered
-    secret found in a string value is replaced before it touches the disk
-    (values, not raw bytes: the line stays valid JSON whatever the secret is).
+    once a second so an OS crash loses at most that second.
+
+    Secrets are kept out of events where they are made (a password never goes into a
+    message or a description); the registered ones are only a safety net, and it matches
+    a whole free-text field (a message, a note, a warning) equal to a secret, never a
+    part of one and never a name or a value: with the password ``1`` a change to ``1``, a
+    version ``0.1`` and a database ``db1`` are written as they are.
     """
 
     def __init__(
@@ -92,16 +101,13 @@ class JournalWriter:
     def _encode(self, data: dict[str, Any]) -> bytes:
         return orjson.dumps(self._redact(data) if self._secrets else data)
 
-    def _redact(self, value: Any) -> Any:
+    def _redact(self, value: Any, free_text: bool = False) -> Any:
         if isinstance(value, str):
-            for secret in self._secrets:
-                if secret in value:
-                    value = value.replace(secret, REDACTED)
-            return value
-        if isinstance(value, dict):
-            return {k: self._redact(v) for k, v in value.items()}  # keys are field names
+            return REDACTED if free_text and value in self._secrets else value
+        if isinstance(value, dict):  # keys are field names
+            return {k: self._redact(v, free_text or k in FREE_TEXT) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self._redact(v) for v in value]
+            return [self._redact(v, free_text) for v in value]
         return value
 
     def _write_line(self, line: bytes) -> None:
