@@ -8,8 +8,12 @@ Passwords that file cannot hold are refused before sysbench starts, saying why.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -130,4 +134,38 @@ async def test_a_password_sysbench_cannot_read_is_refused_before_it_starts(
         assert says in message
         assert password not in message and "Kt9" not in message
     assert not driver.running
+    assert not sysbench_processes(f"--mysql-user={user}")
+
+
+def test_knobtop_connect_refuses_the_password_before_any_load(
+    mariadb: Sandbox, admin_info: ConnectionInfo, sysbench_path: str, tmp_path: Path
+) -> None:
+    """The whole command: a message naming the reason, no traceback, no sysbench run."""
+    password, says = REFUSED["both_quotes"]
+    user = "kt_pw_cli"
+    asyncio.run(admin(admin_info, "DROP USER IF EXISTS %s@'localhost'", (user,)))
+    asyncio.run(admin(admin_info, "CREATE USER %s@'localhost' IDENTIFIED BY %s",
+                      (user, password)))
+    asyncio.run(admin(admin_info, f"GRANT SELECT ON {DATABASE}.* TO %s@'localhost'", (user,)))
+    profile = tmp_path / "p.toml"
+    profile.write_text(
+        f'[target]\n[target.mysql]\nsocket = "{mariadb.socket}"\nuser = "{user}"\n'
+        'password = { env = "KT_PW" }\n[[client]]\nname = "here"\n'
+    )
+    journal = tmp_path / "p.knobtop.jsonl"
+    env = {**os.environ, "KT_PW": password, "HOME": str(tmp_path)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "knobtop", "connect", str(profile), "--headless",
+             "--duration", "5", "--journal", str(journal), "--load", "oltp_point_select",
+             "--threads", "1", "--tables", "1", "--table-size", "10"],
+            env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+        )
+    finally:
+        asyncio.run(admin(admin_info, "DROP USER IF EXISTS %s@'localhost'", (user,)))
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "sysbench cannot be given this MySQL password" in output and says in output
+    assert "Traceback" not in output and "Kt9" not in output
+    assert not journal.exists()  # refused before the session began
     assert not sysbench_processes(f"--mysql-user={user}")
