@@ -864,10 +864,11 @@ class BuiltinDriver:
             await link.connect()
             for i in range(1, spec.tables + 1):
                 table = f"sbtest{i}"
+                quoted = quote_ident(table)
                 if progress is not None:
                     progress(PrepareProgress(table, "create"))
                 await link.query(
-                    f"CREATE TABLE `{table}` (id INTEGER NOT NULL AUTO_INCREMENT, "
+                    f"CREATE TABLE {quoted} (id INTEGER NOT NULL AUTO_INCREMENT, "
                     "k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, "
                     "pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))"
                     + (f" ENGINE={spec.engine}" if spec.engine else "")
@@ -880,10 +881,10 @@ class BuiltinDriver:
                     args: list[object] = []
                     for _ in range(rows):
                         args += [rng.randint(1, spec.table_size), digits(10), digits(5)]
-                    await link.query(f"INSERT INTO `{table}` (k, c, pad) VALUES {values}", args)
+                    await link.query(f"INSERT INTO {quoted} (k, c, pad) VALUES {values}", args)
                 if progress is not None:
                     progress(PrepareProgress(table, "index"))
-                await link.query(f"CREATE INDEX k_{i} ON `{table}` (k)")
+                await link.query(f"CREATE INDEX k_{i} ON {quoted} (k)")
         except ServerError as exc:
             raise LoadError(f"preparing the tables in {self.database} failed: {exc}") from None
         finally:
