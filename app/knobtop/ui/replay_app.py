@@ -111,7 +111,7 @@ class ReplayApp(KnobtopBase):
             notes.append(f"{self.replay.notes_path.name}: line {line} skipped: {reason}")
         if notes:
             self.notify("\n".join(notes), title=index.path.name, severity="warning",
-                        timeout=15)
+                        timeout=15, markup=False)
 
     # -- painting -----------------------------------------------------------------------
 
@@ -198,9 +198,10 @@ class ReplayApp(KnobtopBase):
             except (OSError, ValueError) as exc:
                 self.notify(f"note not saved to {self.replay.notes_path}: {exc}. Fix: make "
                             "the journal's folder writable, or copy the journal somewhere "
-                            "that is.", severity="error", timeout=12)
+                            "that is.", severity="error", timeout=12, markup=False)
                 return
-            self.notify(f"note saved at {at} to {self.replay.notes_path.name}", timeout=4)
+            self.notify(f"note saved at {at} to {self.replay.notes_path.name}", timeout=4,
+                        markup=False)
             self.paint(force=True)
 
         self.push_screen(PromptScreen(f"Note at {at} (saved next to the journal)"), save)

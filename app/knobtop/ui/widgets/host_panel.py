@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual.widgets import Static
 
 from knobtop.metrics.board import MetricBoard
@@ -59,8 +60,8 @@ class HostPanel(Static):
             load = board.load_by_src.get(f"sysbench@{host}") if board.load_running else None
             metrics["tps"] = load.tps if load is not None else None
             metrics["p95"] = load.lat if load is not None else None
-            table.add_row(host, *(_cell(m, metrics.get(m)) for m, _ in COLUMNS))
+            table.add_row(Text(host), *(_cell(m, metrics.get(m)) for m, _ in COLUMNS))
         for node, hit in board.ndb_hit.items():
             shown = "–" if hit is None else f"{hit:.1f}%"  # noqa: RUF001
-            table.add_row(f"ndb node {node}", f"dpb hit {shown}", *[""] * (len(COLUMNS) - 1))
+            table.add_row(Text(f"ndb node {node}"), f"dpb hit {shown}", *[""] * (len(COLUMNS) - 1))
         self.update(table)

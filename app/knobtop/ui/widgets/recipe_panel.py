@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Group
 from rich.text import Text
+from textual.markup import escape
 from textual.widgets import Static
 
 from knobtop.recipes.results import Results, results_table
@@ -34,7 +35,7 @@ class RecipePanel(Static):
 
     def show_progress(self, p: Progress) -> None:
         self.add_class("-active")
-        self.border_title = f"Recipe {p.recipe}"
+        self.border_title = escape(f"Recipe {p.recipe}")  # a recipe file's name, as it is
         text = Text(no_wrap=True, overflow="ellipsis")
         bar_width = 24
         filled = round(bar_width * p.done / p.total) if p.total else bar_width
