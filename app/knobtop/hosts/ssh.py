@@ -6,9 +6,13 @@ import asyncio
 import contextlib
 import enum
 import errno
+import getpass
 import os
 import secrets
 import shlex
+import shutil
+import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -85,26 +89,47 @@ def _host_port(host: str, port: int | None) -> str:
     return host if port in (None, 22) else f"[{host}]:{port}"
 
 
+def _known_hosts_files(text: list[str] | tuple[str, ...] | None) -> list[Path]:
+    """The UserKnownHostsFile entries of an ssh config (``none`` dropped), expanded."""
+    return [Path(p).expanduser() for p in text or () if p.lower() != "none"]
+
+
 @dataclass
 class _KeyCheck:
-    """Host-key verdict for one connection attempt, filled by asyncssh's callbacks."""
+    """Host-key verdict for one connection attempt, filled by asyncssh's callbacks.
 
-    known_hosts: Path
+    ``files[0]`` is where ``--accept-new`` records; every file is searched, as OpenSSH
+    searches every UserKnownHostsFile."""
+
+    files: list[Path]
     accept_new: bool
     host: str = ""
     port: int | None = None
     had_keys: bool = False
-    verdict: str = ""  # "unknown" | "changed" | "accepted"
+    verdict: str = ""  # "unknown" | "changed" | "pending" | "accepted"
     server_key: asyncssh.SSHKey | None = None
 
+    @property
+    def known_hosts(self) -> Path:
+        return self.files[0]
+
     def lookup(self, host: str, addr: str, port: int | None) -> Any:
+        # OpenSSH looks a non-22 port up as "[host]:port" only; asyncssh would fall back to
+        # the bare host, trusting a key recorded for another service on the same machine.
+        # Asking asyncssh about the bracketed name (and address) with no port gives
+        # OpenSSH's lookup (hashed entries hash that same string).
         self.host, self.port = host, port
-        try:
-            result = asyncssh.match_known_hosts(str(self.known_hosts), host, addr, port)
-        except FileNotFoundError:
+        files = [str(p) for p in self.files if p.exists()]
+        if not files:
             return ((), (), ())
+        names = dict.fromkeys(_host_port(n, port) for n in (host, addr) if n)
+        try:
+            parts = [asyncssh.match_known_hosts(files, name, "", None) for name in names]
         except (OSError, ValueError) as exc:
-            raise HostError(f"cannot read known_hosts file {self.known_hosts}: {exc}") from exc
+            raise HostError(
+                f"cannot read known_hosts file {', '.join(files)}: {exc}"
+            ) from exc
+        result = tuple([item for part in parts for item in part[i]] for i in range(7))
         self.had_keys = bool(result[0]) or bool(result[1])
         return result
 
@@ -117,13 +142,24 @@ class _KeyCheck:
         if not self.accept_new:
             self.verdict = "unknown"
             return False
-        line = f"{_host_port(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
+        # asyncssh asks this before it checks the server's signature over the key
+        # exchange: the server has not yet proved it holds this key, so nothing is written
+        # here. ``record`` runs once the connection is up (exchange verified, login done):
+        # a handshake that dies, and a login that fails, leave known_hosts untouched.
+        self.verdict = "pending"
+        return True
+
+    def record(self) -> None:
+        """Append the key accepted by ``validate`` (call after the handshake succeeded)."""
+        if self.verdict != "pending" or self.server_key is None:
+            return
+        key = self.server_key.export_public_key("openssh").decode().strip()
+        line = f"{_host_port(self.host, self.port)} {key}\n"
         self.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.known_hosts, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a") as fh:
             fh.write(line)
         self.verdict = "accepted"
-        return True
 
     def error(self, label: str) -> HostKeyError:
         where = f"{self.host}:{self.port or 22}"
@@ -131,22 +167,98 @@ class _KeyCheck:
             return HostKeyError(f"{label}: the server's host key was refused (revoked?)")
         fp = self.server_key.get_fingerprint("sha256")
         kind = self.server_key.get_algorithm()
+        known = shlex.quote(str(self.known_hosts))
         if self.verdict == "changed":
             return HostKeyError(
                 f"{where}: host key CHANGED: the server now offers {kind} {fp}, but "
                 f"{self.known_hosts} holds a different key for it. This is a possible "
                 "man-in-the-middle attack (or the host was reinstalled). Verify the new "
                 "fingerprint out of band; only then remove the old entry with "
-                f"`ssh-keygen -R '{_host_port(self.host, self.port)}' -f {self.known_hosts}` "
+                f"`ssh-keygen -R {shlex.quote(_host_port(self.host, self.port))} -f {known}` "
                 "and connect again. --accept-new does not override a changed key."
             )
         port_opt = f"-p {self.port} " if self.port not in (None, 22) else ""
         return HostKeyError(
             f"{where}: unknown host key {kind} {fp}. Verify that fingerprint on the server "
             "(ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), then trust it with "
-            f"`ssh-keyscan {port_opt}{self.host} >> {self.known_hosts}`, "
+            f"`ssh-keyscan {port_opt}{shlex.quote(self.host)} >> {known}`, "
             "or rerun with --accept-new."
         )
+
+
+def _connect_error(
+    exc: BaseException,
+    check: _KeyCheck,
+    label: str,
+    where: str,
+    resolved: asyncssh.SSHClientConnectionOptions,
+    timeout: float,
+) -> BaseException:
+    """What a failed ``create_connection`` means, as a HostError naming the fix."""
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return check.error(label)
+    if isinstance(exc, asyncssh.KeyExchangeFailed) and check.server_key is not None:
+        return HostKeyError(
+            f"{label}: the key exchange failed after the server offered host key "
+            f"{check.server_key.get_fingerprint('sha256')} ({exc.reason}): it did not prove "
+            "it holds that key (a man-in-the-middle, or a broken server). Nothing was "
+            "recorded in known_hosts."
+        )
+    if isinstance(exc, asyncssh.PermissionDenied):
+        port_opt = f"-p {resolved.port} " if resolved.port != 22 else ""
+        return HostError(
+            f"{label}: authentication failed, the server accepted none of the offered keys. "
+            f"Install your public key there (ssh-copy-id {port_opt}{resolved.username}@"
+            f"{resolved.host}), pass the right identity file, or add it to ssh-agent "
+            "(ssh-add)."
+        )
+    if isinstance(exc, TimeoutError):
+        return HostError(
+            f"{where}: no SSH answer within {timeout:g} s (host down, firewall, or wrong port?)"
+        )
+    if isinstance(exc, HostError):
+        return exc
+    if isinstance(exc, asyncssh.Error):
+        return HostError(f"{label}: SSH connection failed: {exc.reason}")
+    if isinstance(exc, OSError):
+        return HostError(
+            f"{where}: unreachable ({exc.strerror or exc}); is sshd running there "
+            "and the port open?"
+        )
+    return exc
+
+
+def _load_key_file(path: Path) -> list[asyncssh.SSHKeyPair]:
+    """One ``-i`` identity file (and its ``-cert.pub``), asking for a passphrase on a
+    terminal; raises HostError naming the file and the fix.  Blocking: run in a thread."""
+    path = path.expanduser()
+    if not path.is_file():
+        raise HostError(f"no such key file {path} (check the -i / --identity path)")
+    try:
+        return list(asyncssh.load_keypairs([str(path)]))
+    except OSError as exc:
+        raise HostError(f"cannot read key file {path}: {exc.strerror or exc}") from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+        if "assphrase" not in str(exc):
+            raise HostError(f"key file {path}: not a private key knobtop can read: {exc}") from None
+    if not sys.stdin.isatty():
+        raise HostError(
+            f"key file {path} is encrypted and there is no terminal to ask for its "
+            f"passphrase: load it into ssh-agent (ssh-add {shlex.quote(str(path))}) and run "
+            "again without -i for it, or run knobtop from a terminal"
+        )
+    passphrase = getpass.getpass(f"Passphrase for key {path}: ")
+    try:
+        return list(asyncssh.load_keypairs([str(path)], passphrase))
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+        hint = (
+            "knobtop cannot decrypt OpenSSH-format keys here (the Python package bcrypt "
+            "is missing)" if "bcrypt" in str(exc) else f"wrong passphrase? ({exc})"
+        )
+        raise HostError(
+            f"key file {path}: {hint}; load it into ssh-agent "
+            f"(ssh-add {shlex.quote(str(path))}) and run again without -i for it"
+        ) from None
 
 
 class _Client(asyncssh.SSHClient):
@@ -287,7 +399,9 @@ class SshHost:
         self._port = port if port is not None else dest_port
         self._username = username if username is not None else user
         self._client_keys = client_keys
-        self.known_hosts = Path(known_hosts or "~/.ssh/known_hosts").expanduser()
+        # None: the ssh config's UserKnownHostsFile for each host, else ~/.ssh/known_hosts
+        self._known_hosts_arg = Path(known_hosts).expanduser() if known_hosts else None
+        self.known_hosts = self._known_hosts_arg or Path("~/.ssh/known_hosts").expanduser()
         self.accept_new = accept_new
         self.jump = jump
         self._config = config_paths
@@ -304,7 +418,10 @@ class SshHost:
         self._backoff = BACKOFF_FIRST
         self._closed = False
         self._metrics: _Metrics | None = None
-        self._forwards: dict[tuple[int, str | None, int | None, str | None], int] = {}
+        self._forwards: dict[tuple[int, str | None, int | None, str | None], str] = {}
+        self._tunnel_dir: str | None = None
+        self._tunnel_seq = 0
+        self._keypairs: list[asyncssh.SSHKeyPair] | None = None
 
     # -- connection --------------------------------------------------------------
 
@@ -343,20 +460,43 @@ class SshHost:
             opts["port"] = port
         if username is not None:
             opts["username"] = username
-        if self._client_keys is not None:
-            opts["client_keys"] = self._client_keys
         if self._agent_path is not DEFAULT:
             opts["agent_path"] = self._agent_path
         return opts
+
+    async def _identities(self) -> list[asyncssh.SSHKeyPair] | None:
+        """The ``-i`` keys, loaded once; a missing or encrypted file is named here rather
+        than surfacing as an unreachable host or a failed login."""
+        if self._client_keys is None:
+            return None
+        if self._keypairs is None:
+            pairs: list[asyncssh.SSHKeyPair] = []
+            for path in self._client_keys:
+                pairs.extend(await asyncio.to_thread(_load_key_file, Path(path)))
+            self._keypairs = pairs
+        return self._keypairs
+
+    def _key_files(self, resolved: asyncssh.SSHClientConnectionOptions) -> list[Path]:
+        if self._known_hosts_arg is not None:
+            return [self._known_hosts_arg]
+        config = getattr(resolved, "config", None)
+        files = _known_hosts_files(config.get("UserKnownHostsFile", None) if config else None)
+        return files or [self.known_hosts]
 
     async def _open(
         self,
         host: str,
         port: int | None,
         username: str | None,
-        tunnel: asyncssh.SSHClientConnection | None,
         on_lost: Callable[[object, Exception | None], None],
-    ) -> asyncssh.SSHClientConnection:
+        *,
+        jump: str | None = None,
+        tunnel: asyncssh.SSHClientConnection | None = None,
+        depth: int = 0,
+    ) -> tuple[asyncssh.SSHClientConnection, asyncssh.SSHClientConnection | None]:
+        """Connect to ``host`` over ``tunnel``, else through ``jump`` or the ProxyJump the
+        ssh config gives it; return the connection and the jump connection it runs over
+        (closing that closes the whole chain)."""
         opts = self._options(host, port, username)
         try:
             resolved = asyncssh.SSHClientConnectionOptions(
@@ -367,9 +507,20 @@ class SshHost:
             label = f"{resolved.username}@{where}"
         except (asyncssh.Error, OSError, ValueError) as exc:
             raise HostError(f"{host}: bad SSH options or ~/.ssh/config: {exc}") from exc
-        check = _KeyCheck(self.known_hosts, self.accept_new)
-        if tunnel is not None:
-            opts["tunnel"] = tunnel
+        configured = resolved.tunnel
+        if jump is None and isinstance(configured, str) and configured.lower() != "none":
+            jump = configured  # ProxyJump from ssh config: opened here, under our policy
+        keys = await self._identities()
+        if keys is not None:
+            opts["client_keys"] = keys
+        if tunnel is None and jump:
+            tunnel = await self._open_jumps(jump, depth)
+        # Always say which tunnel (None: direct), so asyncssh never opens a ProxyJump of
+        # its own with its own host-key policy.
+        opts["tunnel"] = tunnel
+        if jump and tunnel is not None:
+            label += f" (via jump host {jump})"
+        check = _KeyCheck(self._key_files(resolved), self.accept_new)
         try:
             async with asyncio.timeout(self.connect_timeout + 5.0):
                 conn, _ = await asyncssh.create_connection(
@@ -378,46 +529,39 @@ class SshHost:
                     known_hosts=check.lookup,
                     **opts,
                 )
-        except asyncssh.HostKeyNotVerifiable:
-            raise check.error(label) from None
-        except asyncssh.PermissionDenied:
-            port_opt = f"-p {resolved.port} " if resolved.port != 22 else ""
-            raise HostError(
-                f"{label}: authentication failed, the server accepted none of the offered keys. "
-                f"Install your public key there (ssh-copy-id {port_opt}{resolved.username}@"
-                f"{resolved.host}), pass the right identity file, or add it to ssh-agent "
-                "(ssh-add)."
-            ) from None
-        except TimeoutError:
-            raise HostError(
-                f"{where}: no SSH answer within {self.connect_timeout:g} s "
-                "(host down, firewall, or wrong port?)"
-            ) from None
-        except HostError:
-            raise
-        except asyncssh.Error as exc:
-            raise HostError(f"{label}: SSH connection failed: {exc.reason}") from None
-        except OSError as exc:
-            raise HostError(
-                f"{where}: unreachable ({exc.strerror or exc}); is sshd running there "
-                "and the port open?"
-            ) from None
+            check.record()
+        except BaseException as exc:
+            if tunnel is not None:
+                tunnel.close()
+            raise _connect_error(exc, check, label, where, resolved, self.connect_timeout) from None
+        return conn, tunnel
+
+    async def _open_jumps(self, jumps: str, depth: int) -> asyncssh.SSHClientConnection:
+        """Open the ``ProxyJump`` chain ``a,b,...``; errors name the jump host."""
+        if depth > 4:
+            raise HostError(f"jump host {jumps}: ProxyJump chain too deep (a loop in ssh config?)")
+        conn: asyncssh.SSHClientConnection | None = None
+        for hop in jumps.split(","):
+            hop = hop.strip()
+            try:
+                juser, jhost, jport = parse_destination(hop)
+                prev = conn
+                conn, _ = await self._open(
+                    jhost, jport, juser, lambda _c, _e: None, tunnel=prev, depth=depth + 1
+                )
+                if prev is not None:
+                    conn.set_tunnel(prev)  # closing the last hop closes the chain
+            except HostError as exc:
+                if conn is not None:
+                    conn.close()
+                raise type(exc)(f"jump host {hop}: {exc}") from None
+        assert conn is not None
         return conn
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
-        tunnel = None
-        if self.jump is not None:
-            juser, jhost, jport = parse_destination(self.jump)
-            try:
-                tunnel = await self._open(jhost, jport, juser, None, lambda _c, _e: None)
-            except HostError as exc:
-                raise type(exc)(f"jump host {self.jump}: {exc}") from None
-        try:
-            conn = await self._open(self._host, self._port, self._username, tunnel, self._lost)
-        except BaseException:
-            if tunnel is not None:
-                tunnel.close()
-            raise
+        conn, tunnel = await self._open(
+            self._host, self._port, self._username, self._lost, jump=self.jump
+        )
         self._jump_conn = tunnel
         return conn
 
@@ -470,10 +614,12 @@ class SshHost:
 
     async def forward(
         self, *, host: str | None = None, port: int | None = None, path: str | None = None
-    ) -> int:
-        """A port on 127.0.0.1 here that reaches ``host:port`` (or the unix socket
-        ``path``) as seen from this host.  Listeners die with their connection, so
-        after a reconnect the next call makes a new one."""
+    ) -> str:
+        """A unix socket here that reaches ``host:port`` (or the unix socket ``path``) as
+        seen from this host.  The socket sits in a private 0700 directory of this user,
+        so other local users cannot ride the tunnel (a 127.0.0.1 port would let them).
+        Listeners die with their connection, so after a reconnect the next call makes
+        a new one."""
         if path is None and (host is None or port is None):
             raise ValueError("forward needs host and port, or path")
         conn = await self._ensure()
@@ -481,15 +627,22 @@ class SshHost:
         known = self._forwards.get(key)
         if known is not None:
             return known
+        if self._tunnel_dir is None:
+            self._tunnel_dir = tempfile.mkdtemp(prefix="knobtop-ssh-")  # mode 0700
+        self._tunnel_seq += 1
+        local = os.path.join(self._tunnel_dir, f"tunnel-{self._tunnel_seq}.sock")
         what = f"tunnel to {path or f'{host}:{port}'}"
         with self._errors(what):
             if path is not None:
-                listener = await conn.forward_local_port_to_path("127.0.0.1", 0, path)
+                await conn.forward_local_path(local, path)
             else:
                 assert host is not None and port is not None
-                listener = await conn.forward_local_port("127.0.0.1", 0, host, port)
-        local = int(listener.get_port())
-        self._forwards = {k: v for k, v in self._forwards.items() if k[0] == id(conn)}
+                await conn.forward_local_path_to_port(local, host, port)
+        for old_key, old in list(self._forwards.items()):
+            if old_key[0] != id(conn):  # its connection (and listener) is gone
+                del self._forwards[old_key]
+                with contextlib.suppress(OSError):
+                    os.unlink(old)
         self._forwards[key] = local
         return local
 
@@ -688,3 +841,7 @@ class SshHost:
                 c.close()
                 with contextlib.suppress(*_CONN_ERRORS):
                     await c.wait_closed()
+        self._forwards.clear()
+        tunnel_dir, self._tunnel_dir = self._tunnel_dir, None
+        if tunnel_dir is not None:
+            shutil.rmtree(tunnel_dir, ignore_errors=True)

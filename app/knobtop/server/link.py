@@ -92,13 +92,13 @@ def describe_error(exc: BaseException, info: ConnectionInfo) -> ServerError:
 
 
 class Tunnel(Protocol):
-    """Something that can open a local port reaching a remote address (an SshHost)."""
+    """Something that can open a local unix socket reaching a remote address (an SshHost)."""
 
     name: str
 
     async def forward(
         self, *, host: str | None = None, port: int | None = None, path: str | None = None
-    ) -> int: ...
+    ) -> str: ...
 
 
 class ServerLink:
@@ -153,7 +153,7 @@ class ServerLink:
                 local = await self.via.forward(host=self.info.host, port=self.info.port)
         except HostError as exc:
             raise ServerError(f"no tunnel to the server via {self.via.name}: {exc}", 2003) from None
-        return replace(self.info, host="127.0.0.1", port=local, socket=None)
+        return replace(self.info, socket=local)  # a socket in a private (0700) directory
 
     async def _connect(self) -> ServerVersion:
         self._drop()
