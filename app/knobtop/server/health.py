@@ -53,15 +53,17 @@ def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
-async def _pairs(link: ServerLink, sql: str) -> dict[str, str]:
-    return {_text(row[0]).lower(): _text(row[1]) for row in await link.query(sql)}
+async def _pairs(link: ServerLink, sql: str, timeout: float | None) -> dict[str, str]:
+    rows = await link.query(sql, timeout=timeout)
+    return {_text(row[0]).lower(): _text(row[1]) for row in rows}
 
 
-async def _galera_health(link: ServerLink) -> NodeHealth:
+async def _galera_health(link: ServerLink, timeout: float | None) -> NodeHealth:
     status = await _pairs(
         link,
         "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_state_comment', "
         "'wsrep_ready', 'wsrep_cluster_status', 'wsrep_cluster_size')",
+        timeout,
     )
     state = status.get("wsrep_local_state_comment") or "unknown state"
     ready = status.get("wsrep_ready", "")
@@ -110,24 +112,26 @@ def _replica_health(rows: Sequence[tuple[Any, ...]], cols: _ReplicaColumns) -> N
     return NodeHealth(healthy, "replica", "replica " + "; ".join(parts))
 
 
-async def node_health(link: ServerLink) -> NodeHealth:
+async def node_health(link: ServerLink, *, timeout: float | None = None) -> NodeHealth:
     """Classify the server behind ``link`` and say whether it is fit to take load again.
 
-    Connects the link if needed; a server that cannot be reached raises ``ServerError``.
+    Connects the link if needed; a server that cannot be reached raises ``ServerError``,
+    and one that does not answer a query within ``timeout`` (the link's own query
+    deadline by default) raises ``QueryTimeout``.
     """
     try:
         if not link.connected:
             await link.connect()
-        wsrep = await _pairs(link, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        wsrep = await _pairs(link, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'", timeout)
         if wsrep.get("wsrep_on", "").upper() == "ON":
-            return await _galera_health(link)
+            return await _galera_health(link, timeout)
     except ServerError as exc:
         if exc.code == _WSREP_NOT_READY:
             return NodeHealth(False, "galera", f"not ready yet: {exc}")
         raise
     cols = _replica_columns(link)
     try:
-        rows = await link.query(cols.statement)
+        rows = await link.query(cols.statement, timeout=timeout)
     except ServerError as exc:
         if exc.code in (2002, 2003, 2006, 2013):
             raise

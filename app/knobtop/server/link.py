@@ -31,6 +31,48 @@ class ServerError(RuntimeError):
         self.code = code
 
 
+class QueryTimeout(ServerError):
+    """A statement got no answer within its deadline; the connection was closed, since a
+    half-read result must not be read as the next statement's."""
+
+    def __init__(self, message: str, *, kind: str, limit: float) -> None:
+        super().__init__(message, 2013)
+        self.kind = kind
+        self.limit = limit
+
+
+# A round trip waits at most this long unless the caller says otherwise.
+QUERY_TIMEOUT = 10.0
+# Statements whose time grows with the data (DDL, bulk DML) or that block on purpose
+# (MariaDB's purge-lag wait) get a long deadline by default: still a deadline.
+LONG_QUERY_TIMEOUT = 3600.0
+_LONG_KINDS = frozenset({
+    "ALTER", "ANALYZE", "CALL", "CREATE", "DELETE", "DROP", "INSERT", "LOAD", "OPTIMIZE",
+    "REPLACE", "TRUNCATE", "UPDATE",
+})
+_BLOCKING_SET = re.compile(r"\s*SET\s+GLOBAL\s+innodb_max_purge_lag_wait\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z_]+\Z")
+
+
+def statement_kind(sql: str) -> str:
+    """The leading keywords of ``sql`` ("SHOW GLOBAL VARIABLES", "SELECT VERSION"): enough
+    to name the statement in an error, never its values."""
+    words: list[str] = []
+    for word in sql.split()[:3]:
+        if not _WORD.match(word):
+            break
+        words.append(word.upper())
+    return " ".join(words) or "statement"
+
+
+def default_timeout(sql: str, short: float) -> float:
+    """The deadline of ``sql`` when its caller gives none."""
+    first = sql.split(None, 1)[0].upper() if sql.strip() else ""
+    if first in _LONG_KINDS or _BLOCKING_SET.match(sql):
+        return max(short, LONG_QUERY_TIMEOUT)
+    return short
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionInfo:
     """How to reach the server.  ``password`` stays in memory: it is never journaled."""
@@ -110,11 +152,17 @@ class ServerLink:
     """
 
     def __init__(
-        self, info: ConnectionInfo, *, connect_timeout: float = 5.0, via: Tunnel | None = None
+        self,
+        info: ConnectionInfo,
+        *,
+        connect_timeout: float = 5.0,
+        query_timeout: float = QUERY_TIMEOUT,
+        via: Tunnel | None = None,
     ) -> None:
         self.info = info
         self.via = via
         self.connect_timeout = connect_timeout
+        self.query_timeout = query_timeout
         self.version: ServerVersion | None = None
         self._conn: Any = None
         self._lock = asyncio.Lock()
@@ -176,16 +224,37 @@ class ServerLink:
         self.version = ServerVersion.parse(str(rows[0][0]), str(rows[0][1] or ""))
         return self.version
 
-    async def query(self, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    async def query(
+        self, sql: str, args: Sequence[Any] | None = None, *, timeout: float | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement and return its rows, within ``timeout`` seconds (by default
+        ``query_timeout``; DDL, bulk DML and blocking waits get ``LONG_QUERY_TIMEOUT``).
+
+        On expiry the connection is closed and ``QueryTimeout`` names the statement's kind
+        and the limit: a server that accepts but never answers cannot hold a caller.
+        """
         if self._conn is None:
             raise ServerError(f"not connected to {self.info.where}")
+        limit = default_timeout(sql, self.query_timeout) if timeout is None else timeout
         async with self._lock:
+            conn = self._conn
             try:
-                async with self._conn.cursor() as cur:
+                async with asyncio.timeout(limit):
+                    cur = await conn.cursor()
                     await cur.execute(sql, args)
                     rows = await cur.fetchall()
+                    await cur.close()
                     return list(rows) if rows else []
-            except (TimeoutError, pymysql.err.MySQLError, OSError) as exc:
+            except TimeoutError:
+                if self._conn is conn:
+                    self._drop()
+                kind = statement_kind(sql)
+                raise QueryTimeout(
+                    f"the server at {self.info.where} did not answer {kind} within {limit:g} s "
+                    "(the connection was closed): is it overloaded, stopped or hung?",
+                    kind=kind, limit=limit,
+                ) from None
+            except (pymysql.err.MySQLError, OSError) as exc:
                 err = describe_error(exc, self.info)
                 if err.code in (2002, 2003, 2006, 2013) or isinstance(exc, OSError):
                     self._drop()

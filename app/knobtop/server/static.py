@@ -10,12 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from knobtop.hosts.base import Host, HostError
-from knobtop.server.link import ServerError, ServerLink
+from knobtop.server.link import QUERY_TIMEOUT, ServerError, ServerLink
 
 DROPIN_HEADER = (
     "# Written by knobtop: static knob changes of tuning experiments.\n"
     "# knobtop rewrites this file; remove it to return to the server's own settings.\n"
 )
+# What marks a file as knobtop's own: only such a file (or none) is ever rewritten.
+DROPIN_MARK = DROPIN_HEADER.splitlines()[0]
+NEW_DROPIN_MODE = 0o644
+# On top of ``wait_timeout``: the drop-in's file work, the verify query and the steps'
+# own bookkeeping (one node's change or its rollback never takes longer than that sum).
+SETTLE = 5.0
 
 
 class StaticChangeError(RuntimeError):
@@ -24,6 +30,15 @@ class StaticChangeError(RuntimeError):
     def __init__(self, message: str, *, rolled_back: bool) -> None:
         super().__init__(message)
         self.rolled_back = rolled_back
+
+
+@dataclass(frozen=True)
+class FileOwner:
+    """An existing drop-in's mode and owner, kept when knobtop rewrites it."""
+
+    mode: int
+    uid: int
+    gid: int
 
 
 @dataclass(frozen=True)
@@ -88,10 +103,13 @@ def same_value(expected: str, actual: str | None) -> bool:
         return False
 
 
-async def read_values(link: ServerLink, names: Sequence[str]) -> dict[str, str | None]:
+async def read_values(
+    link: ServerLink, names: Sequence[str], *, timeout: float | None = None
+) -> dict[str, str | None]:
     rows = await link.query(
         f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(names))})",
         list(names),
+        timeout=timeout,
     )
     got = {str(k).lower(): None if v is None else str(v) for k, v in rows}
     return {n: got.get(n) for n in names}
@@ -103,13 +121,30 @@ class RestartApplier:
     is kept), restart with the node's command, wait until it answers and is healthy,
     verify every value.  If any of that fails on a node, that node's drop-in is
     restored, it is restarted again and verified, and the change stops there (nodes
-    already done keep the new value and are named in the error)."""
+    already done keep the new value and are named in the error).
+
+    Every step has a deadline: the restart command and the wait share ``wait_timeout``
+    (how long a node may be away), each query has ``query_timeout``, and one node's
+    change, like its rollback, is cut off at ``phase_limit`` whatever hangs, so
+    ``apply`` returns within ``time_limit``.
+    """
 
     nodes: Sequence[ServerNode]
     on_step: Callable[[Step], None]
-    wait_timeout: float = 180.0
-    restart_timeout: float = 300.0
+    wait_timeout: float = 300.0  # restart command + back and healthy, per node
+    restart_timeout: float = 300.0  # the restart command alone (within wait_timeout)
+    query_timeout: float = QUERY_TIMEOUT  # each health and verify query
     last_downtime: float | None = field(default=None, init=False)
+
+    @property
+    def phase_limit(self) -> float:
+        """The most one node's change (drop-in, restart, wait, verify) or its rollback takes."""
+        return self.wait_timeout + self.query_timeout + SETTLE
+
+    @property
+    def time_limit(self) -> float:
+        """The most ``apply`` takes: every node's change and one rollback."""
+        return (len(self.nodes) + 1) * self.phase_limit
 
     async def apply(self, settings: Mapping[str, str | None]) -> None:
         """``settings``: knob -> value, or None to drop knobtop's line for it."""
@@ -127,30 +162,44 @@ class RestartApplier:
             done.append(node.name)
 
     async def _apply_node(self, node: ServerNode, settings: Mapping[str, str | None]) -> None:
+        stage = "read"
+        previous: str | None = None
+        owner: FileOwner | None = None
         try:
-            previous = await self._read_dropin(node)
+            async with asyncio.timeout(self.phase_limit):
+                previous, owner = await self._read_dropin(node)
+                merged = parse_dropin(previous)
+                for key, value in settings.items():
+                    if value is None:
+                        merged.pop(key, None)
+                    else:
+                        merged[key] = value
+                stage = "write"
+                await self._step(node, "write_dropin",
+                                 self._write(node, render_dropin(merged), owner))
+                stage = "restart"
+                expected = {k: v for k, v in settings.items() if v is not None}
+                await self._restart_and_check(node, expected)
+                return
         except StaticChangeError as exc:
-            raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
-        merged = parse_dropin(previous)
-        for key, value in settings.items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
-        try:
-            await self._step(node, "write_dropin", self._write(node, render_dropin(merged)))
-        except StaticChangeError as exc:
-            raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
-        expected = {k: v for k, v in settings.items() if v is not None}
-        try:
-            await self._restart_and_check(node, expected)
-        except StaticChangeError as exc:
-            await self._rollback(node, previous, settings, str(exc))
+            if stage != "restart":
+                raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
+            reason = str(exc)
+        except TimeoutError:
+            if stage == "read":
+                raise StaticChangeError(
+                    f"{node.name}: cannot read the drop-in {node.dropin_path} within "
+                    f"{self.phase_limit:g} s; nothing was changed", rolled_back=True) from None
+            # Cut off mid-write or later: put the old file back whatever got done.
+            reason = (f"{node.name}: the change did not finish within {self.phase_limit:g} s "
+                      "(restart, wait and verify)")
+        await self._rollback(node, previous, owner, settings, reason)
 
     async def _restart_and_check(self, node: ServerNode, expected: Mapping[str, str]) -> None:
         down = time.monotonic()
-        await self._step(node, "restart", self._restart(node))
-        await self._step(node, "wait", self._wait(node))
+        deadline = down + self.wait_timeout
+        await self._step(node, "restart", self._restart(node, deadline))
+        await self._step(node, "wait", self._wait(node, deadline))
         self.last_downtime = time.monotonic() - down
         if expected:
             await self._step(node, "verify", self._verify(node, expected))
@@ -159,23 +208,28 @@ class RestartApplier:
         self,
         node: ServerNode,
         previous: str | None,
+        owner: FileOwner | None,
         settings: Mapping[str, str | None],
         reason: str,
     ) -> None:
         started = time.monotonic()
         old = parse_dropin(previous)
         try:
-            await self._write(node, previous if previous is not None else render_dropin({}))
-            await self._restart(node)
-            await self._wait(node)
-            check = {k: old[k] for k in settings if k in old}
-            if check:
-                await self._verify(node, check)
-        except StaticChangeError as exc:
-            self.on_step(Step(node.name, "rollback", "failed", time.monotonic() - started,
-                              str(exc)))
+            async with asyncio.timeout(self.phase_limit):
+                await self._write(node, previous if previous is not None else render_dropin({}),
+                                  owner)
+                deadline = time.monotonic() + self.wait_timeout
+                await self._restart(node, deadline)
+                await self._wait(node, deadline)
+                check = {k: old[k] for k in settings if k in old}
+                if check:
+                    await self._verify(node, check)
+        except (StaticChangeError, TimeoutError) as exc:
+            why = str(exc) if isinstance(exc, StaticChangeError) else (
+                f"{node.name}: the rollback did not finish within {self.phase_limit:g} s")
+            self.on_step(Step(node.name, "rollback", "failed", time.monotonic() - started, why))
             raise StaticChangeError(
-                f"{reason}; the rollback failed too: {exc}. The server may be "
+                f"{reason}; the rollback failed too: {why}. The server may be "
                 f"down: check it and {node.dropin_path} by hand",
                 rolled_back=False,
             ) from None
@@ -190,36 +244,86 @@ class RestartApplier:
         except StaticChangeError as exc:
             self.on_step(Step(node.name, name, "failed", time.monotonic() - started, str(exc)))
             raise
+        except asyncio.CancelledError:
+            # The change's deadline (or the session closing) cut this step off.
+            self.on_step(Step(node.name, name, "failed", time.monotonic() - started,
+                              "cut off: the change ran out of time"))
+            raise
         self.on_step(Step(node.name, name, "ok", time.monotonic() - started, message))
 
-    async def _read_dropin(self, node: ServerNode) -> str | None:
+    def _cannot_use(self, node: ServerNode, why: object) -> StaticChangeError:
+        return StaticChangeError(
+            f"{node.name}: cannot use the drop-in {node.dropin_path} ({why}); make it "
+            "readable and writable by this user, or set dropin_path in the profile",
+            rolled_back=True,
+        )
+
+    async def _read_dropin(self, node: ServerNode) -> tuple[str | None, FileOwner | None]:
+        """The drop-in's text and owner, None for a file that does not exist yet; a file
+        knobtop did not write is refused: rewriting it would lose what it holds."""
         try:
-            return (await node.host.read_file(node.dropin_path)).decode(errors="replace")
+            text = (await node.host.read_file(node.dropin_path)).decode(errors="replace")
         except FileNotFoundError:
-            return None
+            return None, None
         except (OSError, HostError) as exc:
+            raise self._cannot_use(node, exc) from None
+        if not text.startswith(DROPIN_MARK):
             raise StaticChangeError(
-                f"{node.name}: cannot use the drop-in {node.dropin_path} ({exc}); make it "
-                "readable and writable by this user, or set dropin_path in the profile",
+                f"{node.name}: {node.dropin_path} is not knobtop's drop-in (it does not start "
+                "with knobtop's header), so knobtop will not rewrite it: point dropin_path at "
+                "a file knobtop owns, e.g. conf.d/zz-knobtop.cnf in a directory the server "
+                "reads with !includedir",
                 rolled_back=True,
-            ) from None
+            )
+        return text, await self._owner(node)
 
-    async def _write(self, node: ServerNode, text: str) -> str:
-        try:
-            await node.host.write_file_atomic(node.dropin_path, text.encode(), 0o644)
-        except (OSError, HostError) as exc:
-            raise StaticChangeError(
-                f"{node.name}: cannot use the drop-in {node.dropin_path} ({exc}); make it "
-                "readable and writable by this user, or set dropin_path in the profile",
-                rolled_back=True,
-            ) from None
-        return str(node.dropin_path)
-
-    async def _restart(self, node: ServerNode) -> str:
+    async def _owner(self, node: ServerNode) -> FileOwner:
         try:
             result = await node.host.run(
-                ["sh", "-c", node.restart_command], limit=self.restart_timeout
+                ["sh", "-c", 'stat -c "%a %u %g" -- "$1" && id -u', "sh", str(node.dropin_path)],
+                limit=self.query_timeout,
             )
+            mode, uid, gid, me = result.stdout.split()
+            owner = FileOwner(int(mode, 8), int(uid), int(gid))
+            running_as = int(me)
+        except HostError as exc:
+            raise self._cannot_use(node, exc) from None
+        except ValueError:
+            raise self._cannot_use(
+                node, f"cannot read its mode and owner: {result.stderr.strip()[-200:]}"
+            ) from None
+        if running_as not in (0, owner.uid):
+            raise StaticChangeError(
+                f"{node.name}: {node.dropin_path} belongs to uid {owner.uid} and knobtop runs "
+                f"as uid {running_as} there: rewriting it would change its owner. Run knobtop "
+                "as that user, or give the file to this one",
+                rolled_back=True,
+            )
+        return owner
+
+    async def _write(self, node: ServerNode, text: str, owner: FileOwner | None) -> str:
+        mode = owner.mode if owner is not None else NEW_DROPIN_MODE
+        try:
+            await node.host.write_file_atomic(node.dropin_path, text.encode(), mode)
+            if owner is not None:
+                # The new file is the writer's; hand it back (a no-op when that is its owner).
+                result = await node.host.run(
+                    ["sh", "-c", 'stat -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
+                     'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
+                     str(owner.uid), str(owner.gid)],
+                    limit=self.query_timeout,
+                )
+                if result.returncode != 0:
+                    raise HostError(f"cannot give it back to {owner.uid}:{owner.gid}: "
+                                    f"{result.stderr.strip()[-200:]}")
+        except (OSError, HostError) as exc:
+            raise self._cannot_use(node, exc) from None
+        return str(node.dropin_path)
+
+    async def _restart(self, node: ServerNode, deadline: float) -> str:
+        limit = max(1.0, min(self.restart_timeout, deadline - time.monotonic()))
+        try:
+            result = await node.host.run(["sh", "-c", node.restart_command], limit=limit)
         except HostError as exc:
             raise StaticChangeError(f"{node.name}: restart failed: {exc}",
                                     rolled_back=False) from None
@@ -232,32 +336,37 @@ class RestartApplier:
             )
         return node.restart_command
 
-    async def _wait(self, node: ServerNode) -> str:
-        deadline = time.monotonic() + self.wait_timeout
+    async def _wait(self, node: ServerNode, deadline: float) -> str:
+        """Poll until the node answers and is healthy, each attempt cut off at ``deadline``
+        (a server that accepts connections but never answers cannot hold it)."""
         detail = "no answer yet"
-        while time.monotonic() < deadline:
+        while (remaining := deadline - time.monotonic()) > 0:
             link = node.link()
             try:
-                await link.connect()
-                if node.healthy is None:
-                    return "answers"
-                ok, detail = await node.healthy(link)
-                if ok:
-                    return detail
+                async with asyncio.timeout(remaining):
+                    await link.connect()
+                    if node.healthy is None:
+                        return "answers"
+                    ok, detail = await node.healthy(link)
+                    if ok:
+                        return detail
             except ServerError as exc:
                 detail = str(exc)
+            except TimeoutError:
+                detail = "connected, but no answer to the health check"
             finally:
                 await link.close()
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         raise StaticChangeError(
-            f"{node.name}: not back within {self.wait_timeout:g} s ({detail})", rolled_back=False
+            f"{node.name}: not back within {self.wait_timeout:g} s of the restart ({detail})",
+            rolled_back=False,
         )
 
     async def _verify(self, node: ServerNode, expected: Mapping[str, str]) -> str:
         link = node.link()
         try:
             await link.connect()
-            got = await read_values(link, list(expected))
+            got = await read_values(link, list(expected), timeout=self.query_timeout)
         except ServerError as exc:
             raise StaticChangeError(f"{node.name}: cannot verify: {exc}",
                                     rolled_back=False) from None

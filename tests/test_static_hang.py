@@ -1,0 +1,148 @@
+"""A server that accepts connections but never answers (a real mariadbd under SIGSTOP)
+cannot hold a query, a restart wait or the session's action lock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import EventCollector, show_global
+from knobtop.connect import node_healthy
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import Change, JournalReader, Restart
+from knobtop.lab import Sandbox
+from knobtop.server.link import (
+    LONG_QUERY_TIMEOUT,
+    QueryTimeout,
+    ServerError,
+    ServerLink,
+    default_timeout,
+    statement_kind,
+)
+from knobtop.server.static import ServerNode, parse_dropin, render_dropin
+from knobtop.session import Session, SessionConfig
+
+pytestmark = pytest.mark.integration
+
+
+STOPPED: list[int] = []
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    """A server of this test's own: it gets stopped, so it must not be the shared one."""
+    box = Sandbox(tmp_path / "lab")
+    box.start()
+    try:
+        yield box
+    finally:
+        while STOPPED:  # never leave a stopped server behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(STOPPED.pop(), signal.SIGCONT)
+        box.stop()
+
+
+def stop(box: Sandbox) -> None:
+    pid = box.running_pid()
+    assert pid is not None
+    STOPPED.append(pid)
+    os.kill(pid, signal.SIGSTOP)
+
+
+def test_statement_kinds_and_default_deadlines() -> None:
+    assert statement_kind("SHOW GLOBAL VARIABLES WHERE x IN (%s)") == "SHOW GLOBAL VARIABLES"
+    assert statement_kind("SELECT VERSION(), @@version_comment") == "SELECT"
+    assert statement_kind("SET GLOBAL innodb_io_capacity = %s") == "SET GLOBAL INNODB_IO_CAPACITY"
+    assert statement_kind("  ") == "statement"
+    assert default_timeout("SHOW GLOBAL STATUS", 10.0) == 10.0
+    assert default_timeout("CREATE INDEX k_1 ON `sbtest1` (k)", 10.0) == LONG_QUERY_TIMEOUT
+    assert default_timeout("SET GLOBAL innodb_max_purge_lag_wait = %s", 10.0) == (
+        LONG_QUERY_TIMEOUT)
+    assert default_timeout("SET GLOBAL innodb_io_capacity = %s", 10.0) == 10.0
+
+
+async def test_a_query_to_a_stopped_server_times_out_and_drops_the_connection(
+    sandbox: Sandbox,
+) -> None:
+    link = ServerLink(sandbox.connection(), query_timeout=30.0)
+    await link.connect()
+    try:
+        assert await link.query("SELECT 1") == [(1,)]
+        stop(sandbox)
+        limit = 1.5
+        # The product's contract: the call ends by its own deadline (plus scheduling).
+        async with asyncio.timeout(limit + 1.0):
+            with pytest.raises(QueryTimeout) as caught:
+                await link.query("SHOW GLOBAL STATUS", timeout=limit)
+        assert "SHOW GLOBAL STATUS" in str(caught.value) and "1.5 s" in str(caught.value)
+        assert caught.value.kind == "SHOW GLOBAL STATUS" and caught.value.limit == limit
+        assert not link.connected  # a half-read result is never read again
+    finally:
+        await link.close()
+    # A new connection to the stopped server is cut off by the connect deadline.
+    fresh = ServerLink(sandbox.connection(), connect_timeout=1.0)
+    async with asyncio.timeout(3.0):
+        with pytest.raises(ServerError) as refused:
+            await fresh.connect()
+    assert "did not answer within 1 s" in str(refused.value)
+
+
+async def test_a_server_stopped_mid_health_check_is_rolled_back_within_the_limit(
+    sandbox: Sandbox, tmp_path: Path, collector: EventCollector
+) -> None:
+    info = sandbox.connection()
+    before = render_dropin({"innodb_autoinc_lock_mode": "1"}) + "# the old drop-in\n"
+    sandbox.dropin_file.write_text(before)
+    # Every restart first wakes a stopped server (SIGTERM waits while it is stopped).
+    pid_file = shlex.quote(str(sandbox.pid_file))
+    restart = f"kill -CONT $(cat {pid_file}) 2>/dev/null; {sandbox.restart_command()}"
+    once = tmp_path / "stopped-once"
+
+    async def stop_after_greeting(link: ServerLink) -> tuple[bool, str]:
+        # The restarted server has greeted this connection; stopped now, it keeps the
+        # connection open and answers nothing: the health query gets no reply.
+        if not once.exists():
+            once.touch()
+            stop(sandbox)
+        return await node_healthy(link)
+
+    node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+                      restart_command=restart, dropin_path=sandbox.dropin_file,
+                      healthy=stop_after_greeting)
+    config = SessionConfig(profile="lab", connection=info, interval=0.25, nodes=(node,),
+                           journal_path=tmp_path / "h.knobtop.jsonl")
+    session = Session(config, LocalHost(), None)
+    assert session.restarter is not None
+    session.restarter.wait_timeout = 20.0  # room for the lab's restart command itself
+    bound = session.restarter.time_limit
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        async with asyncio.timeout(bound):
+            change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        # The action lock is free again: the next change runs.
+        async with asyncio.timeout(bound):
+            after = await session.set_knob("innodb_io_capacity", "345")
+    finally:
+        await session.close()
+    assert once.exists()  # the server really was stopped mid-check
+    assert change.result == "failed"
+    assert "not back within 20 s" in change.message and "rolled back" in change.message
+    assert after.result == "ok"
+    assert sandbox.dropin_file.read_text() == before
+    assert parse_dropin(sandbox.dropin_file.read_text()) == {"innodb_autoinc_lock_mode": "1"}
+    assert await show_global(info, "innodb_doublewrite") == "ON"
+    steps = [(e.step, e.result) for e in collector.events if isinstance(e, Restart)]
+    assert steps == [("write_dropin", "ok"), ("restart", "ok"), ("wait", "failed"),
+                     ("rollback", "ok")]
+    journal = list(JournalReader(tmp_path / "h.knobtop.jsonl"))
+    assert [(e.step, e.result) for e in journal if isinstance(e, Restart)] == steps
+    changes = [(e.knob, e.result) for e in journal if isinstance(e, Change)]
+    assert changes == [("innodb_doublewrite", "failed"), ("innodb_io_capacity", "ok")]
