@@ -1,0 +1,120 @@
+"""knobtop rewrites only its own drop-in: a file it did not write is refused untouched, its
+own file keeps its mode and owner; on this machine and over a real sshd."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from harness.sshd import SshServer
+from knobtop.hosts.base import Host
+from knobtop.hosts.local import LocalHost
+from knobtop.hosts.ssh import SshHost
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.static import (
+    DROPIN_HEADER,
+    RestartApplier,
+    ServerNode,
+    StaticChangeError,
+    Step,
+    parse_dropin,
+    render_dropin,
+)
+
+pytestmark = pytest.mark.integration
+
+SERVERS_MY_CNF = (
+    "[client]\nsocket = /run/mysqld/mysqld.sock\n\n"
+    "[mysqld]\nskip-name-resolve\ninnodb_buffer_pool_size = 1G\n\n"
+    "!includedir /etc/mysql/conf.d/\n"
+)
+# Not the writer's own uid when the test runs as root: the rewrite must give it back.
+OTHER = 65534 if os.geteuid() == 0 else os.geteuid()
+
+
+@pytest.fixture(params=["local", "ssh"])
+async def host(request: pytest.FixtureRequest) -> AsyncIterator[Host]:
+    if request.param == "local":
+        yield LocalHost()
+        return
+    srv: SshServer = request.getfixturevalue("ssh_target")
+    remote = SshHost(f"{srv.user}@{srv.host}:{srv.port}", client_keys=[str(srv.client_key_path)],
+                     known_hosts=str(srv.known_hosts_path), config_paths=[], agent_path=None,
+                     connect_timeout=5.0)
+    try:
+        yield remote
+    finally:
+        await remote.close()
+
+
+def applier(host: Host, path: Path, info: ConnectionInfo, ran: Path,
+            steps: list[Step]) -> RestartApplier:
+    node = ServerNode(name="db", host=host, link=lambda: ServerLink(info),
+                      restart_command=f"touch {ran}", dropin_path=path)
+    return RestartApplier([node], on_step=steps.append, wait_timeout=20.0)
+
+
+async def test_a_file_knobtop_did_not_write_is_refused_untouched(
+    host: Host, tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    my_cnf = tmp_path / "my.cnf"
+    my_cnf.write_text(SERVERS_MY_CNF)
+    my_cnf.chmod(0o640)
+    before = os.stat(my_cnf)
+    ran, steps = tmp_path / "restarted", []
+    restarter = applier(host, my_cnf, mariadb_info, ran, steps)
+    async with asyncio.timeout(restarter.time_limit):
+        with pytest.raises(StaticChangeError) as refused:
+            await restarter.apply({"innodb_doublewrite": "OFF"})
+    message = str(refused.value)
+    assert str(my_cnf) in message and "not knobtop's drop-in" in message
+    assert "point dropin_path at a file knobtop owns" in message and "zz-knobtop.cnf" in message
+    assert "nothing was changed" in message and refused.value.rolled_back
+    assert my_cnf.read_text() == SERVERS_MY_CNF
+    after = os.stat(my_cnf)
+    assert stat.S_IMODE(after.st_mode) == 0o640 and after.st_ino == before.st_ino
+    assert not ran.exists() and steps == []  # no restart, nothing journaled as done
+    assert not (tmp_path / "my.cnf.prev").exists()
+
+
+async def test_knobtops_own_file_is_rewritten_keeping_mode_and_owner(
+    host: Host, tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    dropin = tmp_path / "zz-knobtop.cnf"
+    dropin.write_text(render_dropin({"innodb_doublewrite": "OFF", "innodb_log_file_size": "1G"}))
+    dropin.chmod(0o640)
+    os.chown(dropin, OTHER, OTHER)
+    ran, steps = tmp_path / "restarted", []
+    restarter = applier(host, dropin, mariadb_info, ran, steps)
+    async with asyncio.timeout(restarter.time_limit):
+        # Dropping a line needs no verify: the restart command here only leaves a mark.
+        await restarter.apply({"innodb_doublewrite": None})
+    text = dropin.read_text()
+    assert text.startswith(DROPIN_HEADER)
+    assert parse_dropin(text) == {"innodb_log_file_size": "1G"}
+    after = os.stat(dropin)
+    assert stat.S_IMODE(after.st_mode) == 0o640
+    assert (after.st_uid, after.st_gid) == (OTHER, OTHER)
+    assert ran.exists()
+    assert [(s.step, s.result) for s in steps] == [
+        ("write_dropin", "ok"), ("restart", "ok"), ("wait", "ok")]
+    # No temp file left next to it.
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+async def test_a_new_dropin_is_created_readable_by_the_server(
+    tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    dropin = tmp_path / "conf.d" / "zz-knobtop.cnf"
+    dropin.parent.mkdir()
+    ran, steps = tmp_path / "restarted", []
+    restarter = applier(LocalHost(), dropin, mariadb_info, ran, steps)
+    async with asyncio.timeout(restarter.time_limit):
+        await restarter.apply({"innodb_doublewrite": None})
+    assert dropin.read_text() == render_dropin({})
+    assert stat.S_IMODE(os.stat(dropin).st_mode) == 0o644
