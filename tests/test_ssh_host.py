@@ -159,16 +159,26 @@ async def test_stream_lines_then_stop_ends_remote_process(target: SshHost) -> No
     assert rc == -15
 
 
-async def test_stop_escalates_to_kill_when_term_is_ignored(target: SshHost) -> None:
+async def test_stop_escalates_to_kill_when_term_is_ignored(
+    target: SshHost, tmp_path: Path
+) -> None:
+    """The command traps (logs and survives) every catchable signal and logs its EXIT;
+    it ends with only TERM logged: TERM came first, then something uncatchable (KILL)."""
     mark = marker()
-    script = "trap '' TERM; echo ready; while :; do sleep 0.05; done"
+    log = tmp_path / "signals"
+    script = (
+        "for s in TERM HUP INT QUIT USR1 USR2 ALRM PIPE EXIT; do "
+        'trap "echo $s >> \\"\\$1\\"" "$s"; done; echo ready; while :; do sleep 0.05; done'
+    )
     async with asyncio.timeout(LIMIT):
-        proc = await target.stream(["sh", "-c", script, mark])
+        proc = await target.stream(["sh", "-c", script, mark, str(log)])
         async for line in proc.lines():
             assert line == "ready"
             break
-        await proc.stop(grace=0.3)
+        rc = await proc.stop(grace=1.0)
         await wait_marker_gone(mark)
+    assert log.read_text().splitlines() == ["TERM"]
+    assert rc == -15  # the wrapper itself goes with the TERM; the watchdog KILLs the rest
 
 
 async def test_closing_the_host_ends_remote_processes(ssh_target: SshServer) -> None:
