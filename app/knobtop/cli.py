@@ -145,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(e.g. with --host 0.0.0.0, or behind a proxy)")
     serve.add_argument("--history", type=float, default=900.0, metavar="S",
                        help="seconds of history each viewer loads first (default 900)")
+    serve.add_argument("--max-viewers", type=int, default=8, metavar="N",
+                       help="browsers watching at once (default 8); one more is refused")
     replay = sub.add_parser(
         "replay", help="replay a saved journal: play, pause, seek, jump between changes",
         description="The live screen's graphs and panels driven by a virtual clock over a "
@@ -396,6 +398,8 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
         raise ValueError(f"--port {args.port}: choose a port between 1 and 65535")
     if args.history <= 0:
         raise ValueError(f"--history {args.history:g}: give a number of seconds above 0")
+    if args.max_viewers < 1:
+        raise ValueError(f"--max-viewers {args.max_viewers}: give 1 or more")
     if not is_loopback_host(args.host) and not args.public:
         raise ValueError(
             f"--host {args.host} is not a loopback address: anyone who can reach port "
@@ -403,12 +407,13 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
             "without a password. Serve on 127.0.0.1 (the default), or add --public if "
             "that is what you want."
         )
-    check_port_free(args.host, args.port)
+    check_port_free(args.host.strip("[]"), args.port)  # --host '[::1]': the address inside
 
     from knobtop.ui.serve import serve_follow
 
     serve_follow(path, header, host=args.host, port=args.port, public=args.public,
-                 public_url=args.public_url, history=args.history, console=console)
+                 public_url=args.public_url, history=args.history, console=console,
+                 max_viewers=args.max_viewers)
     return 0
 
 
