@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -15,10 +16,24 @@ from harness.ui import until
 from knobtop.journal import End, Error, JournalReader, Load, Phase, Sample
 from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
+from knobtop.metrics import SERVER_COUNTERS
+from knobtop.server.link import ServerLink
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane
 
 pytestmark = pytest.mark.integration
+UPTIME = SERVER_COUNTERS.index("Uptime")
+
+
+async def server_uptime(sandbox: Sandbox) -> int:
+    """The server's Uptime as the test reads it, on a link of its own."""
+    link = ServerLink(sandbox.connection())
+    await link.connect()
+    try:
+        rows = await link.query("SHOW GLOBAL STATUS LIKE 'Uptime'")
+    finally:
+        await link.close()
+    return int(rows[0][1])
 
 
 def crash(sandbox: Sandbox) -> None:
@@ -59,8 +74,14 @@ async def test_kill_9_of_the_server_under_load(
         await collector.wait_for(sampler_gap, timeout=30)
         await collector.wait_for(load_failed, timeout=60)
         assert not session.driver or not session.driver.running
+        restarting = time.monotonic()
         await in_thread(sandbox.start)  # the same datadir and port, after crash recovery
         await collector.wait_for(lambda ev: len(samples_after_reconnect(ev)) >= 3, timeout=60)
+        seen = time.monotonic()  # the third sample from the new server just went out
+        third = samples_after_reconnect(collector.events)[2]
+        own_uptime = await server_uptime(sandbox)
+        read_at = time.monotonic()
+        since_restart = read_at - restarting
     finally:
         await session.close()
     events = collector.events
@@ -76,6 +97,22 @@ async def test_kill_9_of_the_server_under_load(
     resumed = samples_after_reconnect(events)
     assert resumed[0].t > gap.t and resumed[-1].t > resumed[0].t
     assert all(v is not None for v in resumed[-1].v[:3])
+    # ... and they are the new server's: its Uptime began again.  No more seconds than the
+    # test has seen pass since it started the server (Uptime counts whole seconds), fewer
+    # than the old server's last Uptime plus the time since that sample, and what the test
+    # read from the server itself just after (give or take the seconds in between).
+    before = [e for e in events if isinstance(e, Sample) and e.t < gap.t][-1]
+    old_uptime = before.v[UPTIME]
+    raw = [s.v[UPTIME] for s in resumed]
+    assert old_uptime is not None and None not in raw
+    uptimes = [float(u or 0) for u in raw]
+    assert all(u <= since_restart + 1 for u in uptimes), (uptimes, since_restart)
+    assert uptimes[0] < old_uptime + (resumed[0].t - before.t) - 1, (old_uptime, uptimes)
+    assert uptimes == sorted(uptimes)
+    sampled = third.v[UPTIME]
+    assert sampled is not None
+    assert own_uptime - 1 - (read_at - seen) <= sampled <= own_uptime, (
+        sampled, own_uptime, read_at - seen)
     # close() was clean: the journal ends with `end` and reads without a problem.
     reader = JournalReader(journal)
     on_disk = list(reader)
