@@ -66,7 +66,8 @@ async def test_a_file_knobtop_did_not_write_is_refused_untouched(
     my_cnf.write_text(SERVERS_MY_CNF)
     my_cnf.chmod(0o640)
     before = os.stat(my_cnf)
-    ran, steps = tmp_path / "restarted", []
+    ran = tmp_path / "restarted"
+    steps: list[Step] = []
     restarter = applier(host, my_cnf, mariadb_info, ran, steps)
     async with asyncio.timeout(restarter.time_limit):
         with pytest.raises(StaticChangeError) as refused:
@@ -89,7 +90,8 @@ async def test_knobtops_own_file_is_rewritten_keeping_mode_and_owner(
     dropin.write_text(render_dropin({"innodb_doublewrite": "OFF", "innodb_log_file_size": "1G"}))
     dropin.chmod(0o640)
     os.chown(dropin, OTHER, OTHER)
-    ran, steps = tmp_path / "restarted", []
+    ran = tmp_path / "restarted"
+    steps: list[Step] = []
     restarter = applier(host, dropin, mariadb_info, ran, steps)
     async with asyncio.timeout(restarter.time_limit):
         # Dropping a line needs no verify: the restart command here only leaves a mark.
@@ -112,7 +114,8 @@ async def test_a_new_dropin_is_created_readable_by_the_server(
 ) -> None:
     dropin = tmp_path / "conf.d" / "zz-knobtop.cnf"
     dropin.parent.mkdir()
-    ran, steps = tmp_path / "restarted", []
+    ran = tmp_path / "restarted"
+    steps: list[Step] = []
     restarter = applier(LocalHost(), dropin, mariadb_info, ran, steps)
     async with asyncio.timeout(restarter.time_limit):
         await restarter.apply({"innodb_doublewrite": None})
