@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from conftest import EventCollector
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.journal import Error, JournalReader, Sample
+from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
 from knobtop.metrics import SERVER_COUNTERS, MetricBoard
 from knobtop.server.link import ConnectionInfo, ServerError
@@ -31,26 +33,53 @@ def samples(events: list) -> list[Sample]:  # type: ignore[type-arg]
     return [e for e in events if isinstance(e, Sample)]
 
 
+class ArrivalClock:
+    """A listener noting the test's own monotonic time as each event goes out."""
+
+    def __init__(self) -> None:
+        self.at: list[tuple[Event, float]] = []
+
+    def __call__(self, event: Event) -> None:
+        self.at.append((event, time.monotonic()))
+
+
 async def test_samples_arrive_on_schedule_with_raw_counters(
     mariadb_info: ConnectionInfo, tmp_path: Path, collector: EventCollector
 ) -> None:
-    session = make_session(mariadb_info, tmp_path, interval=0.2)
+    interval = 0.2
+    session = make_session(mariadb_info, tmp_path, interval=interval)
     session.listeners.append(collector)
+    clock = ArrivalClock()
+    session.listeners.append(clock)
+    opened = time.monotonic()  # the session's clock starts after this
     await session.open()
     try:
         await collector.wait_for(lambda ev: len(samples(ev)) >= 11, timeout=15)
     finally:
         await session.close()
     got = samples(collector.events)
+    went_out = [m for e, m in clock.at if isinstance(e, Sample)]
+    # The session's time origin, at the latest: the first event (stamped, then handed to
+    # the listeners) went out no earlier than its stamp.  (Stamps are rounded to 0.1 ms.)
+    first, first_out = clock.at[0]
+    origin = first_out - first.t + 1e-4
+    # Each sample is stamped when it was taken: after the one before it went out, before
+    # itself went out; so stamps strictly increase.
+    for i, sample in enumerate(got):
+        assert opened + sample.t <= went_out[i], (i, sample.t)
+        if i:
+            assert origin + sample.t >= went_out[i - 1], (i, sample.t)
     gaps = [b.t - a.t for a, b in itertools.pairwise(got)]
-    # Polls are due on a 0.2 s grid: spacing stays near it, never doubles up.
-    assert all(0.1 < g < 0.4 for g in gaps), gaps
-    assert 0.17 < sum(gaps) / len(gaps) < 0.23
+    assert all(g > 0 for g in gaps), gaps
+    # Polls are due on a 0.2 s grid and never double up: n samples need (n-1) whole
+    # intervals between the session's start and the last one going out.
+    assert (len(got) - 1) * interval <= went_out[-1] - opened, (len(got), went_out)
     names = list(SERVER_COUNTERS)
     for name in ("Questions", "Innodb_buffer_pool_read_requests", "Handler_commit"):
         assert got[-1].v[names.index(name)] is not None
-    questions = [s.v[names.index("Questions")] for s in got]
-    assert questions == sorted(questions) and questions[-1] > questions[0]
+    # Every poll is a statement itself: Questions grows from each sample to the next.
+    questions = [int(s.v[names.index("Questions")] or 0) for s in got]
+    assert all(b > a for a, b in itertools.pairwise(questions)), questions
     assert all(s.lat > 0 for s in got)
     assert len(got[0].host["local"]) == len(OS_FIELDS)
 
