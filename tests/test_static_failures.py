@@ -87,8 +87,8 @@ async def test_a_value_that_did_not_take_is_rolled_back(
     session = session_for(info, journal, node(sandbox, info, dropin=ignored))
     change = await change_doublewrite(session, collector)
     assert change.result == "failed"
-    assert ("lab: the value did not take: innodb_doublewrite is ON (wanted OFF); rolled back"
-            == change.message)
+    assert change.message == (
+        "lab: the value did not take: innodb_doublewrite is ON (wanted OFF); rolled back")
     assert change.new == "ON"
     assert await show_global(info, "innodb_doublewrite") == "ON"
     # There was no drop-in before: knobtop's file is back to saying nothing.
