@@ -53,9 +53,13 @@ def write_profile(path: Path, target: SshServer, client: SshServer, mariadb: San
     path.chmod(0o600)
 
 
-def knobtop(*args: str, password: str | None = None) -> subprocess.Popen[str]:
+def knobtop(*args: str, home: Path, password: str | None = None) -> subprocess.Popen[str]:
+    """`knobtop connect` with ``home`` as HOME (no XDG overrides): nothing it writes by
+    default (journals, config) lands in the real home directory."""
     drop = ("SSH_AUTH_SOCK", "KNOBTOP_TEST_DB_PASSWORD")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("XDG_")}
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
     env["COLUMNS"] = "200"
     if password is not None:
         env["KNOBTOP_TEST_DB_PASSWORD"] = password
@@ -102,7 +106,7 @@ def test_connect_samples_both_hosts_drives_load_and_survives_an_sshd_crash(
         str(profile), *ssh_args(tmp_path, crash_target, ssh_client), "--headless",
         "--duration", "60", "--journal", str(journal), "--load", "oltp_point_select",
         "--threads", "1", "--tables", "1", "--table-size", "1000", "--interval", "0.5",
-        password=password,
+        home=tmp_path / "home", password=password,
     )
     target_name = f"{crash_target.user}@{crash_target.host}:{crash_target.port}"
     try:
@@ -162,12 +166,14 @@ def test_unknown_host_key_is_refused_with_the_fingerprint(
     empty.write_text("")
     proc = knobtop(str(profile), "--known-hosts", str(empty), "--ssh-config", "none",
                    "-i", str(ssh_target.client_key_path), "--headless", "--duration", "1",
-                   password=mariadb.password())
+                   home=tmp_path / "home", password=mariadb.password())
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert ssh_target.host_key_fingerprint in err
     assert "--accept-new" in err
     assert "Traceback" not in err
+    # The default journal directory was made under the test's HOME, not the real one.
+    assert (tmp_path / "home" / ".local" / "share" / "knobtop" / "journals").is_dir()
 
 
 def test_missing_password_env_and_bad_profile_name_the_fix(
@@ -176,14 +182,14 @@ def test_missing_password_env_and_bad_profile_name_the_fix(
     profile = tmp_path / "p.toml"
     write_profile(profile, ssh_target, ssh_target, mariadb)
     env_less = knobtop(str(profile), *ssh_args(tmp_path, ssh_target), "--headless",
-                       "--duration", "1")
+                       "--duration", "1", home=tmp_path / "home")
     env_less.wait(timeout=60)
     assert env_less.returncode == 2
     assert env_less.stderr is not None
     err = env_less.stderr.read()
     assert "KNOBTOP_TEST_DB_PASSWORD" in err and "not set" in err
     profile.write_text(profile.read_text() + "colour = 'red'\n")
-    bad = knobtop(str(profile), "--headless", "--duration", "1")
+    bad = knobtop(str(profile), "--headless", "--duration", "1", home=tmp_path / "home")
     _, err = bad.communicate(timeout=60)
     assert bad.returncode == 2 and "colour" in err and "fix:" in err
 
@@ -202,7 +208,7 @@ def test_adhoc_target_and_client_over_a_tcp_tunnel(
         "--mysql-port", str(info.port), "--password-env", "KNOBTOP_TEST_DB_PASSWORD",
         *ssh_args(tmp_path, ssh_target, ssh_client), "--headless", "--duration", "3",
         "--journal", str(journal), "--interval", "0.5",
-        password=info.password,
+        home=tmp_path / "home", password=info.password,
     )
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
@@ -224,7 +230,7 @@ def test_sysbench_missing_on_a_client_names_the_install_command(
                                                    'name = "app"\nsysbench = "/opt/no/sysbench"\n'))
     proc = knobtop(str(profile), *ssh_args(tmp_path, ssh_target, ssh_client), "--headless",
                    "--duration", "1", "--load", "oltp_point_select",
-                   password=mariadb.password())
+                   home=tmp_path / "home", password=mariadb.password())
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "sysbench is not installed on app" in err and "apt-get install -y sysbench" in err
