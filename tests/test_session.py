@@ -17,7 +17,7 @@ from knobtop.journal import JournalReader, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.sysbench import Sysbench
-from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
 from knobtop.session import Session, SessionConfig, prepare_tables
 
 pytestmark = pytest.mark.integration
@@ -80,16 +80,20 @@ async def test_racing_load_changes_leave_one_sysbench_and_whole_phases(
     await session.open()
     try:
         await session.start_load()
+        # Load changes queue up in the order they were asked for: two new thread counts
+        # (a new phase each), off, on again.  So four phases, and the load runs at the end.
         await asyncio.gather(session.change_load(threads=2), session.change_load(threads=3),
                              session.toggle_load(), session.toggle_load())
         running = sysbench_cmdlines(driver_marker(driver))
-        assert len(running) == (1 if driver.running else 0)
+        assert len(running) == 1, running
+        assert "--threads=3" in running[0].split()
     finally:
         await session.close()
     assert not sysbench_cmdlines(driver_marker(driver))
     phases = [e for e in JournalReader(tmp_path / "s.knobtop.jsonl") if isinstance(e, Phase)]
     starts = [p.phase for p in phases if p.action == "start"]
     stops = [p.phase for p in phases if p.action == "stop"]
+    assert len(starts) == 4, phases
     assert starts == stops  # every phase that started was stopped, in order
 
 
@@ -97,8 +101,16 @@ async def test_close_while_opening_leaves_nothing_running(
     mariadb_info: ConnectionInfo, tmp_path: Path
 ) -> None:
     session = make(mariadb_info, tmp_path)
+    connecting = asyncio.Event()
+    connect = session._sampler_link.connect
+
+    async def connect_seen() -> ServerVersion:
+        connecting.set()
+        return await connect()
+
+    session._sampler_link.connect = connect_seen  # type: ignore[method-assign]
     opening = asyncio.create_task(session.open())
-    await asyncio.sleep(0)  # let open() start connecting
+    await asyncio.wait_for(connecting.wait(), 10)  # open() has started connecting
     await session.close()
     with pytest.raises(ServerError):
         await opening
