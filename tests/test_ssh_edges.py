@@ -5,12 +5,16 @@ ProxyJump from ssh config, UserKnownHostsFile, and the private database tunnel."
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
+import pty
 import re
+import select
 import stat
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -415,3 +419,76 @@ async def test_database_tunnel_is_a_private_unix_socket(
     assert b"mariadb" in greeting.lower()
     await target.close()
     assert not os.path.exists(directory)
+
+
+_ASK_SCRIPT = """
+import asyncio, sys
+from knobtop.hosts.base import HostError
+from knobtop.hosts.ssh import SshHost
+
+async def main() -> None:
+    host = SshHost(sys.argv[1], client_keys=[sys.argv[2]], known_hosts=sys.argv[3],
+                   config_paths=[], agent_path=None, connect_timeout=5.0)
+    try:
+        print("RESULT", (await host.run(["echo", "ok"])).stdout.strip())
+    except HostError as exc:
+        print("ERROR", exc)
+    finally:
+        await host.close()
+
+asyncio.run(main())
+"""
+
+
+def test_encrypted_key_on_a_terminal_asks_for_the_passphrase(
+    ssh_target: SshServer, tmp_path: Path
+) -> None:
+    """On a terminal the passphrase is asked for (and not echoed back)."""
+    key = tmp_path / "id_locked"
+    made = run_tool("ssh-keygen", "-q", "-t", "ed25519", "-N", "correct horse", "-f", str(key))
+    assert made.returncode == 0, made.stderr
+    primary, secondary = pty.openpty()
+    dest = f"{ssh_target.user}@{ssh_target.host}:{ssh_target.port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ASK_SCRIPT, dest, str(key), str(ssh_target.known_hosts_path)],
+        stdin=secondary, stdout=secondary, stderr=secondary, start_new_session=True,
+    )
+    os.close(secondary)
+    seen = b""
+
+    def read_until(needle: bytes | None) -> None:
+        """Read the terminal until ``needle`` shows, or (None) until the program closes it."""
+        nonlocal seen
+        deadline = time.monotonic() + LIMIT
+        while needle is None or needle not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {needle!r} on the terminal; got {seen!r}"
+            ready, _, _ = select.select([primary], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(primary, 4096)
+                except OSError:  # EIO: the other side closed
+                    chunk = b""
+                if not chunk and needle is None:
+                    return
+                assert chunk, f"terminal closed before {needle!r}; got {seen!r}"
+                seen += chunk
+
+    try:
+        read_until(f"Passphrase for key {key}: ".encode())
+        seen = b""
+        os.write(primary, b"correct horse\n")
+        read_until(None)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=LIMIT)
+        os.close(primary)
+    text = seen.decode(errors="replace")
+    assert "correct horse" not in text  # not echoed
+    assert "Traceback" not in text and "ERROR " in text
+    if importlib.util.find_spec("bcrypt") is not None:
+        # Decrypted: it got as far as the login (this key is not authorized there).
+        assert "authentication failed" in text
+    else:
+        assert "bcrypt is missing" in text and f"ssh-add {key}" in text

@@ -628,7 +628,12 @@ class SshHost:
         if known is not None:
             return known
         if self._tunnel_dir is None:
-            self._tunnel_dir = tempfile.mkdtemp(prefix="knobtop-ssh-")  # mode 0700
+            # mode 0700; a unix socket path must stay under ~108 bytes, so a long $TMPDIR
+            # gives way to /tmp
+            base = tempfile.gettempdir()
+            self._tunnel_dir = tempfile.mkdtemp(
+                prefix="knobtop-ssh-", dir=base if len(base) <= 64 else "/tmp"
+            )
         self._tunnel_seq += 1
         local = os.path.join(self._tunnel_dir, f"tunnel-{self._tunnel_seq}.sock")
         what = f"tunnel to {path or f'{host}:{port}'}"
