@@ -17,12 +17,11 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 import pytest
 
-from harness.sshd import SshServer
+from harness.sshd import SshServer, make_host
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import HostKeyError, SshHost, _KeyCheck
 from knobtop.lab import Sandbox
@@ -31,18 +30,6 @@ from knobtop.server.link import ServerLink
 pytestmark = pytest.mark.integration
 
 LIMIT = 20.0
-
-
-def make_host(srv: SshServer, **overrides: Any) -> SshHost:
-    options: dict[str, Any] = {
-        "client_keys": [str(srv.client_key_path)],
-        "known_hosts": str(srv.known_hosts_path),
-        "config_paths": [],
-        "agent_path": None,
-        "connect_timeout": 5.0,
-    }
-    options.update(overrides)
-    return SshHost(f"{srv.user}@{srv.host}:{srv.port}", **options)
 
 
 async def run_once(host: SshHost, argv: list[str]) -> str:
@@ -77,8 +64,9 @@ def run_tool(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=LIMIT, check=False)
 
 
-def run_shell(command: str) -> subprocess.CompletedProcess[str]:
-    return run_tool("sh", "-c", command)
+def shell_ok(command: str) -> None:
+    done = run_tool("sh", "-c", command)
+    assert done.returncode == 0, f"{command}: {done.stderr}"
 
 
 # -- known_hosts lookup for non-22 ports, and hints that work ------------------------------
@@ -98,8 +86,7 @@ async def test_a_bare_host_entry_does_not_vouch_for_another_port(
 async def test_hashed_port_entry_is_found(ssh_target: SshServer, tmp_path: Path) -> None:
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.2]:{ssh_target.port} {key_blob(ssh_target)}\n")
-    done = run_shell(f"ssh-keygen -H -f {known}")
-    assert done.returncode == 0, done.stderr
+    shell_ok(f"ssh-keygen -H -f {known}")
     assert "127.0.0.2" not in known.read_text()  # hashed now
     out = await run_once(make_host(ssh_target, known_hosts=str(known)), ["echo", "ok"])
     assert out == "ok\n"
@@ -112,8 +99,7 @@ async def test_unknown_key_hint_run_as_given_then_trusts_it(
     known.parent.mkdir()
     known.write_text("")
     message = await refused(make_host(ssh_target, known_hosts=str(known)), HostKeyError)
-    done = run_shell(hinted_command(message, "ssh-keyscan"))
-    assert done.returncode == 0, done.stderr
+    shell_ok(hinted_command(message, "ssh-keyscan"))
     assert key_blob(ssh_target) in known.read_text()
     out = await run_once(make_host(ssh_target, known_hosts=str(known)), ["echo", "ok"])
     assert out == "ok\n"
@@ -132,8 +118,7 @@ async def test_changed_key_hint_removes_exactly_that_entry(
         make_host(ssh_target, known_hosts=str(known), accept_new=True), HostKeyError
     )
     assert "CHANGED" in message
-    done = run_shell(hinted_command(message, "ssh-keygen"))
-    assert done.returncode == 0, done.stderr
+    shell_ok(hinted_command(message, "ssh-keygen"))
     assert stale not in known.read_text()
     assert f"127.0.0.2 {port22}" in known.read_text()  # the port-22 entry is someone else's
     host = make_host(ssh_target, known_hosts=str(known), accept_new=True)
@@ -157,8 +142,7 @@ def test_changed_key_hint_for_port_22_names_the_plain_host(tmp_path: Path) -> No
     message = str(check.error("me@db.example:22"))
     command = hinted_command(message, "ssh-keygen")
     assert "[" not in command
-    done = run_shell(command)
-    assert done.returncode == 0, done.stderr
+    shell_ok(command)
     assert known.read_text() == f"[db.example]:2222 {other}\n"
 
 

@@ -8,14 +8,13 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 import psutil
 import pytest
 
 from harness.binaries import require_binary
-from harness.sshd import SshServer, _free_port
+from harness.sshd import SshServer, _free_port, make_host
 from knobtop.hosts.base import HOST_CPU_FIELDS, HostError
 from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.hosts.ssh import HostKeyError, SshHost, parse_destination
@@ -23,18 +22,6 @@ from knobtop.hosts.ssh import HostKeyError, SshHost, parse_destination
 pytestmark = pytest.mark.integration
 
 LIMIT = 20.0  # upper bound for any single wait in these tests
-
-
-def make_host(srv: SshServer, **overrides: Any) -> SshHost:
-    options: dict[str, Any] = {
-        "client_keys": [str(srv.client_key_path)],
-        "known_hosts": str(srv.known_hosts_path),
-        "config_paths": [],
-        "agent_path": None,
-        "connect_timeout": 5.0,
-    }
-    options.update(overrides)
-    return SshHost(f"{srv.user}@{srv.host}:{srv.port}", **options)
 
 
 @pytest.fixture

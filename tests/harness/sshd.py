@@ -16,6 +16,8 @@ from typing import Any, Self
 
 import asyncssh
 
+from knobtop.hosts.ssh import SshHost
+
 _PRIVSEP_DIR = "/run/sshd"
 
 
@@ -278,3 +280,16 @@ class SshServer:
                     break
                 data += chunk
             return data
+
+
+def make_host(srv: SshServer, **overrides: Any) -> SshHost:
+    """An SshHost for ``srv``: its client key and known_hosts, no agent, no ssh config."""
+    options: dict[str, Any] = {
+        "client_keys": [str(srv.client_key_path)],
+        "known_hosts": str(srv.known_hosts_path),
+        "config_paths": [],
+        "agent_path": None,
+        "connect_timeout": 5.0,
+    }
+    options.update(overrides)
+    return SshHost(f"{srv.user}@{srv.host}:{srv.port}", **options)

@@ -529,11 +529,20 @@ class SshHost:
                     known_hosts=check.lookup,
                     **opts,
                 )
-            check.record()
         except BaseException as exc:
             if tunnel is not None:
                 tunnel.close()
             raise _connect_error(exc, check, label, where, resolved, self.connect_timeout) from None
+        try:
+            check.record()
+        except OSError as exc:
+            conn.close()
+            if tunnel is not None:
+                tunnel.close()
+            raise HostError(
+                f"{label}: cannot record its host key in {check.known_hosts}: "
+                f"{exc.strerror or exc}; fix that file's directory or pass --known-hosts FILE"
+            ) from None
         return conn, tunnel
 
     async def _open_jumps(self, jumps: str, depth: int) -> asyncssh.SSHClientConnection:
