@@ -121,3 +121,71 @@ async def test_a_new_dropin_is_created_readable_by_the_server(
         await restarter.apply({"innodb_doublewrite": None})
     assert dropin.read_text() == render_dropin({})
     assert stat.S_IMODE(os.stat(dropin).st_mode) == 0o644
+
+
+# Files at dropin_path that knobtop must not rewrite (each left exactly as it was).
+NOT_OURS: dict[str, bytes] = {
+    "a server's my.cnf": SERVERS_MY_CNF.encode(),
+    "header after a blank line": b"\n" + render_dropin({}).encode(),
+    "half the header": DROPIN_HEADER[:17].encode() + b"\n[mysqld]\n",
+    "settings without the header": b"[mysqld]\ninnodb_doublewrite = OFF\n",
+    "binary": b"\xff\xfe\x00\x01" * 64,
+    "one space": b" ",
+    "header as a later line": b"# mine\n" + DROPIN_HEADER.encode(),
+}
+
+
+async def test_hostile_files_at_the_dropin_path_are_refused_untouched(
+    host: Host, tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    ran = tmp_path / "restarted"
+    outcomes: dict[str, str] = {}
+    for label, content in NOT_OURS.items():
+        path = tmp_path / f"case-{len(outcomes)}.cnf"
+        path.write_bytes(content)
+        steps: list[Step] = []
+        restarter = applier(host, path, mariadb_info, ran, steps)
+        async with asyncio.timeout(restarter.time_limit):
+            with pytest.raises(StaticChangeError) as refused:
+                await restarter.apply({"innodb_doublewrite": "OFF"})
+        assert path.read_bytes() == content, label
+        assert str(path) in str(refused.value) and "not knobtop's drop-in" in str(refused.value)
+        outcomes[label] = "refused" if steps == [] else f"steps {steps}"
+    # A link to a server's file is judged by what it points at, and the link stays.
+    target = tmp_path / "my.cnf"
+    target.write_text(SERVERS_MY_CNF)
+    link = tmp_path / "zz-knobtop.cnf"
+    link.symlink_to(target)
+    restarter = applier(host, link, mariadb_info, ran, [])
+    async with asyncio.timeout(restarter.time_limit):
+        with pytest.raises(StaticChangeError):
+            await restarter.apply({"innodb_doublewrite": "OFF"})
+    assert link.is_symlink() and target.read_text() == SERVERS_MY_CNF
+    # A directory there cannot be used, and says so.
+    folder = tmp_path / "conf-dir.cnf"
+    folder.mkdir()
+    restarter = applier(host, folder, mariadb_info, ran, [])
+    async with asyncio.timeout(restarter.time_limit):
+        with pytest.raises(StaticChangeError) as unusable:
+            await restarter.apply({"innodb_doublewrite": "OFF"})
+    assert "cannot use the drop-in" in str(unusable.value) and folder.is_dir()
+    assert outcomes == dict.fromkeys(NOT_OURS, "refused") and not ran.exists()
+
+
+async def test_an_empty_file_and_a_hostile_file_name_are_written_as_knobtops(
+    host: Host, tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    ran = tmp_path / "restarted"
+    empty = tmp_path / "zz-knobtop.cnf"
+    empty.touch(mode=0o600)
+    named = tmp_path / "it's $(touch PWNED) \"x\" `touch PWNED2`.cnf"
+    named.write_text(render_dropin({"innodb_log_file_size": "1G"}))
+    for path in (empty, named):
+        restarter = applier(host, path, mariadb_info, ran, [])
+        async with asyncio.timeout(restarter.time_limit):
+            await restarter.apply({"innodb_doublewrite": None})
+    assert empty.read_text() == render_dropin({})
+    assert stat.S_IMODE(os.stat(empty).st_mode) == 0o600  # an existing file keeps its mode
+    assert parse_dropin(named.read_text()) == {"innodb_log_file_size": "1G"}
+    for where in (tmp_path, Path.cwd(), Path.home()):
+        assert not list(where.glob("PWNED*")), where

@@ -20,6 +20,7 @@ from knobtop.journal import Change, JournalReader, Restart
 from knobtop.lab import Sandbox
 from knobtop.server.link import (
     LONG_QUERY_TIMEOUT,
+    SET_QUERY_TIMEOUT,
     QueryTimeout,
     ServerError,
     ServerLink,
@@ -65,7 +66,8 @@ def test_statement_kinds_and_default_deadlines() -> None:
     assert default_timeout("CREATE INDEX k_1 ON `sbtest1` (k)", 10.0) == LONG_QUERY_TIMEOUT
     assert default_timeout("SET GLOBAL innodb_max_purge_lag_wait = %s", 10.0) == (
         LONG_QUERY_TIMEOUT)
-    assert default_timeout("SET GLOBAL innodb_io_capacity = %s", 10.0) == 10.0
+    assert default_timeout("SET GLOBAL innodb_io_capacity = %s", 10.0) == SET_QUERY_TIMEOUT
+    assert default_timeout("SELECT 1", 2.5) == 2.5 and default_timeout("", 2.5) == 2.5
 
 
 async def test_a_query_to_a_stopped_server_times_out_and_drops_the_connection(

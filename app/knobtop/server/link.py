@@ -46,6 +46,8 @@ QUERY_TIMEOUT = 10.0
 # Statements whose time grows with the data (DDL, bulk DML) or that block on purpose
 # (MariaDB's purge-lag wait) get a long deadline by default: still a deadline.
 LONG_QUERY_TIMEOUT = 3600.0
+# SET may wait for the server's own work (a redo log resize under load): a minute.
+SET_QUERY_TIMEOUT = 60.0
 _LONG_KINDS = frozenset({
     "ALTER", "ANALYZE", "CALL", "CREATE", "DELETE", "DROP", "INSERT", "LOAD", "OPTIMIZE",
     "REPLACE", "TRUNCATE", "UPDATE",
@@ -70,6 +72,8 @@ def default_timeout(sql: str, short: float) -> float:
     first = sql.split(None, 1)[0].upper() if sql.strip() else ""
     if first in _LONG_KINDS or _BLOCKING_SET.match(sql):
         return max(short, LONG_QUERY_TIMEOUT)
+    if first == "SET":
+        return max(short, SET_QUERY_TIMEOUT)
     return short
 
 

@@ -260,14 +260,15 @@ class RestartApplier:
 
     async def _read_dropin(self, node: ServerNode) -> tuple[str | None, FileOwner | None]:
         """The drop-in's text and owner, None for a file that does not exist yet; a file
-        knobtop did not write is refused: rewriting it would lose what it holds."""
+        knobtop did not write (not empty, no header) is refused: rewriting it would lose
+        what it holds."""
         try:
             text = (await node.host.read_file(node.dropin_path)).decode(errors="replace")
         except FileNotFoundError:
             return None, None
         except (OSError, HostError) as exc:
             raise self._cannot_use(node, exc) from None
-        if not text.startswith(DROPIN_MARK):
+        if text and not text.startswith(DROPIN_MARK):  # an empty file has nothing to lose
             raise StaticChangeError(
                 f"{node.name}: {node.dropin_path} is not knobtop's drop-in (it does not start "
                 "with knobtop's header), so knobtop will not rewrite it: point dropin_path at "
