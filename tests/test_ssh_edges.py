@@ -476,3 +476,16 @@ def test_encrypted_key_on_a_terminal_asks_for_the_passphrase(
         assert "authentication failed" in text
     else:
         assert "bcrypt is missing" in text and f"ssh-add {key}" in text
+
+
+async def test_accept_new_into_an_unwritable_place_names_the_file(
+    ssh_target: SshServer, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    known = blocker / "known_hosts"  # its "directory" is a file: root cannot write it either
+    host = make_host(ssh_target, known_hosts=str(known), accept_new=True)
+    message = await refused(host)
+    assert f"cannot record its host key in {known}" in message
+    assert "unreachable" not in message
+    assert not host.connected
