@@ -14,7 +14,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
+from html import escape as html_escape
 from pathlib import Path
 
 import aiohttp
@@ -526,13 +528,19 @@ def test_a_journal_profile_is_printed_as_text(journal: Path, tmp_path: Path,
     lines = journal.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
     header["profile"] = profile
-    odd = tmp_path / "[bold]odd[link=x].knobtop.jsonl"
+    odd = tmp_path / "[bold]odd[link=x]<img src=x onerror=alert(1)>.knobtop.jsonl"
     odd.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     with serving(odd, tmp_path / "serve.log") as (port, proc):
         deadline = time.monotonic() + 30
         while "following" not in (tmp_path / "serve.log").read_text():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as page:
+            html = page.read().decode()
+    # The file name is the page's title: text, not HTML (aiohttp_jinja2 escapes it; this
+    # guards against a textual-serve that stops doing so).
+    assert "<img" not in html
+    assert f"knobtop follow {html_escape(odd.name)}" in html
     log = (tmp_path / "serve.log").read_text()
     assert f"following {odd} (profile {profile}) at http://127.0.0.1:{port}" in log, log
     assert "Traceback" not in log and "MarkupError" not in log
