@@ -36,7 +36,7 @@ CASES: list[tuple[str, tuple[int, int, int], str, str, str, Any, Any, Any, Any]]
     ("mariadb", (10, 11, 2), "innodb_read_io_threads", "dynamic", "256", "4", 1, 64, ()),
     ("mariadb", (10, 10, 7), "innodb_read_io_threads", "static", "", "4", 1, 64, ()),
     ("mariadb", (10, 6, 16), "innodb_read_io_threads", "static", "(unverified)", "4", 1, 64, ()),
-    ("mariadb", (10, 11, 2), "innodb_write_io_threads", "dynamic", "", "4", 1, 64, ()),
+    ("mariadb", (10, 11, 2), "innodb_write_io_threads", "dynamic", "", "4", 2, 64, ()),
     ("mysql", (8, 0, 36), "innodb_read_io_threads", "static", "", "4", 1, 64, ()),
     ("mysql", (8, 4, 2), "innodb_read_io_threads", "static", "CPUs / 2", None, 1, 64, ()),
     ("mysql", (8, 4, 2), "innodb_write_io_threads", "static", "", "4", 1, 64, ()),
@@ -380,3 +380,88 @@ def test_mysql_5_show_rows_come_from_the_flavor_table() -> None:
     assert "(unverified)" in catalog.get("innodb_io_capacity_max").note
     cleaners = catalog.get("innodb_page_cleaners")
     assert not cleaners.present and "5.7.4" in cleaners.note
+
+
+# -- the flavor table against the server's own metadata ----------------------------------------
+
+
+async def system_variables(info: ConnectionInfo) -> tuple[ServerVersion, dict[str, dict[str, Any]]]:
+    """information_schema.SYSTEM_VARIABLES of the real server, by lower-case name."""
+    link = ServerLink(info)
+    version = await link.connect()
+    try:
+        rows = await link.query(
+            "SELECT VARIABLE_NAME, READ_ONLY, VARIABLE_TYPE, NUMERIC_MIN_VALUE, "
+            "NUMERIC_MAX_VALUE, ENUM_VALUE_LIST, DEFAULT_VALUE "
+            "FROM information_schema.SYSTEM_VARIABLES"
+        )
+    finally:
+        await link.close()
+    keys = ("read_only", "type", "min", "max", "enum", "default")
+    return version, {
+        str(row[0]).lower(): dict(zip(keys, (None if v is None else str(v) for v in row[1:]),
+                                      strict=True))
+        for row in rows
+    }
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def flavor_disagreements(
+    version: ServerVersion, server: dict[str, dict[str, Any]]
+) -> list[str]:
+    """Every way the flavor table's facts for ``version`` differ from SYSTEM_VARIABLES."""
+    wrong: list[str] = []
+    for knob in flavors.knobs(version.flavor):
+        fact = lookup(version.flavor, version.version, knob)
+        assert fact is not None, knob
+        row = server.get(knob.lower())
+        if fact.mode == "absent":
+            if row is not None:
+                wrong.append(f"{knob}: table says absent, the server has it")
+            continue
+        if row is None:
+            wrong.append(f"{knob}: table says {fact.mode}, the server has no such variable")
+            continue
+        if fact.mode in ("dynamic", "static"):
+            server_mode = "static" if row["read_only"] == "YES" else "dynamic"
+            if fact.mode != server_mode:
+                wrong.append(f"{knob}: table says {fact.mode}, READ_ONLY={row['read_only']}")
+        if fact.type and fact.type != row["type"]:
+            wrong.append(f"{knob}: table type {fact.type}, server {row['type']}")
+        for label, mine, theirs in (("minimum", fact.minimum, row["min"]),
+                                    ("maximum", fact.maximum, row["max"])):
+            if mine is not None and (theirs is None or float(theirs) != float(mine)):
+                wrong.append(f"{knob}: table {label} {mine}, server {theirs}")
+        if fact.choices:
+            if row["enum"] is not None:
+                allowed = tuple(row["enum"].split(","))
+            elif row["min"] is not None and row["max"] is not None:  # a small numeric range
+                allowed = tuple(str(n) for n in range(int(row["min"]), int(row["max"]) + 1))
+            else:
+                allowed = ()
+            if fact.choices != allowed:
+                wrong.append(f"{knob}: table choices {fact.choices}, server {allowed}")
+        if fact.default is not None and (
+            row["default"] is None or not _same_number(fact.default, row["default"])
+        ):
+            wrong.append(f"{knob}: table default {fact.default}, server {row['default']}")
+    return wrong
+
+
+@pytest.mark.integration
+def test_flavor_table_agrees_with_the_servers_system_variables(
+    mariadb_info: ConnectionInfo,
+) -> None:
+    """Every fact the table states for this server's version, against SYSTEM_VARIABLES."""
+    version, server = asyncio.run(system_variables(mariadb_info))
+    assert version.flavor == "mariadb" and len(server) > 400
+    described = [k for k in flavors.knobs("mariadb")
+                 if (f := lookup("mariadb", version.version, k)) is not None and f.present]
+    assert len(described) >= 15  # the comparison below covers the seed knobs, not a few
+    assert flavor_disagreements(version, server) == []

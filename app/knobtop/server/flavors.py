@@ -114,6 +114,8 @@ _PURGE_LAG_WAIT = "SET GLOBAL innodb_max_purge_lag_wait=0 blocks until history i
 
 def _io_threads(name: str) -> list[Span]:
     common: dict[str, object] = {"minimum": 1, "maximum": 64, "type": _UINT}
+    # SYSTEM_VARIABLES on 10.11.19: innodb_write_io_threads takes 2-64 (read: 1-64).
+    mariadb_11 = {**common, "minimum": 2} if name == "innodb_write_io_threads" else common
     mysql = [_my((5, 5, 0), None, "static", default="4", **common)]
     if name == "innodb_read_io_threads":
         mysql = [
@@ -125,7 +127,7 @@ def _io_threads(name: str) -> list[Span]:
         _mdb((10, 1, 0), (10, 5, 0), "static", default="4", **common),
         _mdb((10, 5, 0), (10, 11, 0), "static", _IO_NOTE + _IO_ES, default="4", **common),
         _mdb((10, 11, 0), None, "dynamic", "dynamic from 10.11; " + _IO_NOTE, default="4",
-             **common),
+             **mariadb_11),
     ]
 
 
@@ -168,7 +170,7 @@ def _max_purge_lag_wait() -> list[Span]:
         _mdb((10, 4, 0), (10, 4, 16), "absent", added),
         _mdb((10, 4, 16), (10, 5, 0), "dynamic", _PURGE_LAG_WAIT, type=_BIG),
         _mdb((10, 5, 0), (10, 5, 7), "absent", added),
-        _mdb((10, 5, 7), None, "dynamic", _PURGE_LAG_WAIT, type=_BIG),
+        _mdb((10, 5, 7), None, "dynamic", _PURGE_LAG_WAIT, type=_UINT),
     ]
 
 
@@ -252,7 +254,7 @@ TABLE: dict[str, tuple[Span, ...]] = {
         _my((5, 5, 0), None, "dynamic", default="1", minimum=0, maximum=2,
             choices=("0", "1", "2"), type=_UINT),
         _mdb((10, 1, 0), None, "dynamic", default="1", minimum=0, maximum=3,
-             choices=("0", "1", "2", "3"), type=_UINT),
+             choices=("0", "1", "2", "3"), type=_BIG),
     ),
     "innodb_io_capacity": (
         _my((5, 5, 0), (8, 4, 0), "dynamic", default="200", minimum=100, type=_BIG),
@@ -295,7 +297,7 @@ TABLE: dict[str, tuple[Span, ...]] = {
         _my((8, 0, 0), None, "dynamic", default="0", minimum=0, maximum=2,
             choices=("0", "1", "2"), type=_UINT),
         _mdb((10, 1, 0), None, "dynamic", default="1", minimum=0, maximum=2,
-             choices=("0", "1", "2"), type=_UINT),
+             choices=("0", "1", "2"), type=_BIG),
     ),
     "innodb_lru_scan_depth": (
         _my((5, 5, 0), (5, 6, 0), "absent", "added in MySQL 5.6"),
