@@ -234,3 +234,45 @@ def test_sysbench_missing_on_a_client_names_the_install_command(
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "sysbench is not installed on app" in err and "apt-get install -y sysbench" in err
+
+
+def test_proxyjump_from_ssh_config_with_accept_new_records_both_keys(
+    tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox
+) -> None:
+    """Target "knobtop-db" is an ssh-config alias for 127.0.0.3 reached through a
+    ProxyJump via 127.0.0.2; known_hosts starts empty; --accept-new records both keys,
+    and the server is sampled through the tunnel (a unix socket) over both hops."""
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        "Host knobtop-db\n"
+        f"  HostName 127.0.0.3\n  Port {ssh_client.port}\n  User {ssh_client.user}\n"
+        f"  ProxyJump {ssh_target.user}@127.0.0.2:{ssh_target.port}\n"
+    )
+    info = mariadb.connection()
+    profile = tmp_path / "jump.toml"
+    profile.write_text(
+        '[target]\nssh = "knobtop-db"\n[target.mysql]\n'
+        f'socket = "{mariadb.socket}"\nuser = "{info.user}"\n'
+        'password = { env = "KNOBTOP_TEST_DB_PASSWORD" }\n'
+    )
+    profile.chmod(0o600)
+    known = tmp_path / "known_hosts"
+    journal = tmp_path / "jump.knobtop.jsonl"
+    jump_logins = ssh_target.log().count("Accepted publickey")
+    proc = knobtop(
+        str(profile), "--known-hosts", str(known), "--ssh-config", str(config), "--accept-new",
+        "-i", str(ssh_target.client_key_path), "-i", str(ssh_client.client_key_path),
+        "--headless", "--duration", "2", "--journal", str(journal), "--interval", "0.5",
+        home=tmp_path / "home", password=info.password,
+    )
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    blobs = [" ".join(s.host_public_key.split()[:2]) for s in (ssh_target, ssh_client)]
+    assert sorted(known.read_text().splitlines()) == sorted([
+        f"[127.0.0.2]:{ssh_target.port} {blobs[0]}", f"[127.0.0.3]:{ssh_client.port} {blobs[1]}",
+    ])
+    assert ssh_target.log().count("Accepted publickey") > jump_logins
+    header = orjson.loads(journal.read_bytes().split(b"\n")[0])
+    assert header["server"]["via"] == "knobtop-db"
+    samples = [e for e in events(journal) if e["ev"] == "sample"]
+    assert samples and samples[-1]["v"][0] is not None  # type: ignore[index]
