@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -104,6 +105,88 @@ class EventCollector:
 @pytest.fixture
 def collector() -> EventCollector:
     return EventCollector()
+
+
+# Fixtures that start (or stop) a real part: mariadbd, sshd, sysbench, tmux, a Galera cluster.
+# Keyed by (the file that defines it, relative to tests/, fixture name): names such as "lab"
+# or "target" mean different things in different modules.  Fixtures built on these count
+# too: a test's fixture closure includes them.
+LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
+    ("conftest.py", "mariadb"),
+    ("conftest.py", "mariadb_info"),
+    ("conftest.py", "sysbench_path"),
+    ("conftest.py", "sshd_server"),
+    ("conftest.py", "catalog"),
+    ("harness/fixtures.py", "ssh_target"),
+    ("harness/fixtures.py", "ssh_client"),
+    ("harness/galera_fixture.py", "galera_cluster"),
+    ("faults/conftest.py", "sandbox"),
+    ("faults/test_host_outage.py", "crashing_client"),
+    ("faults/test_kill_knobtop.py", "lab_dir"),
+    ("test_connect.py", "crash_target"),
+    ("test_lab_headless.py", "stop_leftover_sandbox"),
+    ("test_myrocks.py", "rocks_lab"),
+    ("test_runner.py", "lab"),
+    ("test_static.py", "lab"),
+    ("test_static_failures.py", "lab"),
+    ("test_static_hang.py", "sandbox"),
+    ("test_tmux.py", "stop_sandbox"),
+    ("test_tmux.py", "tmux"),
+})
+# A test that builds a real part in its own body (no fixture) is live too.
+LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(")
+TESTS = Path(__file__).parent
+
+
+def _live_fixtures(item: pytest.Item) -> list[str]:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return []
+    found = []
+    for name, defs in info.name2fixturedefs.items():
+        for fixturedef in defs:
+            try:
+                source = Path(inspect.getsourcefile(fixturedef.func) or "").resolve()
+                where = source.relative_to(TESTS.resolve()).as_posix()
+            except (TypeError, ValueError):
+                continue
+            if (where, name) in LIVE_FIXTURES:
+                found.append(name)
+    return found
+
+
+def _live_calls(item: pytest.Item) -> list[str]:
+    function = getattr(item, "function", None)
+    if function is None:
+        return []
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return []
+    return [call.rstrip("(") for call in LIVE_CALLS if call in source]
+
+
+def unmarked_live_tests(items: list[pytest.Item]) -> list[str]:
+    """Tests that use a real part (by fixture or in their body) without the marker."""
+    unmarked = []
+    for item in items:
+        if item.get_closest_marker("integration") is not None:
+            continue
+        parts = _live_fixtures(item) + _live_calls(item)
+        if parts:
+            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(set(parts)))})")
+    return unmarked
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every live test carries @pytest.mark.integration: collection fails otherwise."""
+    unmarked = unmarked_live_tests(items)
+    if unmarked:
+        raise pytest.UsageError(
+            f"{len(unmarked)} live test(s) lack @pytest.mark.integration (add "
+            "`pytestmark = pytest.mark.integration` or the decorator):\n  "
+            + "\n  ".join(unmarked)
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

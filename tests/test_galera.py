@@ -193,6 +193,7 @@ async def test_replica_health_from_status_rows() -> None:
     assert mysql57.sent[-1] == "SHOW SLAVE STATUS"
 
 
+@integration
 async def test_rolling_restart_of_a_static_knob_through_the_session(
     galera_cluster: GaleraCluster, tmp_path: Path
 ) -> None:

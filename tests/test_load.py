@@ -147,6 +147,7 @@ def wait_gone(marker: str, grace: float) -> list[int]:
     return sysbench_running(marker)
 
 
+@pytest.mark.integration
 async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
     two_clients: tuple[Sysbench, Sysbench], mariadb: Sandbox, tmp_path: Path
 ) -> None:
@@ -223,6 +224,7 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
         assert total - 2 * max(sums) <= sum(sums) <= total * 1.02
 
 
+@pytest.mark.integration
 async def test_stop_leaves_no_sysbench_on_either_client(
     two_clients: tuple[Sysbench, Sysbench], mariadb: Sandbox, tmp_path: Path
 ) -> None:
@@ -258,6 +260,7 @@ async def session_on_empty_database(
     return session, collector
 
 
+@pytest.mark.integration
 async def test_missing_tables_say_how_to_prepare(
     mariadb: Sandbox, tmp_path: Path, sysbench_path: str
 ) -> None:
@@ -278,6 +281,7 @@ async def test_missing_tables_say_how_to_prepare(
         await session.close()
 
 
+@pytest.mark.integration
 def test_sigkill_of_knobtop_leaves_no_sysbench_on_client_hosts(
     tmp_path: Path, ssh_target: SshServer, ssh_client: SshServer, mariadb: Sandbox,
     sysbench_path: str,
@@ -325,6 +329,7 @@ def test_sigkill_of_knobtop_leaves_no_sysbench_on_client_hosts(
     assert wait_gone(marker, grace=10) == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("change", "says"),
     [
@@ -357,6 +362,7 @@ async def test_sysbench_failures_say_what_to_fix(
     assert info.password not in failed.message
 
 
+@pytest.mark.integration
 async def test_cleanup_drops_the_tables(mariadb: Sandbox, tmp_path: Path,
                                         sysbench_path: str) -> None:
     from knobtop.server.link import ServerLink
@@ -382,6 +388,7 @@ async def test_cleanup_drops_the_tables(mariadb: Sandbox, tmp_path: Path,
     assert ready is False
 
 
+@pytest.mark.integration
 def test_every_load_option_survives_a_thread_change(mariadb: Sandbox, tmp_path: Path) -> None:
     info = mariadb.connection()
     spec = LoadSpec(workload="oltp_point_select", threads=2, rate=50, rand_type="pareto",
@@ -393,6 +400,7 @@ def test_every_load_option_survives_a_thread_change(mariadb: Sandbox, tmp_path: 
             planned.prepared) == (8, 50, "pareto", 99, False)
 
 
+@pytest.mark.integration
 async def test_one_client_failing_ends_the_phase_as_failed(
     mariadb: Sandbox, tmp_path: Path, sysbench_path: str
 ) -> None:
@@ -421,6 +429,7 @@ async def test_one_client_failing_ends_the_phase_as_failed(
                for e in collector.events)
 
 
+@pytest.mark.integration
 async def test_builtin_driver_missing_tables_also_say_press_p(
     mariadb: Sandbox, tmp_path: Path
 ) -> None:

@@ -46,6 +46,7 @@ async def set_global(info: ConnectionInfo, name: str, value: str) -> None:
         await link.close()
 
 
+@pytest.mark.integration
 async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
     mariadb_info: ConnectionInfo, tmp_path: Path
 ) -> None:
@@ -89,6 +90,7 @@ async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
     ]
 
 
+@pytest.mark.integration
 async def test_refused_value_is_shown_and_journaled(
     mariadb_info: ConnectionInfo, tmp_path: Path
 ) -> None:
@@ -123,6 +125,7 @@ def sbtables(mariadb: Sandbox, sysbench_path: str) -> Sysbench:
     return driver
 
 
+@pytest.mark.integration
 async def test_load_keys_start_change_threads_note_and_stop(
     mariadb_info: ConnectionInfo, sbtables: Sysbench, tmp_path: Path
 ) -> None:
@@ -164,6 +167,7 @@ def test_snapshot(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[
     assert snap_compare(recorded_app(), terminal_size=size, run_before=settle)
 
 
+@pytest.mark.integration
 async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
     mariadb: Sandbox, ssh_target: SshServer, ssh_client: SshServer, tmp_path: Path
 ) -> None:
@@ -199,6 +203,7 @@ async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
         await pilot.press("q")
 
 
+@pytest.mark.integration
 async def test_static_knob_by_keys_restarts_and_baseline_brings_it_back(tmp_path: Path) -> None:
     sandbox = Sandbox(tmp_path / "lab")
     info = sandbox.start()
