@@ -228,6 +228,9 @@ def _connect_error(
     return exc
 
 
+_KEYS_LOADED: dict[str, list[asyncssh.SSHKeyPair]] = {}
+
+
 def _load_key_file(path: Path) -> list[asyncssh.SSHKeyPair]:
     """One ``-i`` identity file (and its ``-cert.pub``), asking for a passphrase on a
     terminal; raises HostError naming the file and the fix.  Blocking: run in a thread."""
@@ -472,7 +475,13 @@ class SshHost:
         if self._keypairs is None:
             pairs: list[asyncssh.SSHKeyPair] = []
             for path in self._client_keys:
-                pairs.extend(await asyncio.to_thread(_load_key_file, Path(path)))
+                # Process-wide: `connect` checks with one set of hosts and then runs the
+                # session with fresh ones; the passphrase is asked for once, before any UI.
+                loaded = _KEYS_LOADED.get(path)
+                if loaded is None:
+                    loaded = await asyncio.to_thread(_load_key_file, Path(path))
+                    _KEYS_LOADED[path] = loaded
+                pairs.extend(loaded)
             self._keypairs = pairs
         return self._keypairs
 
