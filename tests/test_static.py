@@ -9,7 +9,7 @@ import pytest
 
 from conftest import EventCollector, show_global
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import Change, Error, JournalReader, Restart
+from knobtop.journal import Change, Error, JournalReader, Restart, Sample
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode, parse_dropin, render_dropin, same_value
@@ -55,7 +55,7 @@ async def test_doublewrite_off_through_dropin_and_restart(
         assert await show_global(info, "innodb_doublewrite") == "ON"
         change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
         await collector.wait_for(
-            lambda ev: any(e.kind == "sample" and e.re for e in ev), timeout=30
+            lambda ev: any(isinstance(e, Sample) and e.re for e in ev), timeout=30
         )
     finally:
         await session.close()
