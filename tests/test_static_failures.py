@@ -70,9 +70,12 @@ def steps(events: list) -> list[tuple[str, str, str]]:  # type: ignore[type-arg]
     return [(e.node, e.step, e.result) for e in events if isinstance(e, Restart)]
 
 
-def journaled(path: Path) -> tuple[list[tuple[str, str, str]], list[Change]]:
-    events = list(JournalReader(path))
-    return steps(events), [e for e in events if isinstance(e, Change)]
+def told(collector: EventCollector, journal: Path, expected: list[tuple[str, str, str]]) -> None:
+    """The steps as emitted and as journaled are ``expected``; one change, failed."""
+    assert steps(collector.events) == expected
+    events = list(JournalReader(journal))
+    assert steps(events) == expected
+    assert [c.result for c in events if isinstance(c, Change)] == ["failed"]
 
 
 async def test_a_value_that_did_not_take_is_rolled_back(
@@ -96,9 +99,7 @@ async def test_a_value_that_did_not_take_is_rolled_back(
         DROPIN_HEADER)
     expected = [("lab", "write_dropin", "ok"), ("lab", "restart", "ok"), ("lab", "wait", "ok"),
                 ("lab", "verify", "failed"), ("lab", "rollback", "ok")]
-    assert steps(collector.events) == expected
-    restarts, changes = journaled(journal)
-    assert restarts == expected and [c.result for c in changes] == ["failed"]
+    told(collector, journal, expected)
 
 
 async def test_a_server_not_back_within_the_wait_is_rolled_back(
@@ -122,9 +123,7 @@ async def test_a_server_not_back_within_the_wait_is_rolled_back(
     assert await show_global(info, "innodb_doublewrite") == "ON"  # up again, old value
     expected = [("lab", "write_dropin", "ok"), ("lab", "restart", "ok"),
                 ("lab", "wait", "failed"), ("lab", "rollback", "ok")]
-    assert steps(collector.events) == expected
-    restarts, changes = journaled(journal)
-    assert restarts == expected and [c.result for c in changes] == ["failed"]
+    told(collector, journal, expected)
 
 
 async def test_a_rollback_that_fails_too_says_so_and_names_the_file(
@@ -145,9 +144,7 @@ async def test_a_rollback_that_fails_too_says_so_and_names_the_file(
     assert await show_global(info, "innodb_doublewrite") == "ON"
     expected = [("lab", "write_dropin", "ok"), ("lab", "restart", "failed"),
                 ("lab", "rollback", "failed")]
-    assert steps(collector.events) == expected
-    restarts, changes = journaled(journal)
-    assert restarts == expected and [c.result for c in changes] == ["failed"]
+    told(collector, journal, expected)
 
 
 async def test_nodes_already_changed_are_named_when_a_later_node_fails(
@@ -174,6 +171,4 @@ async def test_nodes_already_changed_are_named_when_a_later_node_fails(
                 ("first", "wait", "ok"), ("first", "verify", "ok"),
                 ("second", "write_dropin", "ok"), ("second", "restart", "failed"),
                 ("second", "rollback", "ok")]
-    assert steps(collector.events) == expected
-    restarts, changes = journaled(journal)
-    assert restarts == expected and [c.result for c in changes] == ["failed"]
+    told(collector, journal, expected)
