@@ -44,6 +44,8 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     try:
         yield box
     finally:
+        pid = box.running_pid()  # stopped by a restart command, perhaps
+        STOPPED.extend([pid] if pid is not None else [])
         while STOPPED:  # never leave a stopped server behind
             with contextlib.suppress(ProcessLookupError):
                 os.kill(STOPPED.pop(), signal.SIGCONT)
@@ -96,16 +98,24 @@ async def test_a_query_to_a_stopped_server_times_out_and_drops_the_connection(
     assert "did not answer within 1 s" in str(refused.value)
 
 
-async def test_a_server_stopped_mid_health_check_is_rolled_back_within_the_limit(
-    sandbox: Sandbox, tmp_path: Path, collector: EventCollector
+@pytest.mark.parametrize("when", ["by the restart command", "after greeting the health check"])
+async def test_a_stopped_server_is_rolled_back_within_the_limit_and_frees_the_lock(
+    sandbox: Sandbox, tmp_path: Path, collector: EventCollector, when: str
 ) -> None:
     info = sandbox.connection()
     before = render_dropin({"innodb_autoinc_lock_mode": "1"}) + "# the old drop-in\n"
     sandbox.dropin_file.write_text(before)
     # Every restart first wakes a stopped server (SIGTERM waits while it is stopped).
     pid_file = shlex.quote(str(sandbox.pid_file))
-    restart = f"kill -CONT $(cat {pid_file}) 2>/dev/null; {sandbox.restart_command()}"
+    wake = f"kill -CONT $(cat {pid_file}) 2>/dev/null; "
     once = tmp_path / "stopped-once"
+    restart = wake + sandbox.restart_command()
+    if when == "by the restart command":
+        # The new server is stopped before anyone connects: it accepts TCP connections
+        # (the kernel's backlog) and never greets.
+        marker = shlex.quote(str(once))
+        restart = (f"{wake}{sandbox.restart_command()} && if [ ! -e {marker} ]; then "
+                   f"touch {marker}; kill -STOP $(cat {pid_file}); fi")
 
     async def stop_after_greeting(link: ServerLink) -> tuple[bool, str]:
         # The restarted server has greeted this connection; stopped now, it keeps the
@@ -117,7 +127,7 @@ async def test_a_server_stopped_mid_health_check_is_rolled_back_within_the_limit
 
     node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
                       restart_command=restart, dropin_path=sandbox.dropin_file,
-                      healthy=stop_after_greeting)
+                      healthy=stop_after_greeting if when.startswith("after") else node_healthy)
     config = SessionConfig(profile="lab", connection=info, interval=0.25, nodes=(node,),
                            journal_path=tmp_path / "h.knobtop.jsonl")
     session = Session(config, LocalHost(), None)
