@@ -223,11 +223,15 @@ async def test_pilot_ramp_with_marker_at_40x6() -> None:
         title, plot = lines[0], lines[1:]
         assert all(len(line) == 40 for line in lines)
 
-        # The title row: title, latest value with unit, y range, newest-marker arrow.
+        # The title row: title, latest value with unit, y range; no marker flag (the tag is
+        # in the plot, beside its line, so nothing can read as part of the range).
         assert title.startswith("tps 1.00K/s")
         assert title.endswith("0\u20131.00K")
+        assert NEWEST_GLYPH not in title and MARKER_GLYPH not in title
         marker_x = MARGIN + 17  # t=50 of [0, 100] on 34 plot cells
-        assert title.index(NEWEST_GLYPH) == marker_x
+        tag_rows = [row for row in plot if "innodb_io_cap" in row]
+        assert len(tag_rows) == 1
+        assert tag_rows[0][marker_x + 1:].startswith("innodb_io_cap")  # right of its line
 
         # The marker: same column in every plot row, and nowhere else.
         for row in plot:
@@ -241,11 +245,14 @@ async def test_pilot_ramp_with_marker_at_40x6() -> None:
         # Rising ramp: last column inked on the top row only, first on the bottom row only.
         last_col = [row[-1] for row in plot]
         first_col = [row[MARGIN] for row in plot]
-        assert is_braille(last_col[0]) and all(ch == " " for ch in last_col[1:]), last_col
+        assert is_braille(last_col[0]), last_col
+        assert all(ch in " …" for ch in last_col[1:]), last_col  # "…": the tag's end
         assert is_braille(first_col[-1]) and all(ch == " " for ch in first_col[:-1]), first_col
-        # The line is continuous: every plot column except the marker's carries dots.
+        # The line is continuous: every plot column except the marker's (and the tag's, which
+        # sits on the row where it hides the fewest dots) carries dots.
+        tag_end = marker_x + 1 + len(tag_rows[0][marker_x + 1:].rstrip())
         for x in range(MARGIN, 40):
-            if x != marker_x:
+            if x != marker_x and not marker_x < x < tag_end:
                 assert any(is_braille(row[x]) for row in plot), f"column {x} empty"
 
         # The marker is drawn in the marker component style, not the line style.
@@ -330,20 +337,26 @@ async def test_every_size_renders_full_width_lines(size: tuple[int, int]) -> Non
                 assert graph.render_line(y).cell_length == width
 
 
-async def test_newest_marker_label_after_or_before_its_arrow() -> None:
+async def test_marker_tags_beside_their_lines_never_overlapping() -> None:
+    # Each full-height marker is tagged in the plot: right of its line when there is room
+    # before the next line, else left of it, cut with "…"; no tag covers a line or another tag.
     app = GraphApp()
     async with app.run_test(size=(60, 6)) as pilot:
         graph = app.query_one(MetricGraph)
         graph.set_data(RAMP, [(10.0, "old=1"), (30.0, "io_capacity=2000")], 0.0, 100.0)
         await pilot.pause()
-        title = rendered_lines(graph)[0]
-        arrow = title.index(NEWEST_GLYPH)
-        assert title[arrow:].startswith(f"{NEWEST_GLYPH} io_capacity=2000")  # room after
-        assert "old=1" not in title  # only the newest one is named
-        graph.set_data(RAMP, [(80.0, "flush_log_at_trx_commit=2")], 0.0, 100.0)
+        plot = rendered_lines(graph)[1:]
+        first, second = MARGIN + 5, MARGIN + 16  # t=10 and t=30 of [0, 100] on 54 cells
+        assert all(row[first] == row[second] == MARKER_GLYPH for row in plot)
+        assert any(row[first + 1:].startswith("old=1 ") for row in plot)
+        assert any(row[second + 1:].startswith("io_capacity=2000") for row in plot)
+        # Two lines 3 cells apart: no room right of the first, so its tag ends at its line.
+        graph.set_data(RAMP, [(10.0, "flush_log_at_trx_commit=2"), (15.0, "b=1")], 0.0, 100.0)
         await pilot.pause()
-        title = rendered_lines(graph)[0]
-        arrow = title.index(NEWEST_GLYPH)
-        before = title[:arrow].rstrip()
-        assert before.endswith("…") or before.endswith("flush_log_at_trx_commit=2")
-        assert "flush_log" in before and title.endswith("0\u20131.00K") and len(title) == 60
+        plot = rendered_lines(graph)[1:]
+        a, b = MARGIN + 5, MARGIN + 8
+        assert all(row[a] == row[b] == MARKER_GLYPH for row in plot)
+        left = [row[MARGIN:a] for row in plot if "…" in row[MARGIN:a]]
+        assert left and left[0].endswith("…"), plot
+        assert any(row[b + 1:].startswith("b=1") for row in plot)
+        assert all(row.count(MARKER_GLYPH) == 2 for row in plot)

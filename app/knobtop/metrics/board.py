@@ -83,13 +83,49 @@ class Series:
         return self._t[self._index(0)] if self._n else None
 
 
+#: Marker kinds drawn as full-height lines: what a person did (a knob change, a restart, a
+#: note, a mark).  The others (load phases, sampling gaps) are drawn lighter, as ticks.
+FULL_KINDS = frozenset({"change", "restart", "note", "mark"})
+#: A load stop followed by a start within this many seconds is one phase change, one marker.
+PHASE_MERGE_S = 5.0
+#: Change reasons that are not a person's change (the session put a value back by itself).
+AUTOMATIC_REASONS = frozenset({"re-applied after restart"})
+# Words shortened in a marker's tag, so "innodb_io_capacity=1000" reads "io_cap=1000".
+_SHORT_PREFIXES = ("innodb_", "rocksdb_", "performance_schema_", "ndb_")
+_SHORT_WORDS = {
+    "capacity": "cap", "buffer": "buf", "threads": "thr", "thread": "thr", "size": "sz",
+    "instances": "inst", "maximum": "max", "minimum": "min", "percent": "pct",
+    "neighbors": "nbrs", "adaptive": "adapt", "flushing": "flush", "commit": "cmt",
+    "transaction": "trx", "concurrency": "conc", "log_file": "logf",
+}
+
+
+def short_knob(knob: str) -> str:
+    """A knob's short name for a graph label: "innodb_io_capacity" -> "io_cap"."""
+    name = knob
+    for prefix in _SHORT_PREFIXES:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix):]
+            break
+    return "_".join(_SHORT_WORDS.get(word, word) for word in name.split("_"))
+
+
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A vertical line on every graph: a knob or the load changed at ``t``."""
+    """A vertical line on every graph: a knob or the load changed at ``t``.
+
+    ``tag`` is the short text drawn beside the line ("io_cap=1000", "note", "restart").
+    """
 
     t: float
     kind: str  # "change" | "load" | "gap" | "restart" | "note" | "mark"
     label: str
+    tag: str = ""
+
+    @property
+    def full(self) -> bool:
+        """Drawn full height (a person's action), not as a light tick."""
+        return self.kind in FULL_KINDS
 
 
 # Metrics derived from samples, plus the load driver's own numbers.
@@ -176,19 +212,33 @@ class MetricBoard:
                 self.knob_values[event.knob] = event.new
                 for knob, (_old, new) in event.side_effects.items():
                     self.knob_values[knob] = new
-                self.markers.append(Marker(event.t, "change", f"{event.knob}={event.new}"))
+                if event.reason not in AUTOMATIC_REASONS:
+                    self._apply_change_marker(event)
         elif isinstance(event, Phase):
             self._apply_phase(event)
         elif isinstance(event, Error) and event.gap:
-            self.markers.append(Marker(event.t, "gap", event.source))
+            self.markers.append(Marker(event.t, "gap", event.source, "gap"))
         elif isinstance(event, Restart) and event.step == "restart":
-            self.markers.append(Marker(event.t, "restart", f"restart {event.node}"))
+            self.markers.append(Marker(event.t, "restart", f"restart {event.node}", "restart"))
         elif isinstance(event, Knobs):
             self.knob_values.update(event.values)
         elif isinstance(event, Note):
-            self.markers.append(Marker(event.t, "note", f"✎ {event.text}"))
+            self.markers.append(Marker(event.t, "note", f"✎ {event.text}", "note"))
         elif isinstance(event, Mark):
-            self.markers.append(Marker(event.t, "mark", f"⚑ {event.label}"))
+            self.markers.append(Marker(event.t, "mark", f"⚑ {event.label}", "mark"))
+
+    def _apply_change_marker(self, event: Change) -> None:
+        tag = f"{short_knob(event.knob)}={event.new}"
+        if event.method.endswith("restart"):
+            # A static change is journaled after the restart it caused (with the change's
+            # start time): that restart is this change, one line "pool=1G ⟳", not two.
+            end = event.t + event.duration + 1.0
+            absorbed = [m for m in self.markers if m.kind == "restart" and event.t <= m.t <= end]
+            for m in absorbed:
+                self.markers.remove(m)
+            if absorbed:
+                tag += " ⟳"
+        self.markers.append(Marker(event.t, "change", f"{event.knob}={event.new}", tag))
 
     def _apply_sample(self, event: Sample) -> None:
         snap = Snapshot.from_values(
@@ -232,10 +282,19 @@ class MetricBoard:
             self.load_label = f"{event.workload} x{event.threads}"
             if self.load_hosts > 1:
                 self.load_label += f" on {self.load_hosts} clients"
-            self.markers.append(Marker(event.t, "load", f"load {self.load_label}"))
+            label = f"load {self.load_label}"
+            # A stop just before (a thread or workload change, a restart's pause) and this
+            # start are one phase change: one tick, named after the new phase.
+            for m in reversed(self.markers):
+                if m.t < event.t - PHASE_MERGE_S:
+                    break
+                if m.kind == "load" and m.label == "load stop":
+                    self.markers.remove(m)
+                    break
+            self.markers.append(Marker(event.t, "load", label, f"x{event.threads}"))
         else:
             self.load_running = False
-            self.markers.append(Marker(event.t, "load", f"load {event.action}"))
+            self.markers.append(Marker(event.t, "load", f"load {event.action}", event.action))
             # A stopped load leaves no flat line behind: the next point is a gap.
             for name in LOAD_METRICS:
                 self.series[name].append(event.t, None)

@@ -99,12 +99,16 @@ class GraphPage(Grid):
         # A strip chart: the newest sample sits at the right edge and history scrolls left.
         t_end = board.now
         t_start = t_end - window
-        markers = [(m.t, m.label) for m in board.markers if m.t >= t_start]
+        # A person's changes, restarts, notes and marks are full-height lines with a tag;
+        # load phases and sampling gaps are light ticks, so they never bury the line.
+        shown = [m for m in board.markers if m.t >= t_start]
+        markers = [(m.t, m.tag or m.label) for m in shown if m.full]
+        ticks = [(m.t, m.tag or m.label) for m in shown if not m.full]
         for spec in self.specs:
             graph = self.query_one(f"#{graph_id(self.page, spec.metric)}", MetricGraph)
             series = board.series.get(spec.metric)
             points = series.points(t_start) if series is not None else []
-            graph.set_data(points, markers, t_start, t_end)
+            graph.set_data(points, markers, t_start, t_end, ticks=ticks)
 
 
 class GraphGrid(Container):

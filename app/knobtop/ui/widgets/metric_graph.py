@@ -42,7 +42,9 @@ MIN_PLOT_COLS = 10  # below MARGIN + this many cells the margin is dropped
 MARKER_GLYPH = "│"  # not a braille glyph, so markers stay distinct without colour (NO_COLOR)
 OVERLAY_MARKER_GLYPH = "┆"  # a marker of the overlaid series B: dashed, so it reads as B's
 SHARED_MARKER_GLYPH = "║"  # A and B both have a marker in this column
-NEWEST_GLYPH = "▼"
+NEWEST_GLYPH = "▼"  # compare's overlay: the newest marker, in the title's free gap
+TICK_GLYPH = "╷"  # a light marker (a load phase change, a gap): top plot row only
+MIN_TAG = 4  # fewer free cells than this beside a marker: its tag is left out
 RANGE_SEP = "\u2013"  # en dash between the y range labels, "0-1.50K"
 NO_VALUE = "\u2013"  # the latest point is a gap (e.g. the load was stopped)
 BRAILLE_BASE = 0x2800
@@ -358,6 +360,56 @@ def shared_y_range(*series: Sequence[Column]) -> tuple[float, float]:
     return y_range([value for columns in series for _, value, _ in columns])
 
 
+def value_range(columns: Sequence[Column], latest: float | None) -> tuple[float, float]:
+    """``y_range`` over the column means and the latest value: the newest point can sit in a
+    column still being averaged (or be a spike the mean flattens), and the range printed in
+    the title must contain the value printed beside it."""
+    values = [value for _, value, _ in columns]
+    if latest is not None and math.isfinite(latest):
+        values.append(latest)
+    return y_range(values)
+
+
+def latest_value(points: Sequence[Point]) -> float | None:
+    """The value the title shows: the newest point's (None for a gap)."""
+    return points[-1][1] if points else None
+
+
+def place_tags(
+    markers: Sequence[tuple[int, str]], obstacles: Sequence[int], cols: int
+) -> list[tuple[int, str]]:
+    """Where each marker's tag goes on a row of ``cols`` cells: ``(start, text)`` runs.
+
+    ``markers`` are (column, tag) sorted by column; ``obstacles`` are the other columns that
+    must stay visible (every marker's line, ticks).  A tag goes right of its line when there
+    is room before the next obstacle (one blank cell kept before it), else left of its line,
+    cut with "…" to fit; with fewer than ``MIN_TAG`` cells either side it is left out.  Tags
+    never overlap each other or an obstacle.
+    """
+    blocked = sorted(set(obstacles) | {col for col, _ in markers})
+    out: list[tuple[int, str]] = []
+    free_from = 0  # first cell not taken by a placed tag (or its trailing blank)
+    for col, tag in markers:
+        if not tag:
+            continue
+        nxt = next((b for b in blocked if b > col), cols)
+        prv = max((b for b in blocked if b < col), default=-1)
+        right = (nxt - 1 if nxt < cols else cols) - (col + 1)
+        left_start = max(prv + 2 if prv >= 0 else 0, free_from)
+        left = col - left_start
+        if right >= MIN_TAG or right >= cell_len(tag) > 0:
+            text = fit_label(tag, right)
+            out.append((col + 1, text))
+            free_from = col + 1 + cell_len(text) + 1
+        elif left >= MIN_TAG:
+            text = fit_label(tag, left)
+            out.append((col - cell_len(text), text))
+            free_from = col + 1
+        else:
+            free_from = max(free_from, col + 1)
+    return out
+
+
 def merge_masks(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
     """The dots of two rows of braille cells together (one row of an overlay)."""
     return bytes(x | y for x, y in zip(a, b, strict=True))
@@ -475,6 +527,7 @@ class MetricGraph(Widget):
         self._time_axis = time_axis
         self._points: tuple[Point, ...] = ()
         self._markers: tuple[tuple[float, str], ...] = ()
+        self._ticks: tuple[tuple[float, str], ...] = ()
         self._overlay: tuple[Point, ...] | None = None
         self._overlay_markers: tuple[tuple[float, str], ...] = ()
         self._shown = (True, True)
@@ -495,13 +548,16 @@ class MetricGraph(Widget):
         *,
         overlay: Sequence[tuple[float, float | None]] | None = None,
         overlay_markers: Sequence[tuple[float, str]] = (),
+        ticks: Sequence[tuple[float, str]] = (),
     ) -> None:
         """Plot ``points`` ((t, value), None = gap) over [t_start, t_end] with ``markers``.
 
         ``points`` must be sorted by t.  They are copied (a few microseconds for thousands of
         points), so the caller may keep appending to its deque (at run time an iterator works
-        too).  Markers outside [t_start, t_end] are not drawn; the newest drawn one gets a ▼.
-        Nothing is repainted when length, first/last point, markers and t range are unchanged.
+        too).  Markers (t, tag) are full-height lines with their tag beside them where there
+        is room; ``ticks`` (t, tag) are light marks on the top plot row only (load phases).
+        Markers outside [t_start, t_end] are not drawn.  Nothing is repainted when length,
+        first/last point, markers, ticks and t range are unchanged.
 
         ``overlay`` (sorted by t, on the same time axis) is drawn as series B over ``points``
         (series A) on one y range, with ``overlay_markers`` as B's markers; None (the default)
@@ -510,8 +566,9 @@ class MetricGraph(Widget):
         pts = points if isinstance(points, tuple) else tuple(points)
         n = len(pts)
         markers_key = tuple(markers)
+        ticks_key = tuple(ticks)
         first, last = (pts[0], pts[-1]) if n else (None, None)
-        key: tuple[object, ...] = (n, first, last, markers_key, t_start, t_end)
+        key: tuple[object, ...] = (n, first, last, markers_key, ticks_key, t_start, t_end)
         over: tuple[Point, ...] | None = None
         over_markers: tuple[tuple[float, str], ...] = ()
         if overlay is not None:
@@ -524,6 +581,7 @@ class MetricGraph(Widget):
         self._data_key = key
         self._points = pts
         self._markers = markers_key
+        self._ticks = ticks_key
         self._overlay = over
         self._overlay_markers = over_markers
         self._t_start = t_start
@@ -604,26 +662,43 @@ class MetricGraph(Widget):
             plot_rows -= 1
         t0, t1 = self._t_start, self._t_end
         columns = column_means(self._points, t0, t1, cols * 2)
-        lo, hi = y_range([value for _, value, _ in columns])
+        lo, hi = value_range(columns, latest_value(self._points))
         masks = rasterize(columns, lo, hi, cols, plot_rows)
         hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
 
-        marker_cols: set[int] = set()
-        newest_t, newest_col, newest_label = -math.inf, -1, ""
-        for t, label in self._markers:
+        # Full-height markers (the newest tag wins a shared column), then ticks where no
+        # marker is; tags on the top plot row, beside their line, clear of every other mark.
+        tag_at: dict[int, str] = {}
+        for t, tag in sorted(self._markers):
             col = time_to_col(t, t0, t1, cols)
             if col is not None:
-                marker_cols.add(col)
-                if t >= newest_t:
-                    newest_t, newest_col, newest_label = t, col, label
-        markers = sorted(marker_cols)
-
-        newest_x = margin + newest_col if newest_col >= 0 else -1
-        value = [Segment(self._latest_text(), styles.value)]
-        strips = [self._title_strip(width, value, lo_label, hi_label, newest_x, styles,
-                                    newest_label)]
-        blank_label = " " * MARGIN
+                tag_at[col] = tag
+        tick_cols = {
+            col for t, _tag in self._ticks
+            if (col := time_to_col(t, t0, t1, cols)) is not None and col not in tag_at
+        }
         marker_seg = Segment(MARKER_GLYPH, s_marker)
+        tick_seg = Segment(TICK_GLYPH, s_marker)
+        every_row = [(col, marker_seg) for col in tag_at]
+        # A tag goes on the plot row where it hides the fewest dots of the line (the top row
+        # on a tie); on the top row it may cover a tick (a person's change outranks a load
+        # phase), never a line.
+        rows_extra: list[list[tuple[int, Segment]]] = [[] for _ in range(plot_rows)]
+        covered: set[int] = set()
+        for at, text in place_tags(sorted(tag_at.items()), (), cols):
+            span = range(at, at + cell_len(text))
+            row = min(range(plot_rows), key=lambda r: (sum(1 for x in span if masks[r][x]), r))
+            rows_extra[row].append((at, Segment(text, s_marker)))
+            if row == 0:
+                covered.update(span)
+        if plot_rows:
+            rows_extra[0].extend((col, tick_seg) for col in tick_cols if col not in covered)
+        row_runs = [sorted(every_row + extra) if extra else sorted(every_row)
+                    for extra in rows_extra]
+
+        strips = [self._title_strip(width, [Segment(self._latest_text(), styles.value)],
+                                    lo_label, hi_label, -1, styles)]
+        blank_label = " " * MARGIN
         for r in range(plot_rows):
             segments: list[Segment] = []
             if margin:
@@ -632,11 +707,11 @@ class MetricGraph(Widget):
                 segments.append(Segment(text, s_axis))
             text = cells_text(masks[r])
             pos = 0
-            for col in markers:
+            for col, segment in row_runs[r]:
                 if col > pos:
                     segments.append(Segment(text[pos:col], s_line))
-                segments.append(marker_seg)
-                pos = col + 1
+                segments.append(segment)
+                pos = col + cell_len(segment.text)
             if pos < cols:
                 segments.append(Segment(text[pos:], s_line))
             strips.append(Strip(segments, width))
@@ -653,7 +728,9 @@ class MetricGraph(Widget):
         t0, t1 = self._t_start, self._t_end
         columns_a = column_means(self._points, t0, t1, cols * 2)
         columns_b = column_means(overlay, t0, t1, cols * 2)
-        lo, hi = shared_y_range(columns_a, columns_b)
+        latest = [v for v in (latest_value(self._points), latest_value(overlay))
+                  if v is not None and math.isfinite(v)]
+        lo, hi = y_range([value for _, value, _ in (*columns_a, *columns_b)] + latest)
         masks_a = rasterize(columns_a if show_a else [], lo, hi, cols, plot_rows)
         masks_b = rasterize(columns_b if show_b else [], lo, hi, cols, plot_rows)
         hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
@@ -749,7 +826,9 @@ class MetricGraph(Widget):
         segments.extend(value_segments)
         # The newest marker's ▼ goes in the free gap between the two texts, if it fits there,
         # with its label (what changed) after it, or before it when the ▼ is far right.
-        gap_end = width - right_w - 2 if right else width - 1
+        # Two blanks at least between a ▼ and the range text, so the arrow never reads as
+        # part of the range ("18.1K ▼ 16.0K" looked like a falling trend).
+        gap_end = width - right_w - 3 if right else width - 1
         if left_w + 1 <= newest_x <= gap_end:
             after = gap_end - newest_x - 1  # cells for a label after "▼ "
             before = newest_x - left_w - 2  # cells for a label before " ▼" (after a space)
