@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiomysql
 import pytest
 
 from harness.galera import GaleraCluster, GaleraNode
-from knobtop.lab import free_port
+from knobtop.lab import Sandbox, free_port
 from knobtop.server.health import NodeHealth, node_health, wait_healthy
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
 
@@ -156,26 +158,46 @@ class FakeLink:
         self.sent: list[str] = []
         self._replica_rows = replica_rows
 
-    async def query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+    async def query(
+        self, sql: str, args: Any = None, *, timeout: float | None = None
+    ) -> list[tuple[Any, ...]]:
         self.sent.append(sql)
         if sql.startswith("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'"):
             return [] if self.version.flavor == "mysql" else [("wsrep_on", "OFF")]
         return self._replica_rows
 
 
-def replica_row(io: str, sql: str, *, shift: int, error: str = "", name: str = "") -> tuple:
-    row: list[Any] = [""] * (56 + shift)
-    if shift:
-        row[0] = name  # MariaDB Connection_name
-    row[10 + shift], row[11 + shift], row[32 + shift] = io, sql, "0"
-    row[35 + shift] = error  # Last_IO_Error
-    return tuple(row)
+REPLICA_DATA = Path(__file__).parent / "data" / "replica_status"
+
+
+def mariadb_replica_columns() -> list[str]:
+    """SHOW ALL SLAVES STATUS column names as a real MariaDB 10.11 reports them (recorded;
+    test_recorded_replica_columns_are_the_servers checks the record against the server)."""
+    text = (REPLICA_DATA / "mariadb-10.11-show-all-slaves-status.columns").read_text()
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def mysql_replica_columns() -> list[str]:
+    """SHOW REPLICA STATUS field names, in order, from a real MySQL 8 replica's output."""
+    text = (REPLICA_DATA / "mysql-8-show-replica-status.txt").read_text()
+    return [line.split(":", 1)[0].strip() for line in text.splitlines()
+            if ":" in line and not line.startswith(("#", "*"))]
+
+
+def replica_row(columns: list[str], **values: str) -> tuple[str, ...]:
+    """A status row laid out as ``columns``, ``values`` by column name, "" elsewhere."""
+    assert set(values) <= set(columns), set(values) - set(columns)
+    return tuple(values.get(name, "") for name in columns)
 
 
 async def test_replica_health_from_status_rows() -> None:
+    cols = mariadb_replica_columns()
     mariadb = FakeLink("10.11.19-MariaDB", [
-        replica_row("Yes", "Yes", shift=2),
-        replica_row("Connecting", "Yes", shift=2, name="two", error="cannot connect"),
+        replica_row(cols, Slave_IO_Running="Yes", Slave_SQL_Running="Yes",
+                    Seconds_Behind_Master="0"),
+        replica_row(cols, Connection_name="two", Slave_IO_Running="Connecting",
+                    Slave_SQL_Running="Yes", Seconds_Behind_Master="0",
+                    Last_IO_Error="cannot connect"),
     ])
     health = await node_health(mariadb)  # type: ignore[arg-type]
     assert mariadb.sent[-1] == "SHOW ALL SLAVES STATUS"
@@ -183,14 +205,184 @@ async def test_replica_health_from_status_rows() -> None:
         False, "replica", "replica IO Yes, SQL Yes, 0 s behind; 'two' IO Connecting, SQL Yes: "
         "cannot connect",
     )
-    mysql8 = FakeLink("8.0.36", [replica_row("Yes", "Yes", shift=0)])
+    mysql_cols = mysql_replica_columns()
+    assert len(mysql_cols) == 60 and mysql_cols[0] == "Replica_IO_State"
+    running = replica_row(mysql_cols, Replica_IO_Running="Yes", Replica_SQL_Running="Yes",
+                          Seconds_Behind_Source="0")
+    mysql8 = FakeLink("8.0.36", [running])
     assert await node_health(mysql8) == NodeHealth(  # type: ignore[arg-type]
         True, "replica", "replica IO Yes, SQL Yes, 0 s behind"
     )
     assert mysql8.sent[-1] == "SHOW REPLICA STATUS"
+    two = FakeLink("8.0.36", [running, replica_row(
+        mysql_cols, Channel_Name="east", Replica_IO_Running="Yes", Replica_SQL_Running="No",
+        Seconds_Behind_Source="7", Last_SQL_Error="Error 'Duplicate entry' on query")])
+    assert await node_health(two) == NodeHealth(  # type: ignore[arg-type]
+        False, "replica", "replica IO Yes, SQL Yes, 0 s behind; 'east' IO Yes, SQL No: "
+        "Error 'Duplicate entry' on query",
+    )
     mysql57 = FakeLink("5.7.44", [])
     assert await node_health(mysql57) == NodeHealth(True, "plain", "answers")  # type: ignore[arg-type]
     assert mysql57.sent[-1] == "SHOW SLAVE STATUS"
+
+
+def replica_sandbox(root: Path, server_id: int, *, binlog: bool) -> Sandbox:
+    """A sandbox of this test's own with a server id (and a binary log, for a master)."""
+    (root / "conf.d").mkdir(parents=True)
+    (root / "conf.d" / "replication.cnf").write_text(
+        f"[mysqld]\nserver_id={server_id}\n" + ("log_bin=binlog\n" if binlog else ""))
+    return Sandbox(root)
+
+
+async def named_replica_rows(info: ConnectionInfo) -> list[dict[str, str]]:
+    """SHOW ALL SLAVES STATUS read by the test: each row by the names in cursor.description."""
+    async with asyncio.timeout(10):
+        conn = await aiomysql.connect(host=info.host, port=info.port, user=info.user,
+                                      password=info.password, autocommit=True)
+        try:
+            cur = await conn.cursor()
+            await cur.execute("SHOW ALL SLAVES STATUS")
+            names = [d[0] for d in cur.description]
+            rows = await cur.fetchall()
+        finally:
+            conn.close()
+    return [{n: "" if v is None else str(v) for n, v in zip(names, row, strict=True)}
+            for row in rows]
+
+
+def health_from_named(rows: list[dict[str, str]]) -> NodeHealth:
+    """What node_health must say, built from the server's rows by column name."""
+    parts, healthy = [], True
+    for row in rows:
+        io, sql = row["Slave_IO_Running"], row["Slave_SQL_Running"]
+        name = f"'{row['Connection_name']}' " if row["Connection_name"] else ""
+        text = f"{name}IO {io}, SQL {sql}"
+        if io == "Yes" and sql == "Yes":
+            text += f", {row['Seconds_Behind_Master'] or '?'} s behind"
+        else:
+            healthy = False
+            error = "; ".join(e for e in (row["Last_IO_Error"], row["Last_SQL_Error"]) if e)
+            text += f": {error}" if error else ""
+        parts.append(text)
+    return NodeHealth(healthy, "replica", "replica " + "; ".join(parts))
+
+
+async def settled_health(
+    info: ConnectionInfo, ready: Callable[[list[dict[str, str]]], bool]
+) -> tuple[NodeHealth, NodeHealth]:
+    """Poll until ``ready`` holds for the server's rows, then (node_health, expected) read
+    with the rows unchanged around node_health's own read."""
+    deadline = time.monotonic() + 60
+    while True:
+        before = await named_replica_rows(info)
+        if ready(before):
+            link = ServerLink(info)
+            try:
+                got = await node_health(link)
+            finally:
+                await link.close()
+            if await named_replica_rows(info) == before:
+                return got, health_from_named(before)
+        assert time.monotonic() < deadline, f"replica rows never settled: {before}"
+        await asyncio.sleep(0.2)
+
+
+async def wait_for_table(info: ConnectionInfo, schema: str, table: str) -> None:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        deadline = time.monotonic() + 30
+        while not await link.query(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+            (schema, table),
+        ):
+            assert time.monotonic() < deadline, f"{schema}.{table} never replicated"
+            await asyncio.sleep(0.1)
+    finally:
+        await link.close()
+
+
+def channel(rows: list[dict[str, str]], name: str) -> dict[str, str]:
+    return next((r for r in rows if r["Connection_name"] == name), {})
+
+
+@integration
+async def test_recorded_replica_columns_are_the_servers(mariadb_info: ConnectionInfo) -> None:
+    """The recorded MariaDB column list the row tests use is what the server reports."""
+    async with asyncio.timeout(10):
+        conn = await aiomysql.connect(host=mariadb_info.host, port=mariadb_info.port,
+                                      user=mariadb_info.user, password=mariadb_info.password)
+        try:
+            cur = await conn.cursor()
+            await cur.execute("SHOW ALL SLAVES STATUS")  # no channels: 0 rows, full metadata
+            names = [d[0] for d in cur.description]
+        finally:
+            conn.close()
+    assert names == mariadb_replica_columns()
+
+
+@integration
+async def test_replica_health_matches_the_servers_named_columns(tmp_path: Path) -> None:
+    """A real replica with three channel states: running (from a real master), IO failing
+    (a master that is not there), SQL stopped on an error. node_health must say what the
+    server's own rows say, read by column name from cursor metadata."""
+    master = replica_sandbox(tmp_path / "master", 2, binlog=True)
+    replica = replica_sandbox(tmp_path / "replica", 3, binlog=False)
+    m_info = master.start()
+    try:
+        r_info = replica.start()
+        try:
+            await replica_scenario(m_info, r_info)
+        finally:
+            replica.stop()
+    finally:
+        master.stop()
+
+
+async def replica_scenario(m_info: ConnectionInfo, r_info: ConnectionInfo) -> None:
+    m, r = ServerLink(m_info), ServerLink(r_info)
+    await m.connect()
+    await r.connect()
+    try:
+        file, pos = (await m.query("SHOW MASTER STATUS"))[0][:2]
+        await r.query(
+            "CHANGE MASTER 'ok' TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, MASTER_USER=%s, "
+            "MASTER_PASSWORD=%s, MASTER_USE_GTID=no, MASTER_LOG_FILE=%s, MASTER_LOG_POS=%s, "
+            "MASTER_CONNECT_RETRY=1",
+            (m_info.port, m_info.user, m_info.password, str(file), int(pos)))
+        await r.query("START SLAVE 'ok'")
+        got, expected = await settled_health(r_info, lambda rows: channel(rows, "ok").get(
+            "Slave_IO_Running") == "Yes" and channel(rows, "ok")["Seconds_Behind_Master"] == "0")
+        assert got == expected
+        assert got == NodeHealth(True, "replica", "replica 'ok' IO Yes, SQL Yes, 0 s behind")
+
+        await r.query(
+            "CHANGE MASTER 'gone' TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, "
+            "MASTER_USER='nobody', MASTER_CONNECT_RETRY=1", (free_port(),))
+        await r.query("START SLAVE 'gone'")
+        got, expected = await settled_health(
+            r_info, lambda rows: bool(channel(rows, "gone").get("Last_IO_Error")))
+        assert got == expected and not got.healthy
+        assert "'gone' IO Connecting, SQL Yes: " in got.detail
+        assert "Can't connect" in got.detail or "connecting to master" in got.detail
+
+        # The same key written on both sides: the replica's SQL thread stops on the
+        # duplicate (DDL would not do: MariaDB replays it idempotently by default).
+        await m.query("CREATE DATABASE knobtop_clash")
+        await m.query("CREATE TABLE knobtop_clash.t (id INT PRIMARY KEY)")
+        await wait_for_table(r_info, "knobtop_clash", "t")
+        await r.query("INSERT INTO knobtop_clash.t VALUES (1)")
+        await m.query("INSERT INTO knobtop_clash.t VALUES (1)")
+        got, expected = await settled_health(
+            r_info, lambda rows: channel(rows, "ok").get("Slave_SQL_Running") == "No"
+            and bool(channel(rows, "ok")["Last_SQL_Error"])
+            and bool(channel(rows, "gone").get("Last_IO_Error")))
+        assert got == expected and not got.healthy
+        assert "'ok' IO Yes, SQL No: " in got.detail and "knobtop_clash" in got.detail
+        await r.query("STOP ALL SLAVES")
+    finally:
+        await m.close()
+        await r.close()
 
 
 @integration
