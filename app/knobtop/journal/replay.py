@@ -17,6 +17,7 @@ rewritten.  Side notes are shown and jumped to like the journal's own.
 from __future__ import annotations
 
 import bisect
+import math
 import os
 import time
 from collections.abc import Iterable
@@ -38,6 +39,7 @@ LEAD = 10.0
 MARKER_KINDS: tuple[str, ...] = (
     "change", "restart", "phase", "note", "mark", "error", "recipe", "step")
 _CACHE_LIMIT = 20_000
+_EPS = 1e-6  # journal times are rounded to the millisecond
 
 
 def notes_path_for(journal: Path) -> Path:
@@ -78,6 +80,7 @@ class Replay:
         self._cache: dict[int, Event] = {}
         self.note_problems: list[tuple[int, str]] = []
         self.side_notes: list[Note] = self._read_notes()
+        self._sample_lines: tuple[int, list[int]] = (-1, [])  # (index length, positions)
 
     # -- the clock ---------------------------------------------------------------------
 
@@ -133,42 +136,71 @@ class Replay:
         return self.index.seek(t + self.index.max_back + 1e-9) - 1
 
     def jump(self, kinds: Iterable[str], forward: bool) -> float | None:
-        """Move the cursor to the next (previous) event of ``kinds`` in time, side notes
-        included.  Returns the new cursor, or None (cursor unchanged) when there is none."""
+        """Move the cursor to the next (previous) stop: the last event of ``kinds`` (side
+        notes included) in a second as the clock shows it, so events that share a second are
+        listed together after one press.  Returns the new cursor, or None (cursor unchanged)
+        when there is none."""
         kinds = tuple(kinds)
-        index, cursor = self.index, self.cursor
+        found = self._nearest(kinds, self.cursor, forward)
+        stop = self._stop(kinds, found)
+        if not forward and stop is not None and stop >= self.cursor and found is not None:
+            # The cursor sits inside that second, before its stop: the stop before it.
+            second_start = self.start + math.floor(found - self.start + _EPS)
+            stop = self._stop(kinds, self._nearest(kinds, second_start, False))
+        return self.seek_to(stop) if stop is not None else None
+
+    def _stop(self, kinds: tuple[str, ...], t: float | None) -> float | None:
+        """The last event of ``kinds`` in the clock's second that holds ``t``."""
+        if t is None:
+            return None
+        second_end = self.start + math.floor(t - self.start + _EPS) + 1
+        last = self._nearest(kinds, second_end, False)
+        return max(t, last) if last is not None else t
+
+    def _nearest(self, kinds: tuple[str, ...], at: float, forward: bool) -> float | None:
+        """The time of the first event of ``kinds`` after ``at`` (forward) or the last one
+        before it, side notes included; None when there is none."""
+        index = self.index
         best: float | None = None
         # Lines may sit a little out of time order (a static change is stamped when it
         # began but written after its restart steps): look past the first hit until no
         # later (earlier) line can hold a closer time.
         if forward:
-            i = index.seek(cursor) - 1  # every earlier line lies before the cursor
+            i = index.seek(at) - 1  # every earlier line lies before ``at``
             while (found := index.next_of(kinds, i)) is not None:
                 t = index.t_at(found)
                 if best is not None and t - index.max_back > best:
                     break
-                if t > cursor and (best is None or t < best):
+                if t > at and (best is None or t < best):
                     best = t
                 i = found
         else:
-            i = self.position() + 1
+            i = self.position(at) + 1
             while (found := index.prev_of(kinds, i)) is not None:
                 if best is not None and index.tmax_at(found) < best:
                     break
                 t = index.t_at(found)
-                if t < cursor and (best is None or t > best):
+                if t < at and (best is None or t > best):
                     best = t
                 i = found
         targets = [best] if best is not None else []
         if "note" in kinds:
             times = [n.t for n in self.side_notes]
             if forward:
-                targets += [t for t in times if t > cursor][:1]
+                targets += [t for t in times if t > at][:1]
             else:
-                targets += [t for t in times if t < cursor][-1:]
+                targets += [t for t in times if t < at][-1:]
         if not targets:
             return None
-        return self.seek_to(min(targets) if forward else max(targets))
+        return min(targets) if forward else max(targets)
+
+    def samples_at(self, t: float) -> int:
+        """How many samples the journal holds up to time ``t`` (the header's count)."""
+        if self._sample_lines[0] != len(self.index):
+            self._sample_lines = (len(self.index), self.index.lines_of("sample"))
+        lines = self._sample_lines[1]
+        t_at = self.index.t_at
+        return bisect.bisect_right(lines, t, key=t_at)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -245,6 +277,7 @@ class Replay:
                 board.apply(event)
         values, facts = self.knobs_at(t)
         board.knob_values = dict(values)
+        board.samples = self.samples_at(t)  # the whole journal's count, not the window's
         listed = self._listed(t)
         return Frame(t, board, values, facts, listed, len(listed) - 1 if listed else None)
 
