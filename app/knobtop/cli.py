@@ -121,9 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
         "follow", help="watch a journal another knobtop is writing (read-only live view)",
         description="Tail a journal that another knobtop process (lab, connect) is writing: "
         "the same graphs and panels, read-only; says how far behind it is; survives the "
-        "writer restarting or the file being replaced.",
+        "writer restarting or the file being replaced. Given a folder (or --latest), it "
+        "follows the newest *.knobtop.jsonl there and moves at once to a newer one when "
+        "one appears (the lab quit and started again).",
     )
-    follow.add_argument("journal", type=Path, help="a *.knobtop.jsonl file being written")
+    follow.add_argument("journal", type=Path, nargs="?", default=None, metavar="PATH",
+                        help="a *.knobtop.jsonl file being written, or a folder of them")
+    follow.add_argument("--latest", action="store_true",
+                        help="follow the newest journal in the folder PATH (default: the "
+                        "lab's journals folder) and each newer one that appears")
     follow.add_argument("--history", type=float, default=900.0, metavar="S",
                         help="seconds of history to load first (default 900)")
     serve = sub.add_parser(
@@ -326,10 +332,12 @@ def ui_config() -> UiConfig:
     return config
 
 
-def following_app(path: Path, history: float) -> KnobtopApp:
+def following_app(path: Path, history: float, folder: Path | None = None) -> KnobtopApp:
     """The live screen over a journal being written: its knob state from the start,
-    the last ``history`` seconds of events, then whatever is appended."""
+    the last ``history`` seconds of events, then whatever is appended (with ``folder``:
+    then the newer journals that appear there)."""
     from knobtop.journal.follow import JournalFollower
+    from knobtop.journal.follow_dir import DirectoryFollower
     from knobtop.journal.index import JournalIndex
     from knobtop.ui.app import KnobtopApp
 
@@ -340,11 +348,52 @@ def following_app(path: Path, history: float) -> KnobtopApp:
     first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
     recent = index.events_between(max(lo, hi - history), hi + 1)
     return KnobtopApp(header=index.header, events=[*first, *recent], config=ui_config(),
-                      follow=JournalFollower.after(index))
+                      follow=JournalFollower.after(index) if folder is None else
+                      DirectoryFollower(folder, current=path, offset=index.end_offset))
+
+
+def follow_target(path: Path | None, latest: bool) -> Path:
+    """The file or folder ``knobtop follow [PATH] [--latest]`` follows; ValueError naming
+    the fix for a missing one, or for --latest with a file."""
+    if path is None:
+        if not latest:
+            raise ValueError("give the journal to follow (a *.knobtop.jsonl file or a folder "
+                             "of them), or --latest for the newest one in the lab's journals "
+                             "folder")
+        folder = default_lab_dir() / "journals"
+        if not folder.is_dir():
+            raise ValueError(f"{folder}: no lab journals folder yet (start `knobtop lab` "
+                             "first, or give the folder to follow: knobtop follow --latest DIR)")
+        return folder
+    path = path.expanduser()
+    if path.is_dir():
+        return path
+    if not path.exists():
+        raise ValueError(f"{path}: no such file or folder (give a *.knobtop.jsonl journal, or "
+                         "a folder of them)")
+    if latest:
+        raise ValueError(f"{path} is a file; --latest follows the newest journal in a folder: "
+                         f"give the folder ({path.parent}) or leave out --latest")
+    return path
+
+
+def folder_following_app(folder: Path, history: float) -> KnobtopApp:
+    """The live screen over the newest journal in ``folder``, moving to newer ones."""
+    from knobtop.journal.follow_dir import DirectoryFollower, JournalFolder
+    from knobtop.ui.app import KnobtopApp
+
+    newest = JournalFolder(folder).newest()
+    if newest is None:  # nothing yet: the screen waits for the first journal
+        return KnobtopApp(config=ui_config(), follow=DirectoryFollower(folder))
+    return following_app(newest[0], history, folder=folder)
 
 
 def run_follow(args: argparse.Namespace) -> int:
-    app = following_app(args.journal, args.history)
+    target = follow_target(args.journal, args.latest)
+    if target.is_dir():
+        app = folder_following_app(target, args.history)
+    else:
+        app = following_app(target, args.history)
     app.run()
     return app.return_code or 0
 
@@ -733,9 +782,19 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
 
 
 def journal_must_work(path: Path) -> None:
-    """Refuse a journal path that cannot be written before doing anything else."""
+    """Refuse a journal path that cannot be written before doing anything else.
+
+    An existing file is refused, never appended to: a journal is one session (one header,
+    times from its start), and a follower of that file would take the new lines for the
+    old session's."""
     try:
         check_journal_path(path)
+    except FileExistsError:
+        raise SessionError(
+            f"the journal {path} already exists; knobtop never writes into an existing "
+            "journal: choose a new --journal path, or leave --journal out for a new "
+            "timestamped file (`knobtop follow --latest` follows each new one)"
+        ) from None
     except OSError as exc:
         raise SessionError(cannot_create(path, exc)) from None
 

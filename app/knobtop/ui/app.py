@@ -15,6 +15,7 @@ from knobtop.config import UiConfig
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, End, Error, Event, Header, Knobs
 from knobtop.journal.follow import JournalFollower
+from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
@@ -110,9 +111,13 @@ class KnobtopApp(KnobtopBase):
             self._apply(event)
         self.set_interval(PAINT_INTERVAL, self.paint)
         if self.follower is not None:
-            self._journal_name = self.follower.path.name
+            self._journal_name = self._followed_name()
             self.screenshot_dir = self.follower.path.parent
             self._state = "following"
+            if isinstance(self.follower, DirectoryFollower):
+                self.screenshot_dir = self.follower.directory
+                if self.follower.waiting:
+                    self._state = f"waiting for a journal in {self.follower.directory}"
             self.run_worker(self._follow(), name="follow", exclusive=True)
         if self.runner is not None and self.session is not None:
             self.session.listeners.append(self._from_session)
@@ -126,13 +131,32 @@ class KnobtopApp(KnobtopBase):
             if isinstance(event, Error) and event.source == "follow" and self.follower.header:
                 # The writer started a new journal: its header may lay samples out anew.
                 self.board = MetricBoard(self.follower.header)
+                self._journal_name = self._followed_name()
+                if isinstance(self.follower, DirectoryFollower) and self.follower.switches:
+                    self.notify(event.message, title="following a newer journal",
+                                timeout=10, markup=False)
+            elif self.board is None and self.follower.header is not None:
+                # A folder that held no journal has one now.
+                self.board = MetricBoard(self.follower.header)
+                self._journal_name = self._followed_name()
             self._apply(event)
             if isinstance(event, End):
                 # The writer closed its journal: nothing more will come (unless a new one).
                 self._state = f"ended: {event.reason}" if event.reason else "ended"
+                if isinstance(self.follower, DirectoryFollower):
+                    self._state += f"; waiting for a newer journal in {self.follower.directory}"
                 continue
             lag = self.follower.lag
             self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
+
+    def _followed_name(self) -> str:
+        """The followed journal's name for the header (with its folder's when following one)."""
+        assert self.follower is not None
+        if isinstance(self.follower, DirectoryFollower):
+            if self.follower.waiting:
+                return f"{self.follower.directory.name}/"
+            return f"{self.follower.directory.name}/{self.follower.path.name}"
+        return self.follower.path.name
 
     def _from_session(self, event: Event) -> None:
         """Called on the session's thread; post_message is thread-safe."""
