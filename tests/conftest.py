@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -130,10 +131,11 @@ LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
     ("test_static.py", "lab"),
     ("test_static_failures.py", "lab"),
     ("test_static_hang.py", "sandbox"),
+    ("test_status_query.py", "ps_server"),
     ("test_tmux.py", "stop_sandbox"),
     ("test_tmux.py", "tmux"),
 })
-# A test that builds a real part in its own body (no fixture) is live too.
+# A test or fixture that builds a real part in its own body is live too.
 LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(")
 TESTS = Path(__file__).parent
 
@@ -150,20 +152,27 @@ def _live_fixtures(item: pytest.Item) -> list[str]:
                 where = source.relative_to(TESTS.resolve()).as_posix()
             except (TypeError, ValueError):
                 continue
-            if (where, name) in LIVE_FIXTURES:
+            if (where, name) in LIVE_FIXTURES or _builds_a_live_part(fixturedef.func):
                 found.append(name)
     return found
 
 
-def _live_calls(item: pytest.Item) -> list[str]:
-    function = getattr(item, "function", None)
-    if function is None:
-        return []
+def _builds_a_live_part(function: object) -> bool:
+    return bool(_calls_in(function))
+
+
+@functools.cache
+def _calls_in(function: object) -> list[str]:
     try:
-        source = inspect.getsource(function)
+        source = inspect.getsource(function)  # type: ignore[arg-type]
     except (OSError, TypeError):
         return []
     return [call.rstrip("(") for call in LIVE_CALLS if call in source]
+
+
+def _live_calls(item: pytest.Item) -> list[str]:
+    function = getattr(item, "function", None)
+    return [] if function is None else _calls_in(function)
 
 
 def unmarked_live_tests(items: list[pytest.Item]) -> list[str]:

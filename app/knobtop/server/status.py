@@ -1,4 +1,4 @@
-"""The per-sample status query: one statement for status variables and INNODB_METRICS."""
+"""Per-sample status: status variables and INNODB_METRICS in as few round trips as possible."""
 
 from __future__ import annotations
 
@@ -17,32 +17,54 @@ def _quoted(names: Sequence[str]) -> str:
     return ", ".join(f"'{n}'" for n in names)
 
 
-def status_query(version: ServerVersion, counters: Sequence[str]) -> str:
-    """One round trip that fetches only the named counters.
+def _metrics_query(enabled: str, metrics: Sequence[str]) -> str:
+    return (
+        f"SELECT CONCAT('{METRIC_PREFIX}', NAME), CAST(COUNT AS CHAR) "
+        f"FROM information_schema.INNODB_METRICS WHERE {enabled} "
+        f"AND NAME IN ({_quoted(metrics)})"
+    )
 
-    ``counters`` mixes status variable names and ``im:NAME`` INNODB_METRICS
-    names; only enabled metrics are read (MariaDB calls the column ENABLED,
-    MySQL STATUS).  Asking for a short list keeps each sample to a few
-    hundred bytes on the wire instead of SHOW GLOBAL STATUS's ~20 KB.
+
+def status_queries(version: ServerVersion, counters: Sequence[str]) -> tuple[str, ...]:
+    """The statements that fetch only the named counters: one round trip where the server
+    allows it.
+
+    ``counters`` mixes status variable names and ``im:NAME`` INNODB_METRICS names; only
+    enabled metrics are read (MariaDB calls the column ENABLED, MySQL STATUS).  Asking for
+    a short list keeps each sample to a few hundred bytes on the wire instead of SHOW
+    GLOBAL STATUS's ~20 KB.
+
+    MySQL 5.7+ gets SHOW GLOBAL STATUS ... WHERE plus a separate metrics SELECT: its
+    information_schema.GLOBAL_STATUS is gone (or disabled by show_compatibility_56), and
+    performance_schema.global_status leaves out every Com_xxx counter (MySQL and MariaDB
+    manuals: "does not collect statistics for Com_xxx"; seen on MariaDB 10.11 with
+    performance_schema=ON), so it would sample no Com_select or Com_commit at all.
     """
     status = [c for c in counters if not c.startswith(METRIC_PREFIX)]
     metrics = [c[len(METRIC_PREFIX) :] for c in counters if c.startswith(METRIC_PREFIX)]
     if version.flavor == "mysql" and version.at_least(5, 7):
-        status_table, enabled = "performance_schema.global_status", "STATUS = 'enabled'"
-    else:
-        status_table = "information_schema.GLOBAL_STATUS"
-        enabled = "ENABLED = 1" if version.flavor == "mariadb" else "STATUS = 'enabled'"
+        queries = [f"SHOW GLOBAL STATUS WHERE Variable_name IN ({_quoted(status)})"]
+        if metrics:
+            queries.append(_metrics_query("STATUS = 'enabled'", metrics))
+        return tuple(queries)
+    enabled = "ENABLED = 1" if version.flavor == "mariadb" else "STATUS = 'enabled'"
     parts = [
-        f"SELECT VARIABLE_NAME, VARIABLE_VALUE FROM {status_table} "
+        "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
         f"WHERE VARIABLE_NAME IN ({_quoted(status)})"
     ]
     if metrics:
-        parts.append(
-            f"SELECT CONCAT('{METRIC_PREFIX}', NAME), CAST(COUNT AS CHAR) "
-            f"FROM information_schema.INNODB_METRICS WHERE {enabled} "
-            f"AND NAME IN ({_quoted(metrics)})"
-        )
-    return " UNION ALL ".join(parts)
+        parts.append(_metrics_query(enabled, metrics))
+    return (" UNION ALL ".join(parts),)
+
+
+def status_query(version: ServerVersion, counters: Sequence[str]) -> str:
+    """The one statement for servers that read status and metrics in one round trip
+    (MariaDB, MySQL before 5.7); MySQL 5.7+ needs ``status_queries``."""
+    queries = status_queries(version, counters)
+    if len(queries) != 1:
+        raise ValueError(f"{version.flavor} {version.short} needs {len(queries)} statements; "
+                         "use status_queries")
+    return queries[0]
 
 
 def to_number(raw: object) -> Number | None:
@@ -67,12 +89,12 @@ class StatusPoller:
         if link.version is None:
             raise ValueError("connect the link before building a poller")
         self.counters = tuple(counters)
-        self._sql = status_query(link.version, self.counters)
+        self._queries = status_queries(link.version, self.counters)
         self._index = {name.lower(): i for i, name in enumerate(self.counters)}
         self._link = link
 
     async def poll(self) -> list[Number | None]:
-        rows = await self._link.query(self._sql)
+        rows = [row for sql in self._queries for row in await self._link.query(sql)]
         values: list[Number | None] = [None] * len(self.counters)
         for name, raw in rows:
             i = self._index.get(str(name).lower())
