@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from knobtop.bundled import bundled_dir
 from knobtop.config import too_deep
 from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
 from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_text_file
@@ -101,7 +102,7 @@ __all__ = [
 ]
 
 # app/knobtop/recipes/recipe.py -> the repository root's experiments/ (absent when installed).
-BUNDLED_DIR = Path(__file__).resolve().parents[3] / "experiments"
+BUNDLED_DIR = bundled_dir("experiments")
 README = "experiments/README.md"
 APPLIES_FLAVORS: tuple[str, ...] = ("mariadb", "mysql", "ndb")
 ORDERS: tuple[str, ...] = ("interleaved", "random")
@@ -913,8 +914,8 @@ def _slug(text: str) -> str:
 
 
 def bundled_recipes() -> list[Path]:
-    """The bundled recipes (``experiments/*.toml`` at the repository root), sorted by
-    name; [] when knobtop is installed without the repository."""
+    """The bundled recipes (``experiments/*.toml``, shipped inside the package), sorted by
+    name."""
     try:
         return sorted(p for p in BUNDLED_DIR.glob("*.toml") if p.is_file())
     except OSError:
@@ -923,8 +924,9 @@ def bundled_recipes() -> list[Path]:
 
 def _resolve(path: Path | str) -> Path:
     """A path as given; a bare NAME (no '/', no '.toml') is a bundled recipe's name."""
-    if isinstance(path, str) and "/" not in path and not path.endswith(".toml"):
-        bundled = BUNDLED_DIR / f"{path}.toml"
+    name = str(path)  # the command line hands a Path: `knobtop run doublewrite`
+    if "/" not in name and not name.endswith(".toml"):
+        bundled = BUNDLED_DIR / f"{name}.toml"
         if bundled.is_file():
             return bundled
     return Path(path).expanduser()

@@ -14,10 +14,11 @@ from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from knobtop.bundled import bundled_dir
 from knobtop.config import ConfigError, UiConfig, config_dir, read_toml, too_deep
 from knobtop.profiles import check_keys
 
-BUNDLED_THEMES = Path(__file__).resolve().parents[3] / "themes"
+BUNDLED_THEMES = bundled_dir("themes")
 DEFAULT_THEME = "knobtop-dark"
 NO_COLOR_THEME = "knobtop-mono"
 _COLOR_KEYS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground",
