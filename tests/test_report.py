@@ -17,7 +17,7 @@ from rich.console import Console
 from knobtop.journal import JournalFormatError
 from knobtop.recipes.compare import compare, compare_ranges, comparison_markdown, comparison_text
 from knobtop.recipes.report import (
-    ROW_FIELDS,
+    CSV_FIELDS,
     csv_report,
     load_journal,
     markdown_report,
@@ -104,7 +104,7 @@ def test_csv_has_one_row_per_sample_and_parses(path: Path) -> None:
     samples = [e for e in lines_of(path) if e["ev"] == "sample"]
     # Every sample is a row, the first one too (its rates are empty: nothing to diff against).
     assert len(rows) == len(samples)
-    assert tuple(rows[0]) == ROW_FIELDS
+    assert tuple(rows[0]) == CSV_FIELDS  # the sample's fields, then its load phase
     assert rows[0]["tps"] == "" and rows[0]["qps"] == ""
     assert rows[0]["dirty_pct"] != ""  # gauges need no previous sample
     assert float(rows[1]["tps"]) > 0
@@ -306,3 +306,92 @@ def test_report_and_compare_from_the_command_line(tmp_path: Path) -> None:
     bogus.write_text("hello\n")
     assert main(["report", str(bogus)]) == 2
     assert main(["compare", str(journal)]) == 2  # nothing to compare it with
+
+
+# --------------------------------------------------------------------------- issue 14 item 10
+
+
+def _with_phase_change(tmp_path: Path, at: float = 40.0) -> Path:
+    """lab-80s with the load switched to 8 threads of oltp_point_select at ``at`` (a second
+    phase: a start ends the one before), and stopped 10 s later."""
+    events = lines_of(LAB_80S)
+    start = dict(next(e for e in events if e["ev"] == "phase"))
+    second = {**start, "t": at, "wall": start["wall"] + at, "phase": 2, "threads": 8,
+              "workload": "oltp_point_select"}
+    stop = {**second, "t": at + 10, "wall": second["wall"] + 10, "action": "stop"}
+    events = [e for e in events if not (e["ev"] == "phase" and e["action"] == "stop")]
+    body = sorted([*events[1:], second, stop], key=lambda e: e["t"])
+    path = tmp_path / "two-phases.knobtop.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in [events[0], *body]))
+    return path
+
+
+def test_csv_names_the_load_phase_of_each_sample(tmp_path: Path) -> None:
+    path = _with_phase_change(tmp_path)
+    rows = list(csv.DictReader(io.StringIO(csv_report(load_journal(path)))))
+    phases = [e for e in lines_of(path) if e["ev"] == "phase"]
+    first_start, second_start, second_stop = (e["t"] for e in phases)
+
+    def expected(t: float) -> tuple[str, str, str]:  # from the journal's own phase lines
+        if first_start <= t <= second_start:
+            return "1", "oltp_read_write", "4"
+        if second_start < t <= second_stop:
+            return "2", "oltp_point_select", "8"
+        return "", "", ""
+
+    got = [(r["phase"], r["workload"], r["threads"]) for r in rows]
+    assert got == [expected(float(r["t"])) for r in rows]
+    assert {g[0] for g in got} == {"", "1", "2"}  # before, in each phase, and after the stop
+
+
+def _stats(number: int, workload: str, threads: int, start: float) -> Any:
+    from knobtop.recipes.report import PhaseStats
+
+    return PhaseStats(number=number, workload=workload, threads=threads, driver="sysbench",
+                      host="local", start=start, end=start + 10, duration=10, ended_by="stop",
+                      load_tps=100.0 * number, server_tps=None, p95=None, hit_ratio=None,
+                      dirty_pct=None, samples=10, load_intervals=10)
+
+
+def test_phases_pair_by_workload_and_threads_in_order_within_each_key() -> None:
+    """Twelve thread steps on each side, B in another order: every phase finds its partner
+    (the n-th A phase of a key with the n-th B phase of that key), none is left alone."""
+    from knobtop.recipes.compare import pair_phases
+
+    keys = [("oltp_read_write", t) for t in (1, 2, 4, 8, 16, 32)] * 2
+    a = [_stats(i + 1, w, t, 10.0 * i) for i, (w, t) in enumerate(keys)]
+    order_b = [*keys[6:][::-1], *keys[:6]]
+    b = [_stats(i + 1, w, t, 10.0 * i) for i, (w, t) in enumerate(order_b)]
+    pairs = pair_phases(a, b)
+    assert len(pairs) == 12
+    assert all(p.matched_by == "workload+threads" for p in pairs)
+    for p in pairs:
+        assert p.a is not None and p.b is not None
+        assert (p.a.workload, p.a.threads) == (p.b.workload, p.b.threads)
+    # Within a key, in order of occurrence: A's first x4 with B's first x4.
+    x4 = [(p.a.number, p.b.number) for p in pairs if p.a and p.b and p.a.threads == 4]
+    first_b, second_b = (s.number for s in b if s.threads == 4)
+    assert x4 == [(3, first_b), (9, second_b)]
+
+
+def test_each_phase_pair_lists_the_knobs_in_force_that_differ() -> None:
+    c = compare_ranges(LAB_80S, (None, 50), (50, None))
+    [pair] = c.pairs
+    changes = {e["knob"]: e for e in lines_of(LAB_80S) if e["ev"] == "change"}
+    io_cap, flush = changes["innodb_io_capacity"], changes["innodb_flush_log_at_trx_commit"]
+    got = {d.knob: (d.a, d.b) for d in pair.knobs}
+    assert got == {
+        # changed during A's phase, in force all through B's
+        "innodb_io_capacity": (f"{io_cap['old']} → {io_cap['new']}", io_cap["new"]),
+        # changed during B's phase
+        "innodb_flush_log_at_trx_commit": (flush["old"], f"{flush['old']} → {flush['new']}"),
+    }
+    md = comparison_markdown(c)
+    assert "Knobs in force that differ" in md
+    assert f"| innodb_io_capacity | {io_cap['old']} → {io_cap['new']} | {io_cap['new']} |" in md
+    console = Console(record=True, width=140, color_system=None)
+    console.print(comparison_text(c))
+    assert "knobs in force that differ" in console.export_text()
+    same = compare(load_journal(LAB_80S), load_journal(LAB_80S))
+    assert [p.knobs for p in same.pairs] == [[]]
+    assert "Knobs in force: the same on both sides." in comparison_markdown(same)

@@ -4,7 +4,7 @@ server versions, and knob values at start and at end."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Group, RenderableType
@@ -15,6 +15,7 @@ from knobtop.recipes.report import (
     JournalData,
     KnobValues,
     PhaseStats,
+    _apply_change,
     fmt_knob,
     fmt_num,
     fmt_rel,
@@ -51,12 +52,14 @@ class PhasePair:
 
     ``matched_by`` is "workload+threads", "order" or "unmatched".  ``ratios``
     holds B/A of each metric in RATIO_METRICS (None when a side is missing or A is 0).
+    ``knobs`` are the knobs in force that differ between the two phases.
     """
 
     a: PhaseStats | None
     b: PhaseStats | None
     matched_by: str
     ratios: dict[str, float | None] = field(default_factory=dict)
+    knobs: list[KnobDiff] = field(default_factory=list)
 
 
 @dataclass
@@ -124,6 +127,32 @@ def pair_phases(a: Sequence[PhaseStats], b: Sequence[PhaseStats]) -> list[PhaseP
     return pairs
 
 
+def knobs_at(data: JournalData, t: float, *, before: bool = False) -> KnobValues:
+    """The knob values in force at ``t`` (just before it with ``before``) on one side."""
+    values = dict(data.knobs_start)
+    for change in data.changes:
+        if change.t < t or (change.t == t and not before):
+            _apply_change(values, change)
+    return values
+
+
+def phase_knobs(data: JournalData, phase: PhaseStats) -> KnobValues:
+    """Each knob's value during a phase: "v", or "v1 → v2" when it changed within it."""
+    first, last = knobs_at(data, phase.start), knobs_at(data, phase.end, before=True)
+    out: KnobValues = {}
+    for knob in set(first) | set(last):
+        a, b = first.get(knob), last.get(knob)
+        out[knob] = a if a == b else f"{fmt_knob(a)} → {fmt_knob(b)}"
+    return out
+
+
+def pair_knobs(c_a: JournalData, c_b: JournalData, pair: PhasePair) -> PhasePair:
+    """The pair with the knobs that differ between its two phases (none if unpaired)."""
+    if pair.a is None or pair.b is None:
+        return pair
+    return replace(pair, knobs=knob_diff(phase_knobs(c_a, pair.a), phase_knobs(c_b, pair.b)))
+
+
 def knob_diff(a: KnobValues, b: KnobValues) -> list[KnobDiff]:
     return [
         KnobDiff(knob, a.get(knob), b.get(knob))
@@ -139,7 +168,7 @@ def compare(a: JournalData, b: JournalData) -> Comparison:
         b=b,
         phases_a=phases_a,
         phases_b=phases_b,
-        pairs=pair_phases(phases_a, phases_b),
+        pairs=[pair_knobs(a, b, p) for p in pair_phases(phases_a, phases_b)],
         server_a=server_label(a.header),
         server_b=server_label(b.header),
         knobs_start=knob_diff(a.knobs_start, b.knobs_start),
@@ -232,6 +261,8 @@ def comparison_markdown(c: Comparison) -> str:
             ),
         )
         lines.append("")
+        if p.a is not None and p.b is not None:
+            lines += _phase_knob_lines(p)
     if not c.pairs:
         lines += ["Neither side has a load phase.", ""]
 
@@ -252,6 +283,13 @@ def comparison_markdown(c: Comparison) -> str:
             lines += [f"- {text}" for text in changes]
             lines.append("")
     return "\n".join(lines)
+
+
+def _phase_knob_lines(p: PhasePair) -> list[str]:
+    if not p.knobs:
+        return ["Knobs in force: the same on both sides.", ""]
+    rows = ((d.knob, fmt_knob(d.a), fmt_knob(d.b)) for d in p.knobs)
+    return ["Knobs in force that differ:", "", *md_table(["knob", "A", "B"], rows), ""]
 
 
 def ratio_verdict(value: float | None, better: int) -> int:
@@ -299,6 +337,11 @@ def comparison_text(c: Comparison) -> RenderableType:
                 fmt_num(getattr(pair.b, name) if pair.b else None, digits),
                 _ratio_text(pair.ratios.get(name), better),
             )
+        if pair.a is not None and pair.b is not None:
+            if pair.knobs:
+                table.add_row(Text("knobs in force that differ", style="italic"), "", "", "")
+            for d in pair.knobs:
+                table.add_row(f"  {d.knob}", fmt_knob(d.a), fmt_knob(d.b), "")
         parts.append(table)
     if not c.pairs:
         parts.append(Text("Neither side has a load phase."))

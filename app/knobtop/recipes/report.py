@@ -56,6 +56,8 @@ ROW_FIELDS = (
     "load_p95",
     "threads_running",
 )
+#: csv_report's columns: the sample's, then the load phase it fell in.
+CSV_FIELDS = (*ROW_FIELDS, "phase", "workload", "threads")
 
 KnobValues = dict[str, str | None]
 
@@ -696,18 +698,27 @@ def _csv_num(value: float | None) -> str:
 
 
 def csv_report(data: JournalData) -> str:
-    """One row per sample interval (header row first; empty cells for missing values).
+    """One row per sample interval (header row first; empty cells for missing values), with
+    the load phase it fell in (number, workload, threads; empty while no load ran).
 
     Every sample is a row, including the first, whose rates are empty because
     there is no earlier sample to take a difference from.
     """
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(ROW_FIELDS)
+    writer.writerow(CSV_FIELDS)
+    spans = iter(data.phases)  # both in time order: one pass
+    span = next(spans, None)
     for row in data.rows:
+        while span is not None and span.end < row.t:
+            span = next(spans, None)
+        inside = span is not None and span.start <= row.t
+        phase = [str(span.number), span.workload, str(span.threads)] if span and inside else [
+            "", "", ""]
         writer.writerow(
             [f"{row.t:.4f}", f"{row.wall:.3f}"]
             + [_csv_num(getattr(row, name)) for name in ROW_FIELDS[2:]]
+            + phase
         )
     return buf.getvalue()
 
