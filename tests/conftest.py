@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
 from knobtop.server.catalog import Catalog, load_catalog
 from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.sqlquote import quote_ident
 
 DATA = Path(__file__).parent / "data"
 pytest_plugins = [
@@ -65,6 +67,41 @@ async def show_global(info: ConnectionInfo, name: str) -> str:
         return str(rows[0][1])
     finally:
         await link.close()
+
+
+def _typed(value: str) -> int | float | str:
+    """A SHOW value as SET GLOBAL takes it back: MariaDB refuses '200' for a number."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
+
+
+@contextlib.asynccontextmanager
+async def kept_globals(info: ConnectionInfo, *names: str) -> AsyncIterator[dict[str, str]]:
+    """Read dynamic globals of the shared server before the test; afterwards, whatever
+    happened, set back (in the order given) those that changed, and check they are back."""
+    before = {name: await show_global(info, name) for name in names}
+    try:
+        yield before
+    finally:
+        link = ServerLink(info)
+        await link.connect()
+        try:
+            after: dict[str, str] = {}
+            for name in names:
+                rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+                if str(rows[0][1]) != before[name]:
+                    await link.query(f"SET GLOBAL {quote_ident(name)} = %s",
+                                     (_typed(before[name]),))
+            for name in names:
+                rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+                after[name] = str(rows[0][1])
+        finally:
+            await link.close()
+        assert after == before, f"shared server globals not restored: {after} != {before}"
 
 
 @pytest.fixture(scope="session")

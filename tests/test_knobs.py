@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import show_global
+from conftest import kept_globals, show_global
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.server.knobs import KnobError, KnobFacts, load_facts, validate
@@ -35,30 +35,30 @@ def journaled_changes(session: Session) -> list[Change]:
 async def test_set_global_happy_path_reads_back(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
-    before = await show_global(mariadb_info, "innodb_flush_log_at_trx_commit")
-    target = "2" if before != "2" else "0"
-    change = await session.set_knob("innodb_flush_log_at_trx_commit", target)
-    assert change.result == "ok"
-    assert change.old == before and change.new == target
-    assert await show_global(mariadb_info, "innodb_flush_log_at_trx_commit") == target
-    assert journaled_changes(session)[-1] == change
-    await session.set_knob("innodb_flush_log_at_trx_commit", before)
+    async with kept_globals(mariadb_info, "innodb_flush_log_at_trx_commit") as kept:
+        before = kept["innodb_flush_log_at_trx_commit"]
+        target = "2" if before != "2" else "0"
+        change = await session.set_knob("innodb_flush_log_at_trx_commit", target)
+        assert change.result == "ok"
+        assert change.old == before and change.new == target
+        assert await show_global(mariadb_info, "innodb_flush_log_at_trx_commit") == target
+        assert journaled_changes(session)[-1] == change
 
 
 async def test_warnings_and_side_effects_are_surfaced(
     session: Session, mariadb_info: ConnectionInfo
 ) -> None:
-    cap_max = await show_global(mariadb_info, "innodb_io_capacity_max")
-    above = str(int(cap_max) + 1000)
-    change = await session.set_knob("innodb_io_capacity", above)
-    assert change.result == "ok" and change.new == above
-    # MariaDB accepts it with warning 1210 and silently raises the max.
-    assert any("1210" in w for w in change.warnings)
-    new_max = await show_global(mariadb_info, "innodb_io_capacity_max")
-    assert change.side_effects["innodb_io_capacity_max"] == [cap_max, new_max]
-    assert "innodb_io_capacity_max" in change.message
-    await session.set_knob("innodb_io_capacity", "200")
-    await session.set_knob("innodb_io_capacity_max", cap_max)
+    # Restored in this order: the capacity first, so the max never sits below it.
+    async with kept_globals(mariadb_info, "innodb_io_capacity", "innodb_io_capacity_max") as kept:
+        cap_max = kept["innodb_io_capacity_max"]
+        above = str(int(cap_max) + 1000)
+        change = await session.set_knob("innodb_io_capacity", above)
+        assert change.result == "ok" and change.new == above
+        # MariaDB accepts it with warning 1210 and silently raises the max.
+        assert any("1210" in w for w in change.warnings)
+        new_max = await show_global(mariadb_info, "innodb_io_capacity_max")
+        assert change.side_effects["innodb_io_capacity_max"] == [cap_max, new_max]
+        assert "innodb_io_capacity_max" in change.message
 
 
 @pytest.mark.parametrize(
@@ -74,13 +74,14 @@ async def test_warnings_and_side_effects_are_surfaced(
 async def test_bad_values_are_refused_before_the_server_sees_them(
     session: Session, mariadb_info: ConnectionInfo, knob: str, value: str, says: str
 ) -> None:
-    before = await show_global(mariadb_info, knob)
-    change = await session.set_knob(knob, value)
-    assert change.result == "refused"
-    assert says in change.message and knob in change.message
-    assert change.new == before
-    assert await show_global(mariadb_info, knob) == before
-    assert journaled_changes(session)[-1].result == "refused"
+    async with kept_globals(mariadb_info, knob) as kept:
+        before = kept[knob]
+        change = await session.set_knob(knob, value)
+        assert change.result == "refused"
+        assert says in change.message and knob in change.message
+        assert change.new == before
+        assert await show_global(mariadb_info, knob) == before
+        assert journaled_changes(session)[-1].result == "refused"
 
 
 async def test_unknown_variable_is_refused_by_name(session: Session) -> None:

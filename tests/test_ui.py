@@ -9,6 +9,7 @@ from textual.command import CommandList, CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from conftest import kept_globals, show_global
 from harness.sshd import SshServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
@@ -37,57 +38,49 @@ def graph_text(graph: MetricGraph) -> list[str]:
     return [graph.render_line(y).text for y in range(graph.size.height)]
 
 
-async def set_global(info: ConnectionInfo, name: str, value: str) -> None:
-    link = ServerLink(info)
-    await link.connect()
-    try:
-        await link.query(f"SET GLOBAL {name} = %s", (int(value) if value.isdigit() else value,))
-    finally:
-        await link.close()
-
-
 @pytest.mark.integration
 async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
     mariadb_info: ConnectionInfo, tmp_path: Path
 ) -> None:
-    journal = tmp_path / "ui.knobtop.jsonl"
-    config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
-                           interval=0.2)
-    app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None and app.board.samples >= 3)
-        panel = app.live.query_one(KnobPanel)
-        await until(pilot, lambda: "innodb_flush_log_at_trx_commit" in panel.values)
-        before = panel.values["innodb_flush_log_at_trx_commit"]
-        target = "2" if before != "2" else "0"
-        for _ in range(panel.row_count):
-            if panel.highlighted_knob == "innodb_flush_log_at_trx_commit":
-                break
-            await pilot.press("down")
-        assert panel.highlighted_knob == "innodb_flush_log_at_trx_commit"
-        await pilot.press("enter")
-        assert isinstance(app.screen, PromptScreen)
-        app.screen.query_one(Input).value = ""
-        await pilot.press("enter")  # an empty value is not a silent cancel
-        assert isinstance(app.screen, PromptScreen)
-        assert any("no value given" in str(n.message) for n in app._notifications)
-        await pilot.press(*target, "enter")
-        await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
-        assert panel.values["innodb_flush_log_at_trx_commit"] == target
-        # Let the next paint happen, then every graph shows the marker column.
-        version = app.board.version
-        await until(pilot, lambda: app._painted >= version)
-        graphs = list(app.live.query("#page-overview MetricGraph").results(MetricGraph))
-        assert len(graphs) == 9
-        for graph in graphs:
-            rows = graph_text(graph)[1:]
-            assert any("│" in row for row in rows), graph.id
-        await pilot.press("q")
-    await set_global(mariadb_info, "innodb_flush_log_at_trx_commit", before)
-    changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
-    assert [(c.knob, c.old, c.new, c.result) for c in changes] == [
-        ("innodb_flush_log_at_trx_commit", before, target, "ok")
-    ]
+    async with kept_globals(mariadb_info, "innodb_flush_log_at_trx_commit") as kept:
+        journal = tmp_path / "ui.knobtop.jsonl"
+        config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
+                               interval=0.2)
+        app = KnobtopApp(Session(config, LocalHost(), driver=None))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None and app.board.samples >= 3)
+            panel = app.live.query_one(KnobPanel)
+            await until(pilot, lambda: "innodb_flush_log_at_trx_commit" in panel.values)
+            before = panel.values["innodb_flush_log_at_trx_commit"]
+            assert before == kept["innodb_flush_log_at_trx_commit"]
+            target = "2" if before != "2" else "0"
+            for _ in range(panel.row_count):
+                if panel.highlighted_knob == "innodb_flush_log_at_trx_commit":
+                    break
+                await pilot.press("down")
+            assert panel.highlighted_knob == "innodb_flush_log_at_trx_commit"
+            await pilot.press("enter")
+            assert isinstance(app.screen, PromptScreen)
+            app.screen.query_one(Input).value = ""
+            await pilot.press("enter")  # an empty value is not a silent cancel
+            assert isinstance(app.screen, PromptScreen)
+            assert any("no value given" in str(n.message) for n in app._notifications)
+            await pilot.press(*target, "enter")
+            await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
+            assert panel.values["innodb_flush_log_at_trx_commit"] == target
+            # Let the next paint happen, then every graph shows the marker column.
+            version = app.board.version
+            await until(pilot, lambda: app._painted >= version)
+            graphs = list(app.live.query("#page-overview MetricGraph").results(MetricGraph))
+            assert len(graphs) == 9
+            for graph in graphs:
+                rows = graph_text(graph)[1:]
+                assert any("│" in row for row in rows), graph.id
+            await pilot.press("q")
+        changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
+        assert [(c.knob, c.old, c.new, c.result) for c in changes] == [
+            ("innodb_flush_log_at_trx_commit", before, target, "ok")
+        ]
 
 
 @pytest.mark.integration
@@ -97,19 +90,22 @@ async def test_refused_value_is_shown_and_journaled(
     journal = tmp_path / "ui.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
     app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    async with app.run_test(size=(80, 24)) as pilot:
-        panel = app.live.query_one(KnobPanel)
-        await until(pilot, lambda: "innodb_io_capacity" in panel.values)
-        while panel.highlighted_knob != "innodb_io_capacity":
-            await pilot.press("down")
-        await pilot.press("enter")
-        app.screen.query_one(Input).value = ""
-        await pilot.press(*"10", "enter")
-        await until(
-            pilot, lambda: any("not changed" in (n.title or "") for n in app._notifications)
-        )
-        assert not any(m.kind == "change" for m in app.board.markers)
-        await pilot.press("q")
+    async with kept_globals(mariadb_info, "innodb_io_capacity") as kept:
+        async with app.run_test(size=(80, 24)) as pilot:
+            panel = app.live.query_one(KnobPanel)
+            await until(pilot, lambda: "innodb_io_capacity" in panel.values)
+            while panel.highlighted_knob != "innodb_io_capacity":
+                await pilot.press("down")
+            await pilot.press("enter")
+            app.screen.query_one(Input).value = ""
+            await pilot.press(*"10", "enter")
+            await until(
+                pilot, lambda: any("not changed" in (n.title or "") for n in app._notifications)
+            )
+            assert not any(m.kind == "change" for m in app.board.markers)
+            await pilot.press("q")
+        # The refused value never reached the server.
+        assert await show_global(mariadb_info, "innodb_io_capacity") == kept["innodb_io_capacity"]
     refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
     assert refused[0].result == "refused" and "out of range" in refused[0].message
 
