@@ -198,6 +198,9 @@ async def test_overlay_cells_holding_both_get_the_shared_style() -> None:
 # ---------------------------------------------------------------------------------------------
 # CompareApp on the recorded journals
 # ---------------------------------------------------------------------------------------------
+LABELS = {label for _name, label, _digits, _better in RATIO_METRICS}
+
+
 def two_journals() -> Comparison:
     return compare(load_journal(READ_WRITE), load_journal(POINT_SELECT))
 
@@ -242,7 +245,7 @@ async def test_two_journals_table_matches_compare_and_graphs_overlay() -> None:
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         rows = cell_texts(screen.query_one(PhasePairTable))
-        shown = [[m, a, b, ratio.rstrip(" ✓✗")] for _, m, a, b, ratio in rows if m]
+        shown = [[m, a, b, ratio.rstrip(" ✓✗")] for _, m, a, b, ratio in rows if m in LABELS]
         assert shown == expected_phase_rows(c)
         [pair] = c.pairs
         assert pair.ratios["load_tps"] is not None
@@ -287,7 +290,7 @@ async def test_two_ranges_of_one_journal_and_keys() -> None:
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         rows = cell_texts(screen.query_one(PhasePairTable))
-        assert [[m, a, b, r.rstrip(" ✓✗")] for _, m, a, b, r in rows if m] == (
+        assert [[m, a, b, r.rstrip(" ✓✗")] for _, m, a, b, r in rows if m in LABELS] == (
             expected_phase_rows(c)
         )
         # Phase times are since each side's start, like the graphs' axis and the events.
@@ -397,3 +400,78 @@ def test_compare_opens_the_screen_on_a_terminal(monkeypatch: pytest.MonkeyPatch)
     # An explicit format still prints, terminal or not.
     monkeypatch.setattr(CompareApp, "run", lambda *a, **k: pytest.fail("no screen for md"))
     assert cli.main(["compare", str(READ_WRITE), str(POINT_SELECT), "--format", "md"]) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14 item 10: the knobs in force, a legend for the marks, a screenshot that saves
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_phase_table_shows_the_knobs_in_force_that_differ(size: tuple[int, int]) -> None:
+    c = two_ranges()
+    [pair] = c.pairs
+    assert pair.knobs  # io_capacity changed within A, flush_log within B
+    app = CompareApp(c)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        if app.screen.has_class("-narrow"):
+            await pilot.press("t")
+            await pilot.pause()
+        table = app.screen.query_one(PhasePairTable)
+        rows = cell_texts(table)
+        knob_rows = [[d, a, b] for d, m, a, b, _r in rows if m == "in force"]
+        assert knob_rows == [
+            [d.knob.removeprefix("innodb_"), d.a, d.b] for d in pair.knobs
+        ]
+        assert ["io_capacity", "200 → 1000", "1000"] in knob_rows
+        assert table.is_on_screen
+        assert "✓ B better" in str(table.border_subtitle)
+
+
+async def test_header_has_a_legend_for_the_marks() -> None:
+    app = CompareApp(two_journals())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        header = app.screen.query_one(CompareHeader)
+        line = header.render_line(2).text
+        assert (f"marks {MARKER_GLYPH}A {OVERLAY_MARKER_GLYPH}B {SHARED_MARKER_GLYPH}both"
+                in line)  # whole at 80 columns
+        # And the glyphs it explains are the ones drawn: A's change is a MARKER_GLYPH column.
+        graph = app.screen.query_one("#graph-tps", MetricGraph)
+        plot = [graph.render_line(y).text for y in range(1, graph.size.height)]
+        assert any(MARKER_GLYPH in row for row in plot)
+
+
+async def test_screenshot_key_and_palette_save_next_to_journal_a(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.knobtop.jsonl", tmp_path / "b.knobtop.jsonl"
+    a.write_bytes(READ_WRITE.read_bytes())
+    b.write_bytes(POINT_SELECT.read_bytes())
+    app = CompareApp(compare(load_journal(a), load_journal(b)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("S")
+        await pilot.pause()
+        [saved] = tmp_path.glob("knobtop-compare-*.svg")
+        assert "lab-read-write" not in saved.name and "<svg" in saved.read_text()
+        assert "a.knobtop.jsonl" in saved.read_text()  # the header was captured
+        saved.unlink()
+        # Textual's own "Save screenshot" in the palette (it wrote to ~/Downloads and
+        # failed where there was none) saves the same way.
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"screenshot")
+        found = False
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if list(tmp_path.glob("knobtop-compare-*.svg")):
+                found = True
+                break
+            if not found and _ == 20:
+                await pilot.press("enter")
+        assert found, "the palette's Save screenshot wrote nothing next to journal A"
+        assert not [n for n in app._notifications if n.severity == "error"]
+        # A folder that cannot take the file: named, with the fix, no traceback.
+        app.screenshot_dir = a  # a file, not a folder
+        await pilot.press("escape", "S")
+        await pilot.pause()
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert errors and str(a) in errors[-1] and "Fix:" in errors[-1]

@@ -3,6 +3,8 @@ time axis, with each phase pair's B/A ratios and what differs in knobs (`knobtop
 
 from __future__ import annotations
 
+import io
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -31,7 +33,13 @@ from knobtop.recipes.report import report_warnings as journal_warnings
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.look import apply_look
 from knobtop.ui.widgets.graph_grid import GRAPHS, GraphSpec
-from knobtop.ui.widgets.metric_graph import MetricGraph, Point
+from knobtop.ui.widgets.metric_graph import (
+    MARKER_GLYPH,
+    OVERLAY_MARKER_GLYPH,
+    SHARED_MARKER_GLYPH,
+    MetricGraph,
+    Point,
+)
 
 _SPECS = {spec.metric: spec for spec in GRAPHS}
 COMPARE_GRAPHS: tuple[GraphSpec, ...] = tuple(
@@ -204,6 +212,17 @@ def pair_rows(
         yield line or "", label, a, b, value, better
 
 
+def knob_rows(pair: PhasePair) -> Iterator[tuple[str, str, str, str]]:
+    """(knob, "in force", A, B) for each knob in force that differs between the pair's two
+    phases (a value, or "old → new" when it changed within the phase)."""
+    if pair.a is None or pair.b is None:
+        return
+    if not pair.knobs:
+        yield "knobs in force", "the same", "", ""
+    for d in pair.knobs:  # the name goes where the table is widest, the ratios stay in view
+        yield d.knob.removeprefix("innodb_"), "in force", fmt_knob(d.a), fmt_knob(d.b)
+
+
 # ---------------------------------------------------------------------------------------------
 # Widgets
 # ---------------------------------------------------------------------------------------------
@@ -243,6 +262,7 @@ class PhasePairTable(DataTable[Text]):
         self.pairs = list(pairs)
         self.origins = origins
         self.border_title = "Load phases: medians, B/A"
+        self.border_subtitle = "✓ B better  ✗ B worse (by 2 % or more)"
 
     def on_mount(self) -> None:
         for name in ("phases", "metric", "A", "B", "B/A"):
@@ -287,6 +307,9 @@ class PhasePairTable(DataTable[Text]):
                     Text(b, justify="right"),
                     ratio,
                 )
+            for line, what, a, b in knob_rows(pair):
+                self.add_row(Text(line), Text(what, style="italic"), Text(a, justify="right"),
+                             Text(b, justify="right"), Text(""))
 
 
 class KnobDiffTable(DataTable[Text]):
@@ -369,8 +392,12 @@ class CompareHeader(Static):
         if differs:
             parts.append(("≠ server versions differ  ", WARN_STYLE))
         window = "all" if zoom == "all" else f"zoom {zoom}"
-        parts.append(f"time since each side's start: {fmt_rel(t0)}-{fmt_rel(t1)} ({window})")
-        parts.append(f"  showing {SERIES_NAMES[shown]}")
+        parts.append(f"since each side's start: {fmt_rel(t0)}-{fmt_rel(t1)} ({window})")
+        parts.append(f"  {SERIES_NAMES[shown]}")
+        # What the vertical lines in the graphs are (a change, note, restart, gap or load
+        # start/stop of that side; the KnobDiffTable lists each).
+        parts += ["  marks ", (f"{MARKER_GLYPH}A", A_STYLE), " ", (f"{OVERLAY_MARKER_GLYPH}B",
+                  B_STYLE), f" {SHARED_MARKER_GLYPH}both"]
         warnings = [f"{side.name}: {w}" for side in sides for w in journal_warnings(side.data)]
         if warnings:
             parts.append(("  ⚠ " + "; ".join(warnings), WARN_STYLE))
@@ -560,6 +587,7 @@ class CompareApp(App[int]):
     TITLE = "knobtop compare"
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("S", "save_svg", "Screenshot", id="app.screenshot", show=False),
     ]
 
     def __init__(self, comparison: Comparison, config: UiConfig | None = None) -> None:
@@ -568,6 +596,36 @@ class CompareApp(App[int]):
         self.comparison = comparison
         self.config = config or UiConfig()
         self.compare_screen = CompareScreen(comparison)
+        self.screenshot_dir = comparison.a.path.parent  # next to journal A, as the live screen
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """The palette's "Save screenshot": Textual's own writes to ~/Downloads and fails
+        where there is none; knobtop saves where the key S does."""
+        return self.action_save_svg()
+
+    def action_save_svg(self) -> str | None:
+        """The whole screen as an SVG next to journal A (a download in a browser)."""
+        name = f"knobtop-compare-{time.strftime('%Y%m%d-%H%M%S')}.svg"
+        svg = self.export_screenshot()
+        if self.is_web:
+            self.deliver_text(io.StringIO(svg), save_filename=name, mime_type="image/svg+xml",
+                              encoding="utf-8")
+            self.notify(f"screenshot {name} sent to your browser", timeout=6, markup=False)
+            return name
+        where = self.screenshot_dir / name
+        try:
+            where.write_text(svg, encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"screenshot not saved to {where}: {exc.strerror or exc}. Fix: make "
+                        f"{self.screenshot_dir} writable, or run knobtop compare with journal "
+                        "A in a folder you can write to.", severity="error", timeout=12,
+                        markup=False)
+            return None
+        self.notify(f"screenshot saved: {where}", timeout=6, markup=False)
+        return str(where)
 
     def on_mount(self) -> None:
         for problem in apply_look(self, self.config):
