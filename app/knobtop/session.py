@@ -22,6 +22,7 @@ import psutil
 
 from knobtop import __version__
 from knobtop.hosts.base import Host, HostError
+from knobtop.hosts.local import LocalHost
 from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.journal.events import (
     FORMAT_VERSION,
@@ -30,6 +31,7 @@ from knobtop.journal.events import (
     Error,
     Event,
     Header,
+    Incident,
     Knobs,
     Load,
     Mark,
@@ -46,6 +48,7 @@ from knobtop.load.sysbench import Sysbench, missing_tables_hint
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
 from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.incident import IncidentReader
 from knobtop.server.knobs import (
     SEED_KNOBS,
     KnobError,
@@ -67,6 +70,7 @@ NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
                       type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
                       default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
+INCIDENT_INTERVAL = 2.0  # at most one incident snapshot per this many seconds
 T = TypeVar("T")
 Listener = Callable[[Event], None]
 
@@ -85,6 +89,7 @@ class SessionConfig:
     # NDB Cluster: how DiskPageBufferMemory reaches the data nodes (config.ini + restarts).
     ndb: NdbRollingRestart | None = None
     cleanup_on_close: bool = False  # drop the sysbench tables when the session ends
+    statements: bool = True  # the incident page reads statement texts (--no-statements)
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -178,6 +183,7 @@ class Session:
         self._closed = False
         self._action_lock = asyncio.Lock()
         self._load_lock = asyncio.Lock()
+        self._incident: asyncio.Task[None] | None = None  # while the incident page is shown
 
     # -- time and events ------------------------------------------------------
 
@@ -347,6 +353,7 @@ class Session:
         finally:
             if self._sampler is not None:
                 await _stop_task(self._sampler)
+            await self.incident_sampling(False)
             try:
                 if self.journal is not None:
                     with contextlib.suppress(OSError, ValueError):
@@ -363,6 +370,45 @@ class Session:
                 for h in closing.values():
                     with contextlib.suppress(Exception):
                         await h.close()
+
+    # -- the incident page ----------------------------------------------------
+
+    async def incident_sampling(self, on: bool) -> None:
+        """Start or stop the incident snapshots (only while that page is shown): on a link
+        of their own, so the sampler's poll stays one statement; one snapshot at most
+        every INCIDENT_INTERVAL s, the next scheduled when the last one finished."""
+        if on and (self._incident is None or self._incident.done()) and not self._closed \
+                and self.journal is not None:
+            self._incident = asyncio.create_task(self._incident_loop(), name="knobtop-incident")
+        elif not on and self._incident is not None:
+            task, self._incident = self._incident, None
+            await _stop_task(task)
+
+    async def _incident_loop(self) -> None:
+        link = ServerLink(self.config.connection, via=self.via)
+        conn = self.config.connection
+        # Without SSH the server's log can be read only when the server is on this machine.
+        local = bool(conn.socket) or conn.host in ("localhost", "::1") \
+            or conn.host.startswith("127.")
+        log_host = self.host if self.via is not None or not isinstance(self.host, LocalHost) \
+            or local else None
+        reader = IncidentReader(
+            link, log_host, statements=self.config.statements,
+            no_host=f"the server ({conn.where}) is not on this machine and is not reached "
+            "over SSH; give the profile's [target] an ssh destination to see its error log")
+        try:
+            while True:
+                started = time.monotonic()
+                try:
+                    snap = await reader.read()
+                except ServerError as exc:  # cannot connect: said on the page, tried again
+                    snap = reader.empty(str(exc))
+                fields = {f.name: getattr(snap, f.name) for f in dataclasses.fields(snap)}
+                self._emit_quietly(Incident(t=self.now(), wall=self.wall(), **fields))
+                pause = INCIDENT_INTERVAL - (time.monotonic() - started)
+                await asyncio.sleep(max(pause, 0.2))
+        finally:
+            await link.close()
 
     # -- sampling -------------------------------------------------------------
 

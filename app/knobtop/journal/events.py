@@ -196,6 +196,29 @@ class StepResult(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Incident(Event):
+    """What the incident page showed (sampled only while it is shown): the processlist,
+    InnoDB lock waits, the oldest transaction, replication, Galera, the error log's tail.
+
+    Compact rows: ``procs`` [id, user, db, command, seconds, state, statement], ``locks``
+    [waiting thread, seconds waited, its statement, blocking thread, its statement].
+    Statements are shortened and secrets' literals redacted; with ``statements`` false
+    they were never read (null)."""
+
+    kind: ClassVar[str] = "incident"
+    threads: int = 0
+    procs: list[list[str | float | None]] = field(default_factory=list)
+    locks: list[list[str | float | None]] = field(default_factory=list)
+    oldest: dict[str, str | float | None] = field(default_factory=dict)
+    repl: list[dict[str, str | float | None]] = field(default_factory=list)
+    galera: dict[str, str] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    log_path: str = ""
+    statements: bool = True
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class Unknown(Event):
     """An event type this knobtop does not know (written by a newer one)."""
 
@@ -207,7 +230,7 @@ class Unknown(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End, RecipeRun,
-                StepResult)
+                StepResult, Incident)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

@@ -1,0 +1,261 @@
+"""The incident snapshot: processlist, lock waits, oldest transaction, replication, Galera and
+the error log's tail, each read with a deadline and cut to a compact size for the journal."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from knobtop.hosts.base import Host, HostError
+from knobtop.server.link import ServerError, ServerLink
+
+# Every statement of a snapshot waits at most this long: the page must not hang on a
+# server that is itself the incident.
+INCIDENT_TIMEOUT = 3.0
+PROCESS_ROWS = 25  # longest-running first
+LOCK_ROWS = 10
+STATEMENT_CHARS = 120  # statement text is cut to this on screen and in the journal
+FETCH_CHARS = 2000  # read this much of a statement, so redaction sees whole literals
+LOG_LINES = 20
+LOG_BYTES = 64 * 1024  # the error log's tail is read from its last 64 KiB only
+LOG_LINE_CHARS = 300
+LOG_TIMEOUT = 5.0
+# Galera status variables the page shows (receive queue, flow control, cluster status).
+GALERA_VARS = (
+    "wsrep_cluster_status", "wsrep_cluster_size", "wsrep_local_state_comment", "wsrep_ready",
+    "wsrep_connected", "wsrep_local_recv_queue", "wsrep_local_recv_queue_avg",
+    "wsrep_local_send_queue", "wsrep_flow_control_paused", "wsrep_flow_control_sent",
+    "wsrep_flow_control_recv",
+)
+
+# Statements that may carry a secret in a literal: SET PASSWORD, CREATE/ALTER USER ...
+# IDENTIFIED BY, GRANT ... IDENTIFIED BY, CHANGE MASTER TO MASTER_PASSWORD, PASSWORD('x'),
+# AES_ENCRYPT(x, 'key') and the like.
+_SECRET_STATEMENT = re.compile(r"PASSWORD|IDENTIFIED|ENCRYPT|DECRYPT|\bKEY\s*=", re.IGNORECASE)
+# A quoted literal, or one cut short by the fetch limit (it runs to the end of the text).
+_LITERAL = re.compile(r"""'(?:[^'\\]|\\.|'')*(?:'|\Z)|"(?:[^"\\]|\\.|"")*(?:"|\Z)""",
+                      re.DOTALL)
+_SPACE = re.compile(r"\s+")
+REDACTED = "'<redacted>'"
+
+
+def redact(sql: str) -> str:
+    """``sql`` with every quoted literal replaced when the statement may hold a secret
+    (passwords, keys); other statements are kept as they are."""
+    if not _SECRET_STATEMENT.search(sql):
+        return sql
+    return _LITERAL.sub(REDACTED, sql)
+
+
+def shorten(sql: str | None, limit: int = STATEMENT_CHARS) -> str | None:
+    """A statement on one line, redacted, cut to ``limit`` characters."""
+    if sql is None:
+        return None
+    text = _SPACE.sub(" ", redact(sql)).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentSnapshot:
+    """What the incident page shows; the journal's ``incident`` event holds the same."""
+
+    threads: int = 0  # connections in the processlist (rows beyond PROCESS_ROWS are cut)
+    # [id, user, db, command, seconds, state, statement]
+    procs: list[list[str | float | None]] = field(default_factory=list)
+    # [waiting thread, seconds waited, waiting statement, blocking thread, blocking statement]
+    locks: list[list[str | float | None]] = field(default_factory=list)
+    # thread, seconds, state, rows_locked, rows_modified, statement
+    oldest: dict[str, str | float | None] = field(default_factory=dict)
+    # one per channel: name, io, sql, lag, state, error
+    repl: list[dict[str, str | float | None]] = field(default_factory=list)
+    galera: dict[str, str] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    log_path: str = ""
+    statements: bool = True
+    problems: list[str] = field(default_factory=list)  # parts that could not be read
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return round(float(value), 3)
+    except (TypeError, ValueError):
+        return None
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return str(value)
+
+
+class IncidentReader:
+    """Reads one snapshot per ``read()`` over its own link (never the sampler's)."""
+
+    def __init__(self, link: ServerLink, host: Host | None, *, statements: bool = True,
+                 timeout: float = INCIDENT_TIMEOUT, no_host: str = "") -> None:
+        self.link = link
+        self.host = host  # where the server's error log can be read; None: nowhere
+        self.no_host = no_host  # why there is no such host (shown instead of the log)
+        self.statements = statements
+        self.timeout = timeout
+        self._log_path: str | None = None
+
+    @property
+    def _mariadb(self) -> bool:
+        return self.link.version is not None and self.link.version.flavor == "mariadb"
+
+    def _info(self, column: str) -> str:
+        """The statement column, or NULL when statement texts are off (never fetched)."""
+        if not self.statements:
+            return "NULL"
+        return f"LEFT({column}, {FETCH_CHARS})"
+
+    def _text(self, value: Any) -> str | None:
+        return shorten(_str(value)) if self.statements else None
+
+    async def _query(self, sql: str) -> list[tuple[Any, ...]]:
+        if not self.link.connected:
+            await self.link.connect()
+        return await self.link.query(sql, timeout=self.timeout)
+
+    def empty(self, problem: str) -> IncidentSnapshot:
+        """A snapshot that only says why nothing could be read."""
+        return IncidentSnapshot(statements=self.statements, problems=[problem])
+
+    async def read(self) -> IncidentSnapshot:
+        """One snapshot; a part that cannot be read is named in ``problems``. Raises
+        ServerError only when the server cannot be reached at all."""
+        if not self.link.connected:
+            await self.link.connect()
+        problems: list[str] = []
+        parts: dict[str, Any] = {}
+        for name, reader in (("processlist", self._processlist), ("lock waits", self._locks),
+                             ("oldest transaction", self._oldest),
+                             ("replication", self._replication), ("galera", self._galera)):
+            try:
+                parts[name] = await reader()
+            except ServerError as exc:
+                problems.append(f"{name}: {exc}")
+        threads, procs = parts.get("processlist", (0, []))
+        log, log_path = await self._log(problems)
+        return IncidentSnapshot(
+            threads=threads, procs=procs, locks=parts.get("lock waits", []),
+            oldest=parts.get("oldest transaction", {}), repl=parts.get("replication", []),
+            galera=parts.get("galera", {}), log=log, log_path=log_path,
+            statements=self.statements, problems=problems)
+
+    async def _processlist(self) -> tuple[int, list[list[str | float | None]]]:
+        seconds = "TIME_MS / 1000" if self._mariadb else "TIME"
+        rows = await self._query(
+            f"SELECT ID, USER, DB, COMMAND, {seconds}, STATE, {self._info('INFO')} "
+            "FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() "
+            f"ORDER BY COMMAND = 'Sleep', {seconds} DESC")
+        procs: list[list[str | float | None]] = [
+            [_num(r[0]), _str(r[1]), _str(r[2]), _str(r[3]), _num(r[4]), _str(r[5]),
+             self._text(r[6])] for r in rows[:PROCESS_ROWS]]
+        return len(rows), procs
+
+    async def _locks(self) -> list[list[str | float | None]]:
+        if self._mariadb:
+            waits = ("information_schema.INNODB_LOCK_WAITS w "
+                     "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id "
+                     "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id")
+        else:
+            waits = ("performance_schema.data_lock_waits w "
+                     "JOIN information_schema.INNODB_TRX r "
+                     "ON r.trx_id = w.REQUESTING_ENGINE_TRANSACTION_ID "
+                     "JOIN information_schema.INNODB_TRX b "
+                     "ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID")
+        rows = await self._query(
+            "SELECT r.trx_mysql_thread_id, TIMESTAMPDIFF(SECOND, r.trx_wait_started, NOW()), "
+            f"{self._info('r.trx_query')}, b.trx_mysql_thread_id, {self._info('b.trx_query')} "
+            f"FROM {waits} ORDER BY r.trx_wait_started LIMIT {LOCK_ROWS}")
+        return [[_num(r[0]), _num(r[1]), self._text(r[2]), _num(r[3]), self._text(r[4])]
+                for r in rows]
+
+    async def _oldest(self) -> dict[str, str | float | None]:
+        rows = await self._query(
+            "SELECT trx_mysql_thread_id, TIMESTAMPDIFF(SECOND, trx_started, NOW()), trx_state, "
+            f"trx_rows_locked, trx_rows_modified, {self._info('trx_query')} "
+            "FROM information_schema.INNODB_TRX ORDER BY trx_started, trx_id LIMIT 1")
+        if not rows:
+            return {}
+        r = rows[0]
+        return {"thread": _num(r[0]), "seconds": _num(r[1]), "state": _str(r[2]),
+                "rows_locked": _num(r[3]), "rows_modified": _num(r[4]),
+                "statement": self._text(r[5])}
+
+    async def _replication(self) -> list[dict[str, str | float | None]]:
+        version = self.link.version
+        if self._mariadb:
+            sql, shift = "SHOW ALL SLAVES STATUS", 2  # Connection_name, Slave_SQL_State first
+        elif version is not None and version.at_least(8, 0, 22):
+            sql, shift = "SHOW REPLICA STATUS", 0
+        else:
+            sql, shift = "SHOW SLAVE STATUS", 0
+        rows = await self._query(sql)
+        out: list[dict[str, str | float | None]] = []
+        for r in rows:
+            # Columns by position (the same in MySQL and MariaDB after the shift):
+            # 0 IO state, 10/11 IO/SQL running, 32 seconds behind, 35/37 last IO/SQL error.
+            def col(i: int, row: tuple[Any, ...] = r) -> Any:
+                return row[i + shift] if i + shift < len(row) else None
+            error = _str(col(37)) or _str(col(35)) or ""
+            out.append({"name": _str(r[0]) if shift else "", "io": _str(col(10)),
+                        "sql": _str(col(11)), "lag": _num(col(32)),
+                        "state": _str(col(0)), "error": shorten(error, 200)})
+        return out
+
+    async def _galera(self) -> dict[str, str]:
+        rows = await self._query("SHOW GLOBAL STATUS LIKE 'wsrep%'")
+        found = {str(r[0]).lower(): _str(r[1]) or "" for r in rows}
+        if "wsrep_cluster_status" not in found:
+            return {}
+        return {name: found[name] for name in GALERA_VARS if name in found}
+
+    async def _log(self, problems: list[str]) -> tuple[list[str], str]:
+        """The last lines of the server's error log, read through its host."""
+        if self.host is None:
+            if self.no_host:
+                problems.append(f"error log: {self.no_host}")
+            return [], ""
+        try:
+            if self._log_path is None:
+                rows = await self._query("SELECT @@log_error, @@datadir")
+                path, datadir = (_str(rows[0][0]) or "", _str(rows[0][1]) or "") if rows \
+                    else ("", "")
+                if path and not path.startswith("/"):
+                    path = str(PurePosixPath(datadir) / path)
+                self._log_path = path
+        except ServerError as exc:
+            problems.append(f"error log: {exc}")
+            return [], ""
+        path = self._log_path
+        if not path:
+            problems.append("error log: the server logs to stderr (log_error is empty), "
+                            "so there is no file to show")
+            return [], ""
+        try:
+            result = await self.host.run(["tail", "-c", str(LOG_BYTES), "--", path],
+                                         limit=LOG_TIMEOUT)
+        except HostError as exc:
+            problems.append(f"error log {path}: {exc}")
+            return [], path
+        if result.returncode != 0:
+            why = result.stderr.strip().splitlines()[-1:] or ["tail failed"]
+            problems.append(f"error log {path} on {self.host.name}: {why[0]}")
+            return [], path
+        lines = result.stdout.splitlines()
+        if len(result.stdout.encode()) >= LOG_BYTES and lines:
+            lines = lines[1:]  # the first line is probably cut by the byte limit
+        tail = [ln if len(ln) <= LOG_LINE_CHARS else ln[: LOG_LINE_CHARS - 1] + "…"
+                for ln in lines if ln.strip()][-LOG_LINES:]
+        return tail, path

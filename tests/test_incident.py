@@ -1,0 +1,221 @@
+"""The incident snapshot on a real mariadbd: processlist, lock waits, oldest transaction, the
+error log's tail, statement texts off, secrets redacted; the session samples it only on demand."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EventCollector
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import JournalReader
+from knobtop.journal.events import Incident, event_from_dict, to_dict
+from knobtop.lab import Sandbox
+from knobtop.server.incident import REDACTED, IncidentReader, IncidentSnapshot, redact, shorten
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.session import Session, SessionConfig
+
+DB = "incident_t"
+SECRET = "hunter2-incident-secret"
+
+# -- redaction (no server) ----------------------------------------------------------------
+
+SECRET_STATEMENTS = [
+    f"SET PASSWORD FOR 'app'@'%' = PASSWORD('{SECRET}')",
+    f"set password = password('{SECRET}')",
+    f"ALTER USER app IDENTIFIED BY '{SECRET}'",
+    f"CREATE USER 'x'@'localhost' IDENTIFIED BY \"{SECRET}\"",
+    f"GRANT ALL ON *.* TO x IDENTIFIED BY '{SECRET}'",
+    f"CHANGE MASTER TO MASTER_HOST='h', MASTER_PASSWORD='{SECRET}'",
+    f"SELECT AES_ENCRYPT('data', '{SECRET}')",
+    f"SELECT AES_DECRYPT(c, '{SECRET}') FROM t",
+    f"ALTER USER app IDENTIFIED BY '{SECRET}\\' still secret'",
+    f"ALTER USER app IDENTIFIED BY 'it''s {SECRET}'",
+    f"ALTER USER app IDENTIFIED BY '{SECRET}",  # cut short by the fetch limit
+    f"ALTER USER app\n  IDENTIFIED\tBY '{SECRET}'",
+    f"ALTER USER app IDENTIFIED VIA ed25519 USING PASSWORD('{SECRET}')",
+    f"INSERT INTO t VALUES (ENCRYPT('{SECRET}'))",
+]
+
+
+@pytest.mark.parametrize("sql", SECRET_STATEMENTS)
+def test_secret_literals_are_redacted(sql: str) -> None:
+    out = redact(sql)
+    assert SECRET not in out
+    assert REDACTED in out
+    cut = shorten(sql, 40)
+    assert cut is not None and SECRET[:10] not in cut and len(cut) <= 40
+
+
+def test_plain_statements_keep_their_text() -> None:
+    sql = "SELECT c FROM sbtest1 WHERE id = 'abc'"
+    assert redact(sql) == sql
+    assert shorten("SELECT  1\n  FROM dual") == "SELECT 1 FROM dual"
+    long = "SELECT " + "x, " * 100
+    cut = shorten(long, 30)
+    assert cut is not None and len(cut) == 30 and cut.endswith("…")
+    assert shorten(None) is None
+
+
+def test_incident_event_round_trips_and_rejects_wrong_types() -> None:
+    event = Incident(t=1.0, wall=2.0, threads=3, procs=[[7, "u", None, "Query", 1.5, "x", "S"]],
+                     oldest={"thread": 7, "seconds": 3}, log=["a line"], statements=False)
+    assert event_from_dict(to_dict(event)) == event
+    from knobtop.journal.events import EventDecodeError
+    bad: dict[str, Any]
+    for bad in ({"procs": [[[1]]]}, {"log": "x"}, {"oldest": []}, {"statements": "no"},
+                {"galera": {"a": 1}}, {"threads": 1.5}):
+        with pytest.raises(EventDecodeError):
+            event_from_dict({**to_dict(event), **bad})
+
+
+# -- on a real server ---------------------------------------------------------------------
+
+async def until(check: Callable[[], Awaitable[Any]], timeout: float = 20) -> Any:
+    """Poll ``check`` until it returns something truthy (or fail at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = await check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def links(mariadb_info: ConnectionInfo) -> AsyncIterator[list[ServerLink]]:
+    made = [ServerLink(mariadb_info) for _ in range(3)]
+    for link in made:
+        await link.connect()
+    await made[0].query(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    await made[0].query(f"CREATE TABLE IF NOT EXISTS {DB}.t (id INT PRIMARY KEY, v INT) "
+                        "ENGINE=InnoDB")
+    await made[0].query(f"INSERT IGNORE INTO {DB}.t VALUES (1, 0)")
+    yield made
+    for link in made:
+        await link.close()
+
+
+@pytest.mark.integration
+async def test_blocked_transaction_shows_in_lock_waits_and_oldest(
+        links: list[ServerLink], mariadb_info: ConnectionInfo) -> None:
+    holder, waiter, reader_link = links
+    await holder.query("BEGIN")
+    await holder.query(f"UPDATE {DB}.t SET v = v + 1 WHERE id = 1")
+    holder_id = (await holder.query("SELECT CONNECTION_ID()"))[0][0]
+    waiter_id = (await waiter.query("SELECT CONNECTION_ID()"))[0][0]
+    blocked = asyncio.create_task(
+        waiter.query(f"UPDATE {DB}.t SET v = v + 2 WHERE id = 1", timeout=60))
+    reader = IncidentReader(reader_link, LocalHost())
+    try:
+        async def locked() -> IncidentSnapshot | None:
+            snap = await reader.read()
+            return snap if snap.locks else None
+        snap = await until(locked)
+        wait = snap.locks[0]
+        assert wait[0] == waiter_id and wait[3] == holder_id
+        assert wait[2] == f"UPDATE {DB}.t SET v = v + 2 WHERE id = 1"
+        assert snap.oldest["thread"] == holder_id
+        assert snap.oldest["state"] == "RUNNING"
+        assert snap.problems == [], snap.problems
+    finally:
+        await holder.query("ROLLBACK")
+        await asyncio.wait_for(blocked, 30)
+
+    async def cleared() -> bool:  # InnoDB refreshes its I_S transaction cache every 0.1 s
+        snap = await reader.read()
+        return snap.locks == [] and snap.oldest == {}
+    await until(cleared)
+
+
+@pytest.mark.integration
+async def test_long_sleep_tops_the_processlist_and_statements_can_be_off(
+        links: list[ServerLink]) -> None:
+    sleeper, _, reader_link = links
+    sleeper_id = (await sleeper.query("SELECT CONNECTION_ID()"))[0][0]
+    sql = f"SELECT SLEEP(4), PASSWORD('{SECRET}')"
+    task = asyncio.create_task(sleeper.query(sql, timeout=30))
+    try:
+        reader = IncidentReader(reader_link, LocalHost())
+
+        async def slept() -> IncidentSnapshot | None:
+            snap = await reader.read()
+            top = snap.procs[0] if snap.procs else None
+            return snap if top is not None and top[0] == sleeper_id \
+                and isinstance(top[4], float) and top[4] > 0.5 else None
+        snap = await until(slept)
+        top = snap.procs[0]
+        assert top[3] == "Query"
+        assert isinstance(top[6], str) and top[6].startswith("SELECT SLEEP(4), PASSWORD(")
+        assert SECRET not in repr(snap)
+        assert snap.threads >= 2  # the sleeper and the holder/waiter links (not the reader)
+        ids = [p[0] for p in snap.procs]
+        assert (await reader_link.query("SELECT CONNECTION_ID()"))[0][0] not in ids
+        off = await IncidentReader(reader_link, LocalHost(), statements=False).read()
+        assert off.statements is False
+        assert [p[0] for p in off.procs][:1] == [sleeper_id]
+        assert all(p[6] is None for p in off.procs)
+        assert "SLEEP" not in repr(off)
+    finally:
+        await asyncio.wait_for(task, 30)
+
+
+@pytest.mark.integration
+async def test_error_log_tail(links: list[ServerLink], mariadb: Sandbox) -> None:
+    reader = IncidentReader(links[2], LocalHost())
+    snap = await reader.read()
+    path = Path(snap.log_path)
+    assert path.is_file()
+    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    assert snap.log, snap.problems
+    assert snap.log[-1] == lines[-1][:300] or snap.log[-1].endswith("…")
+    assert len(snap.log) == min(20, len(lines))
+    # No host that can read it: the page says why instead.
+    snap = await IncidentReader(links[2], None, no_host="no SSH to it").read()
+    assert snap.log == [] and "error log: no SSH to it" in snap.problems
+
+
+@pytest.mark.integration
+async def test_session_samples_only_on_demand_and_keeps_secrets_out(
+        mariadb_info: ConnectionInfo, links: list[ServerLink], tmp_path: Path,
+        collector: EventCollector) -> None:
+    path = tmp_path / "s.knobtop.jsonl"
+    config = SessionConfig(profile="test", connection=mariadb_info, journal_path=path,
+                           statements=False)
+    session = Session(config, LocalHost(), None)
+    session.listeners.append(collector)
+    await session.open()
+    sleeper = links[0]
+    task = asyncio.create_task(sleeper.query(f"SELECT SLEEP(3), PASSWORD('{SECRET}')",
+                                             timeout=30))
+    try:
+        await collector.wait_for(lambda ev: sum(e.kind == "sample" for e in ev) >= 2,
+                                 timeout=20)
+        assert not any(e.kind == "incident" for e in collector.events)
+        await session.incident_sampling(True)
+        await collector.wait_for(lambda ev: sum(e.kind == "incident" for e in ev) >= 2,
+                                 timeout=20)
+        await session.incident_sampling(False)
+        count = sum(e.kind == "incident" for e in collector.events)
+        seen = len(collector.events)
+        await collector.wait_for(lambda ev: len(ev) >= seen + 3, timeout=20)  # samples go on
+        assert sum(e.kind == "incident" for e in collector.events) == count
+    finally:
+        await session.close()
+        await asyncio.wait_for(task, 30)
+    incidents = [e for e in collector.events if isinstance(e, Incident)]
+    times = [e.t for e in incidents]
+    assert all(b - a >= 1.9 for a, b in itertools.pairwise(times)), times
+    assert all(not e.statements for e in incidents)
+    assert any(p[3] == "Query" for e in incidents for p in e.procs)
+    text = path.read_text()
+    assert '"ev":"incident"' in text.replace(" ", "")
+    assert "SLEEP" not in text and SECRET not in text
+    journaled = [e for e in JournalReader(path).events() if isinstance(e, Incident)]
+    assert journaled == incidents
