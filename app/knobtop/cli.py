@@ -37,7 +37,15 @@ from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.events import Change, Error, Event, Phase, Restart
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
-from knobtop.lab import LAB_DB, LabError, Sandbox, default_lab_dir, find_program
+from knobtop.lab import (
+    LAB_DB,
+    LabError,
+    Sandbox,
+    default_lab_dir,
+    find_program,
+    previous_baseline,
+    stop_lab,
+)
 from knobtop.load.base import RAND_TYPES, WORKLOADS, LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.sysbench import INSTALL_HINT
@@ -236,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--fresh", action="store_true", help="wipe the sandbox and start anew")
     lab.add_argument("--keep-running", action="store_true",
                      help="leave the sandbox server running on exit")
+    lab.add_argument("--stop", action="store_true",
+                     help="stop the sandbox server (left running by --keep-running) cleanly "
+                     "and exit; says so if none is running")
     lab.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
                      help="load generator: sysbench, or knobtop's built-in one (auto: sysbench "
                      "when installed, else built-in)")
@@ -800,6 +811,11 @@ def journal_must_work(path: Path) -> None:
 
 
 def run_lab(args: argparse.Namespace, console: Console) -> int:
+    if getattr(args, "stop", False):
+        with console.status("Stopping the sandbox server ..."):
+            said = stop_lab(args.dir or default_lab_dir())
+        console.print(said, markup=False, highlight=False)
+        return 0
     spec = load_spec(args)
     has_sysbench = find_program("sysbench") is not None
     if args.driver == "sysbench" and not has_sysbench:
@@ -842,6 +858,8 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
                                cleanup_on_close=args.cleanup)
         session = Session(config, hosts.target, driver,
                           clients=tuple(h for _, h in hosts.clients))
+        # At open, knobs that differ from what the last lab session started from are said.
+        session.previous_baseline = previous_baseline(sandbox.root / "journals", journal)
         return run_session(args, console, session)
     finally:
         if sandbox.started_here and not args.keep_running:

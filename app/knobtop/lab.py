@@ -23,6 +23,9 @@ LAB_USER = "knobtop"
 LAB_DB = "sbtest"
 # Server plugins the sandbox can load, and the Debian package that ships each.
 PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
+# The error log is appended to across starts (a failed start keeps its evidence) and
+# rotated to error.log.1 once it is this big.
+ERROR_LOG_ROTATE = 16 * 1024 * 1024
 
 
 class LabError(RuntimeError):
@@ -63,6 +66,8 @@ class Sandbox:
     started_here: bool = False
     # Server plugins to load at start, by library name ("ha_rocksdb" for MyRocks).
     plugins: tuple[str, ...] = ()
+    # Where this start's lines begin in error.log (it is appended to, never deleted).
+    log_start: int = 0
 
     def __post_init__(self) -> None:
         self.plugins = tuple(p.removesuffix(".so") for p in self.plugins)
@@ -220,7 +225,7 @@ class Sandbox:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self._install_db()
         self.port = self.port or free_port()
-        self.error_log.unlink(missing_ok=True)
+        self._open_error_log()
         with open(os.devnull, "wb") as devnull:
             proc = subprocess.Popen(
                 [server, f"--defaults-file={self.config}", f"--port={self.port}"],
@@ -317,7 +322,7 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
-                raise LabError(f"the sandbox server exited at start:\n{self._log_tail()}")
+                raise LabError(f"the sandbox server exited at start; {self._log_tail()}")
             if self.socket.exists():
                 with socket.socket(socket.AF_UNIX) as s:
                     s.settimeout(1.0)
@@ -329,14 +334,39 @@ class Sandbox:
                         pass
             time.sleep(0.05)
         raise LabError(
-            f"the sandbox server did not answer within {timeout:.0f} s:\n{self._log_tail()}"
+            f"the sandbox server did not answer within {timeout:.0f} s; {self._log_tail()}"
         )
 
-    def _log_tail(self) -> str:
+    def _open_error_log(self) -> None:
+        """Keep earlier starts' lines (rotating a big log once) and remember where this
+        start's lines begin, behind a line saying which start they belong to."""
+        with contextlib.suppress(FileNotFoundError):
+            if self.error_log.stat().st_size > ERROR_LOG_ROTATE:
+                self.error_log.replace(self.error_log.with_name(self.error_log.name + ".1"))
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with open(self.error_log, "a", encoding="utf-8") as fh:
+            fh.write(f"---- knobtop lab: server start at {stamp} ----\n")
+            self.log_start = fh.tell()
+
+    def start_log(self) -> list[str]:
+        """The error log's lines from this start, as the server wrote them."""
         try:
-            return "\n".join(self.error_log.read_text(errors="replace").splitlines()[-15:])
+            with open(self.error_log, "rb") as fh:
+                fh.seek(self.log_start)
+                return fh.read().decode(errors="replace").splitlines()
         except FileNotFoundError:
-            return f"(no error log at {self.error_log})"
+            return []
+
+    def _log_tail(self) -> str:
+        """The server's own words about this start, verbatim: its [ERROR] lines (else its
+        last lines), under one line of knobtop's naming the file."""
+        lines = self.start_log()
+        if not lines:
+            return f"(nothing in the error log {self.error_log} from this start)"
+        errors = [line for line in lines if "[ERROR]" in line]
+        shown = errors[-15:] if errors else lines[-15:]
+        what = "[ERROR] lines" if errors else "last lines"
+        return f"its {what} in {self.error_log} from this start:\n" + "\n".join(shown)
 
     def _create_lab_user(self) -> None:
         # The password's hash, not the password: a server error quoting the statement
@@ -392,6 +422,40 @@ class Sandbox:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
         self.started_here = False
+
+
+def stop_lab(root: Path, *, timeout: float = 60.0) -> str:
+    """``knobtop lab --stop``: stop the sandbox server in ``root`` cleanly, and say what
+    was done (also when none was running)."""
+    sandbox = Sandbox.existing(root)
+    pid = sandbox.running_pid()
+    if pid is None:
+        return f"no sandbox server is running in {root}"
+    sandbox.stop(timeout=timeout)
+    return f"stopped the sandbox server in {root} (pid {pid}); its data stays for the next start"
+
+
+def previous_baseline(
+    journals: Path, exclude: Path | None = None
+) -> tuple[str, dict[str, str | None]] | None:
+    """The newest journal in ``journals`` (not ``exclude``) and the knob values it
+    started from (its first ``knobs`` event), or None when there is none to read."""
+    from knobtop.journal.events import Knobs
+    from knobtop.journal.reader import JournalReader
+
+    try:
+        found = [p for p in journals.glob("*.knobtop.jsonl") if p != exclude]
+        newest = sorted(found, key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return None
+    for path in reversed(newest):
+        try:
+            for event in JournalReader(path).events():
+                if isinstance(event, Knobs):
+                    return path.name, dict(event.values)
+        except (OSError, ValueError):
+            continue  # unreadable or not a journal: try the one before
+    return None
 
 
 def native_password_hash(password: str) -> str:

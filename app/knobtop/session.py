@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import math
 import os
 import platform
 import socket
@@ -47,7 +48,7 @@ from knobtop.load.multi import ALL, MultiLoad
 from knobtop.load.sysbench import Sysbench, missing_tables_hint
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
-from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.catalog import Catalog, datadir_refusal, load_catalog
 from knobtop.server.incident import IncidentReader
 from knobtop.server.knobs import (
     SEED_KNOBS,
@@ -168,6 +169,9 @@ class Session:
         # Dynamic values this session set (and still wants): a restart forgets SET GLOBAL.
         self.dynamic_set: dict[str, str] = {}
         self.baseline: dict[str, str | None] = {}
+        # The previous session's journal name and starting knobs (the lab sets it): at
+        # open, a server that differs from them is said and journaled.
+        self.previous_baseline: tuple[str, dict[str, str | None]] | None = None
         self.restarter = (
             RestartApplier(config.nodes, on_step=self._restart_step) if config.nodes else None
         )
@@ -297,6 +301,7 @@ class Session:
                 facts={k: f.to_json() for k, f in self.knob_facts.items()},
             )
         )
+        self._note_previous_baseline()
         for h in self.hosts:
             h.start_os_metrics(self.config.interval)
             if hasattr(h, "on_state"):
@@ -305,6 +310,21 @@ class Session:
                 )
         self._sampler = asyncio.create_task(self._sample_loop(), name="knobtop-sampler")
         return header
+
+    def _note_previous_baseline(self) -> Note | None:
+        """Journal (and show) the knobs whose value at this start is not what the previous
+        session started from: changes it left behind, or made by someone else since."""
+        if self.previous_baseline is None:
+            return None
+        name, before = self.previous_baseline
+        differ = [f"{k} = {self.baseline[k]} (it started from {v})"
+                  for k, v in sorted(before.items())
+                  if k in self.baseline and self.baseline[k] != v]
+        if not differ:
+            return None
+        return self.note(f"the server differs from the baseline of the previous session "
+                         f"({name}): {'; '.join(differ)}. This session's baseline is the "
+                         "server as it is now")
 
     @property
     def _ndb_sql(self) -> bool:
@@ -681,11 +701,17 @@ class Session:
                         self.dynamic_set[knob] = new
         self.emit(event)
 
+    @property
+    def restart_in_progress(self) -> bool:
+        """A static change's restart (or its rollback) is running now."""
+        return self._restarting
+
     def expected_downtime(self) -> str:
         last = self.restarter.last_downtime if self.restarter else None
         if last is None:
             return "unknown until the first restart (a few seconds for a small server)"
-        return f"about {last:.0f} s per node (the last restart took {last:.1f} s)"
+        # Rounded up: a 0.4 s restart is not "about 0 s" of downtime.
+        return f"about {math.ceil(last)} s per node (the last restart took {last:.1f} s)"
 
     def restart_plan(self) -> str:
         """What a static change will do, in words, for the confirmation dialog."""
@@ -724,6 +750,9 @@ class Session:
                 "was changed"
             )
         value = static_value(facts, raw)
+        pinned = datadir_refusal(facts.name, facts.value, value)
+        if pinned is not None:  # a restart would only fail (or lose tables) and roll back
+            raise KnobError(pinned)
         if not restart_ok:
             raise KnobError(
                 f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
@@ -865,17 +894,49 @@ class Session:
                     await self._set_knob(knob, old, restart_ok=False, reason="undo")
             return undone
 
+    async def _differ(self) -> dict[str, KnobFacts]:
+        """The knobs whose value on the server now is not this session's baseline."""
+        link = await self._ensure_action_link()
+        names = sorted(k for k in self.baseline if self.baseline[k] is not None)
+        if not names:
+            return {}
+        now = await load_facts(link, names)
+        return {k: now[k] for k in names if now[k].present and now[k].value != self.baseline[k]}
+
+    async def baseline_diff(self) -> list[BaselineDiff]:
+        """What differs from the session's baseline now (for the quit and revert dialogs)."""
+        async with self._action_lock:
+            differ = await self._differ()
+        return [BaselineDiff(k, f.value, self.baseline[k], f.dynamic) for k, f in differ.items()]
+
+    def revert_plan(self, diff: list[BaselineDiff]) -> str:
+        """What reverting ``diff`` does, in words: which knobs go back live, which need
+        the restart (a restart is promised only when a static knob differs)."""
+        live = [d.knob for d in diff if d.dynamic]
+        static = [d.knob for d in diff if not d.dynamic]
+        parts = []
+        if live:
+            parts.append(f"Back live with SET GLOBAL, no restart: {', '.join(live)}.")
+        if static:
+            parts.append(f"Static, back together with one restart: {', '.join(static)}; "
+                         f"knobtop {self.restart_plan()}.")
+        else:
+            parts.append("Nothing restarts.")
+        return " ".join(parts)
+
+    def quit_choice(self, choice: str, diff: list[BaselineDiff]) -> Note:
+        """Journal what was done at quit about the knobs that differ from the baseline."""
+        listed = ", ".join(f"{d.knob}={d.now} (baseline {d.baseline})" for d in diff)
+        verb = {"revert": "reverted to the baseline", "keep": "kept on the server"}[choice]
+        return self.note(f"quit: {verb}: {listed}" if diff else f"quit: {verb}: nothing differed")
+
     async def revert_to_baseline(self) -> list[Change]:
         """Every knob this session changed back to its value at the start; all static
         ones together, with a single restart."""
         async with self._action_lock:
-            link = await self._ensure_action_link()
-            names = sorted(k for k in self.baseline if self.baseline[k] is not None)
-            if not names:
+            differ = await self._differ()
+            if not differ:
                 return []
-            now = await load_facts(link, names)
-            differ = {k: now[k] for k in names
-                      if now[k].present and now[k].value != self.baseline[k]}
             out: list[Change] = []
             static: dict[str, tuple[str | None, str]] = {}
             for knob, facts in differ.items():
@@ -1105,6 +1166,16 @@ async def _stop_task(task: asyncio.Task[None]) -> None:
         await asyncio.wait({task}, timeout=2.0)
     with contextlib.suppress(asyncio.CancelledError, Exception):
         task.result()
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    """One knob whose server value is not the session's baseline."""
+
+    knob: str
+    now: str | None
+    baseline: str | None
+    dynamic: bool
 
 
 def static_value(facts: KnobFacts, raw: str) -> str:

@@ -41,6 +41,35 @@ _MYSQL_TYPES = {
     "boolean": "BOOLEAN",
     "set": "SET",
 }
+# Knobs an existing datadir pins down: a restart with another value fails or
+# loses data, so they are marked in the palette and refused before any restart.
+DATADIR_BOUND = {
+    "innodb_page_size": "fixed when the datadir was created: InnoDB will not start on data "
+    "files of another page size, so a new page size needs a new datadir",
+    "lower_case_table_names": "set when the datadir was created: MySQL 8.0+ will not start "
+    "with another value, and MariaDB starts but can no longer find tables named in capitals",
+    "innodb_data_file_path": "its first file is fixed when the datadir was created (InnoDB "
+    "will not start if that file's name or size changes); only files after it can be "
+    "added or grown",
+}
+
+
+def datadir_refusal(name: str, current: str | None, value: str) -> str | None:
+    """Why ``name`` cannot go from ``current`` to ``value`` on an existing datadir, or
+    None when it can (innodb_data_file_path: when its first file stays the same)."""
+    why = DATADIR_BOUND.get(name.lower())
+    if why is None or current is None or value == current:
+        return None
+    if name.lower() == "innodb_data_file_path" and _first_file(value) == _first_file(current):
+        return None
+    return f"{name} cannot change on an existing datadir: {why}. Nothing was changed"
+
+
+def _first_file(path: str) -> tuple[str, ...]:
+    """``ibdata1:12M:autoextend;...`` -> ("ibdata1", "12M"): the first file's name and size."""
+    return tuple(part.strip().upper() for part in path.split(";", 1)[0].split(":")[:2])
+
+
 _WORD = re.compile(r"[a-z0-9]+")
 _SPLIT = re.compile(r"[\s_\-.]+")
 

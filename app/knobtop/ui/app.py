@@ -21,16 +21,16 @@ from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
 from knobtop.recipes.results import Results, build
 from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
-from knobtop.server.catalog import Catalog, CatalogFacts
+from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.server.link import ServerError
-from knobtop.session import Session, SessionError, SessionThread
+from knobtop.session import BaselineDiff, Session, SessionError, SessionThread, static_value
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.messages import JournalEvent, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
-from knobtop.ui.screens.confirm import ConfirmScreen
+from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
@@ -44,6 +44,9 @@ T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
 RECIPE_OWNS = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
                          "undo", "revert_baseline", "focus_knobs"})
+# Actions that need a session (a server to change, a journal to write): a follower hides them.
+SESSION_ONLY = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
+                          "undo", "revert_baseline", "note", "mark", "abort_recipe", "edit"})
 PAINT_INTERVAL = 0.5  # graphs repaint at most twice a second, whatever the sample rate
 
 
@@ -101,6 +104,7 @@ class KnobtopApp(KnobtopBase):
         self._journal_name = ""
         self._live_ready = False
         self._unshown: list[Event] = []
+        self._quitting = False
 
     # -- start and stop ---------------------------------------------------------
 
@@ -118,6 +122,9 @@ class KnobtopApp(KnobtopBase):
                 self.screenshot_dir = self.follower.directory
                 if self.follower.waiting:
                     self._state = f"waiting for a journal in {self.follower.directory}"
+            ends = [e for e in self._initial if isinstance(e, End)]
+            if ends and ends[-1] is self._initial[-1]:  # it had ended before we looked
+                self._state = self._ended(ends[-1])
             self.run_worker(self._follow(), name="follow", exclusive=True)
         if self.runner is not None and self.session is not None:
             self.session.listeners.append(self._from_session)
@@ -142,9 +149,7 @@ class KnobtopApp(KnobtopBase):
             self._apply(event)
             if isinstance(event, End):
                 # The writer closed its journal: nothing more will come (unless a new one).
-                self._state = f"ended: {event.reason}" if event.reason else "ended"
-                if isinstance(self.follower, DirectoryFollower):
-                    self._state += f"; waiting for a newer journal in {self.follower.directory}"
+                self._state = self._ended(event)
                 continue
             lag = self.follower.lag
             self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
@@ -157,6 +162,13 @@ class KnobtopApp(KnobtopBase):
                 return f"{self.follower.directory.name}/"
             return f"{self.follower.directory.name}/{self.follower.path.name}"
         return self.follower.path.name
+
+    def _ended(self, end: End) -> str:
+        """The state shown once the followed journal ended (and what happens next)."""
+        state = f"ended: {end.reason}" if end.reason else "ended"
+        if isinstance(self.follower, DirectoryFollower):
+            state += f"; waiting for a newer journal in {self.follower.directory}"
+        return state
 
     def _from_session(self, event: Event) -> None:
         """Called on the session's thread; post_message is thread-safe."""
@@ -229,10 +241,63 @@ class KnobtopApp(KnobtopBase):
         return self.recipe_runner is not None and self.recipe_results is None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """While a recipe runs, the load and the knobs are the recipe's: hands off."""
+        """A follower is read-only: what needs a session is neither in the footer nor in the
+        help.  While a recipe runs, the load and the knobs are the recipe's: hands off."""
+        if self.session is None and action in SESSION_ONLY:
+            return False
         return not (self.recipe_running and action in RECIPE_OWNS)
 
     async def action_quit(self) -> None:
+        """Quit; knobs this session left off its baseline are listed first, to revert
+        or keep (the choice is journaled).  The dialog needs the app's loop running, so
+        the quit runs as a worker."""
+        if not self._quitting:
+            self.run_worker(self._quit(), name="quit", group="quit", exclusive=True)
+
+    async def _ask_quit(self, session: Session) -> bool:
+        """Revert or keep what differs from the baseline; False when the person stays."""
+        if session.restart_in_progress:
+            self._state = "quit: waiting for the restart in progress to finish ..."
+            self.paint(force=True)
+        try:
+            diff = await self._call(session.baseline_diff())
+        except (TimeoutError, SessionError, OSError) as exc:
+            self.notify(f"cannot read the knobs to revert them: {exc}", severity="error",
+                        markup=False)
+            diff = None
+        if not diff:  # nothing differs, or the server does not answer (said in a notice)
+            return True
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        lab = session.config.profile == "lab"
+        self.push_screen(QuitScreen(quit_details(session, diff, lab=lab),
+                                    default="revert" if lab else None),
+                         answer.set_result)
+        choice = await answer
+        if choice is None:
+            return False
+        if choice == "revert":
+            self._state = "quitting: reverting to the baseline ..."
+            self.paint(force=True)
+            changes = await self._call(session.revert_to_baseline())
+            for change in changes or []:
+                if change.result != "ok":
+                    self._report(change)
+        assert self.runner is not None
+        await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
+        return True
+
+    async def _quit(self) -> None:
+        self._quitting = True
+        try:
+            if (not self.recipe_running and self.session is not None
+                    and self.runner is not None and self.session.journal is not None
+                    and not await self._ask_quit(self.session)):
+                return
+            await self._close_and_exit()
+        finally:
+            self._quitting = False
+
+    async def _close_and_exit(self) -> None:
         if self.recipe_running and self.recipe_runner is not None:
             # Abort first: the load stops and the baseline knobs come back before closing.
             self._state = "aborting the recipe: restoring the baseline knobs ..."
@@ -242,7 +307,9 @@ class KnobtopApp(KnobtopBase):
                 with contextlib.suppress(Exception):
                     await asyncio.wait({self._recipe_future}, timeout=900)
         if self.runner is not None:
-            self._state = "stopping (a restart in progress finishes first) ..."
+            busy = self.session is not None and self.session.restart_in_progress
+            self._state = ("stopping (the restart in progress finishes first) ..." if busy
+                           else "stopping ...")
             self.paint(force=True)
             await asyncio.to_thread(self.runner.stop, "quit")
         self.exit(0)
@@ -359,6 +426,8 @@ class KnobtopApp(KnobtopBase):
             return
         static = not facts.get("dynamic", True)
         title = f"Set {name}" + (" (static: needs a restart)" if static else "")
+        if name.lower() in DATADIR_BOUND:
+            title = f"Set {name} (fixed by the existing datadir)"
         self.push_screen(
             PromptScreen(title, knob_help(name, facts, current), current or "",
                          preview=partial(knob_preview, catalog.get(name)) if catalog else None),
@@ -369,6 +438,10 @@ class KnobtopApp(KnobtopBase):
     def _confirm_static(self, knob: str, value: str | None) -> None:
         if value is None or self.session is None:
             return
+        if self._datadir_bound(knob, value):
+            # No restart to confirm: the session refuses it with the reason (journaled).
+            self._set_knob(knob, value)
+            return
         plan = self.session.restart_plan()
         self.push_screen(
             ConfirmScreen(f"Restart for {knob} = {value}?",
@@ -378,6 +451,17 @@ class KnobtopApp(KnobtopBase):
                           yes="Restart"),
             lambda yes: self._set_knob(knob, value, restart=True) if yes else None,
         )
+
+    def _datadir_bound(self, knob: str, value: str) -> bool:
+        """The existing datadir pins ``knob``, and ``value`` is not what it is now."""
+        if knob.lower() not in DATADIR_BOUND or self.knob_catalog is None:
+            return False
+        facts = self.knob_catalog.get(knob)
+        try:
+            wanted = static_value(facts, value)
+        except KnobError:
+            return False  # the session's refusal names what is wrong with the value
+        return datadir_refusal(knob, facts.value, wanted) is not None
 
     def _set_knob(self, knob: str, value: str | None, *, restart: bool = False) -> None:
         if value is None or self.session is None:
@@ -432,7 +516,8 @@ class KnobtopApp(KnobtopBase):
         if last.method in ("dropin_restart", "ndb_rolling_restart"):
             self.push_screen(
                 ConfirmScreen(f"Undo {last.knob} = {last.new}?",
-                              f"Back to {last.old}: {session.restart_plan()}.", yes="Undo"),
+                              f"Back to {last.old}; {last.knob} is static, so knobtop "
+                              f"{session.restart_plan()}.", yes="Undo"),
                 self._if_yes(undo),
             )
         else:
@@ -440,9 +525,18 @@ class KnobtopApp(KnobtopBase):
 
     def action_revert_baseline(self) -> None:
         session = self._need_session()
-        if session is None:
+        if session is not None:
+            self.run_worker(self._ask_revert(session), group="knobs")
+
+    async def _ask_revert(self, session: Session) -> None:
+        """Read what differs first, so the dialog says what goes back live and what needs
+        the restart (and promises a restart only when a static knob differs)."""
+        diff = await self._call(session.baseline_diff())
+        if diff is None:
             return
-        changed = sorted({c.knob for c in session.history})
+        if not diff:
+            self.notify("every knob is at the session's baseline: nothing to revert")
+            return
 
         async def revert() -> None:
             changes = await self._call(session.revert_to_baseline())
@@ -455,11 +549,9 @@ class KnobtopApp(KnobtopBase):
             else:
                 self.notify(f"back to baseline: {len(changes)} knob(s) restored")
 
-        listed = ", ".join(changed) or "whatever differs from the start of the session"
         self.push_screen(
             ConfirmScreen("Revert every knob to the session's baseline?",
-                          f"Restores {listed}. Static ones change together with one "
-                          f"restart: {session.restart_plan()}.", yes="Revert"),
+                          f"{differences(diff)}\n{session.revert_plan(diff)}", yes="Revert"),
             self._if_yes(revert),
         )
 
@@ -572,6 +664,22 @@ class KnobtopApp(KnobtopBase):
         self._marks += 1
         label = f"mark {self._marks}"
         self.runner.call(lambda: session.mark(label))
+
+
+def differences(diff: list[BaselineDiff]) -> str:
+    """One line per knob: its value now and the baseline it goes back to."""
+    return "\n".join(f"{d.knob}: {show_value(d.knob, d.now)} → "
+                     f"{show_value(d.knob, d.baseline)}" for d in diff)
+
+
+def quit_details(session: Session, diff: list[BaselineDiff], *, lab: bool) -> str:
+    """The quit dialog's text: what differs, what revert does, what keep leaves."""
+    where = ("the sandbox" if lab else "the server")
+    keep = (f"Keep leaves them on {where}: the next session starts from them and says so."
+            if lab else f"Keep leaves them on {where} as they are now.")
+    busy = ("\nA restart is in progress: it finishes first."
+            if session.restart_in_progress else "")
+    return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}\n{keep}{busy}")
 
 
 def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:

@@ -8,7 +8,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.markup import escape
 
-from knobtop.server.catalog import Catalog, CatalogFacts, match_offsets
+from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, match_offsets
 from knobtop.server.knobtext import show_bound, show_value
 
 _HUGE = float(1 << 62)  # ranges above this read as "no upper limit"
@@ -38,6 +38,8 @@ def describe(facts: CatalogFacts) -> str:
     mode = _MODE_WORDS.get(facts.mode, facts.mode)
     if facts.ignored:
         mode += ", ignored by this server"
+    if facts.name.lower() in DATADIR_BOUND:
+        mode += ", fixed by the existing datadir"
     parts.append(mode)
     text = " · ".join(p for p in parts if p)
     return f"{text} — {facts.note}" if facts.note else text

@@ -1,4 +1,5 @@
-"""ConfirmScreen: a yes/no question with what will happen spelled out (restarts, downtime)."""
+"""ConfirmScreen: a yes/no question with what will happen spelled out (restarts, downtime);
+QuitScreen: what to do at quit with the knobs that differ from the session's baseline."""
 
 from __future__ import annotations
 
@@ -65,3 +66,41 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class QuitScreen(ModalScreen[str | None]):
+    """``r`` reverts and quits, ``k`` keeps and quits, ``c``/Escape stays.  ``default``
+    ("revert" for the lab; None for a profile's server: nothing happens on Enter until
+    the person chooses) is the focused button."""
+
+    DEFAULT_CSS = ConfirmScreen.DEFAULT_CSS.replace("ConfirmScreen", "QuitScreen")
+
+    BINDINGS = [
+        Binding("r", "answer('revert')", "Revert", id="quit.revert"),
+        Binding("k", "answer('keep')", "Keep", id="quit.keep"),
+        Binding("c,escape", "answer(None)", "Cancel", id="quit.cancel"),
+    ]
+
+    def __init__(self, details: str, default: str | None = None) -> None:
+        super().__init__()
+        self.details = details
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Quit: these knobs differ from the session's baseline",
+                        classes="confirm-title", markup=False)
+            yield Static(self.details, markup=False)
+            with Horizontal():
+                yield Button("Cancel (c)", id="cancel")
+                yield Button("Keep (k)", id="keep")
+                yield Button("Revert (r)", id="revert", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one(f"#{self.default or 'cancel'}", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+
+    def action_answer(self, choice: str | None) -> None:
+        self.dismiss(choice)
