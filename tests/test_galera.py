@@ -66,6 +66,48 @@ async def test_cluster_comes_up_with_three_synced_nodes(galera_cluster: GaleraCl
         assert health == NodeHealth(True, "galera", "Synced, cluster size 3"), node.name
 
 
+def health_from_wsrep(status: dict[str, str]) -> NodeHealth:
+    """What node_health must say, from the node's wsrep status as the mariadb client reads it
+    over the node's socket (the harness, not knobtop's link)."""
+    state = status["wsrep_local_state_comment"]
+    ready, component = status["wsrep_ready"], status["wsrep_cluster_status"]
+    parts = [state, f"cluster size {status['wsrep_cluster_size']}"]
+    if component != "Primary":
+        parts.append(f"component {component}")
+    if ready != "ON":
+        parts.append("not ready")
+    healthy = state == "Synced" and ready == "ON" and component == "Primary"
+    return NodeHealth(healthy, "galera", ", ".join(parts))
+
+
+async def health_against_wsrep(
+    cluster: GaleraCluster, node: GaleraNode
+) -> tuple[NodeHealth, NodeHealth]:
+    """(node_health, expected from the node's own status), with the status the same before
+    and after node_health's read (retried within a deadline while it moves)."""
+    deadline = time.monotonic() + 30
+    while True:
+        before = await asyncio.to_thread(node.status)
+        got = await health_of(cluster, node)
+        after = await asyncio.to_thread(node.status)
+        keys = ("wsrep_local_state_comment", "wsrep_ready", "wsrep_cluster_status",
+                "wsrep_cluster_size")
+        if before and all(before.get(k) == after.get(k) for k in keys):
+            return got, health_from_wsrep(before)
+        assert time.monotonic() < deadline, f"{node.name}: wsrep status kept moving"
+        await asyncio.sleep(0.2)
+
+
+@integration
+async def test_galera_health_is_each_nodes_own_wsrep_status(
+    galera_cluster: GaleraCluster,
+) -> None:
+    for node in galera_cluster.nodes:
+        got, expected = await health_against_wsrep(galera_cluster, node)
+        assert got == expected, node.name
+        assert got.healthy
+
+
 @integration
 async def test_a_stopped_node_leaves_two_healthy_nodes_and_rejoins(
     galera_cluster: GaleraCluster,
@@ -82,6 +124,8 @@ async def test_a_stopped_node_leaves_two_healthy_nodes_and_rejoins(
             await asyncio.sleep(0.2)
             health = await health_of(galera_cluster, n1)
         assert health == NodeHealth(True, "galera", "Synced, cluster size 2")
+        got, expected = await health_against_wsrep(galera_cluster, n1)
+        assert got == expected
         with pytest.raises(ServerError) as unreachable:
             await health_of(galera_cluster, n2)
         assert unreachable.value.code in (2002, 2003, 2013)
