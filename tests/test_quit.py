@@ -7,13 +7,18 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from textual.geometry import Region
 from textual.widgets import Button, Input
 
 from conftest import show_global
+from harness.binaries import require_binary
+from harness.tmux import TmuxServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
@@ -342,3 +347,105 @@ def test_lab_stop_stops_the_sandbox_and_says_so_when_none_runs(tmp_path: Path) -
     finally:
         sandbox.stop()
     assert lab_stop() == f"no sandbox server is running in {root}"
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
+    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
+        "set -g default-terminal screen-256color",
+        "set -g status off",
+        "set -g remain-on-exit on",
+    ])
+    yield server
+    server.kill()
+    Sandbox(tmp_path / "lab").stop()  # if a failed test left it up
+
+
+def set_in_tmux(tmux: TmuxServer, pane: str, knob: str, value: str) -> None:
+    """The palette, the knob's dialog, a value and Enter, as a person types them."""
+    tmux.run("send-keys", "-t", pane, "C-p")
+    tmux.wait_for(pane, lambda s: "Search" in "\n".join(s), timeout=30, what="the palette")
+    tmux.run("send-keys", "-t", pane, "-l", knob)
+
+    def first_hit(screen: list[str]) -> str | None:
+        rows = [row.strip() for row in screen]
+        at = next((i for i, row in enumerate(rows) if row.startswith("🔎")), None)
+        return next((row for row in rows[at + 1:] if row), None) if at is not None else None
+
+    tmux.wait_for(pane, lambda s: first_hit(s) == knob, timeout=30, what=f"{knob} first")
+    tmux.run("send-keys", "-t", pane, "Enter")
+    tmux.wait_for(pane, lambda s: any(f"Set {knob}" in row for row in s), timeout=30,
+                  what=f"the dialog for {knob}")
+    tmux.run("send-keys", "-t", pane, "BSpace", *value, "Enter")
+    tmux.wait_for(pane, lambda s: f"Set {knob}" not in "\n".join(s), timeout=30,
+                  what="the dialog closing")
+
+
+@pytest.mark.integration
+def test_quit_dialog_in_tmux_at_80x24_reverts_and_keep_is_said_next_time(
+    tmp_path: Path, tmux: TmuxServer
+) -> None:
+    require_binary("mariadbd", "mariadb-server")
+    lab_dir = tmp_path / "lab"
+    session = f"knobtop-{tmux.socket}"
+
+    def lab(n: int, *extra: str) -> tuple[str, Path]:
+        journal = lab_dir / "journals" / f"lab-{n}.knobtop.jsonl"
+        tmux.new_session(f"{session}-{n}", "lab", 80, 24, [
+            sys.executable, "-m", "knobtop", "lab", "--dir", str(lab_dir),
+            "--journal", str(journal), "--load", "none", *extra], cwd=tmp_path)
+        pane = f"{session}-{n}:lab"
+        assert tmux.display(pane, "#{window_width}x#{window_height}") == "80x24"
+        tmux.wait_for(pane, lambda s: "MariaDB" in s[0] and "╭─ Knobs" in "\n".join(s),
+                      timeout=300, what="the live screen")
+        return pane, journal
+
+    def changes(journal: Path) -> list[tuple[str, str | None, str]]:
+        return [(e.knob, e.new, e.reason) for e in JournalReader(journal)
+                if isinstance(e, Change) and e.result == "ok"]
+
+    def wait_change(journal: Path, count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(changes(journal)) < count and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    # 1: set a knob, q: the dialog lists it at 80x24 and Enter reverts (the lab's default).
+    pane, first = lab(1)
+    set_in_tmux(tmux, pane, "innodb_io_capacity", "1234")
+    wait_change(first, 1)
+    tmux.run("send-keys", "-t", pane, "q")
+    screen = tmux.wait_for(pane, lambda s: "Revert (r)" in "\n".join(s), timeout=30,
+                           what="the quit dialog")
+    text = "\n".join(screen)
+    assert len(screen) == 24 and all(cell_len(row) <= 80 for row in screen)
+    assert "differ from the session's baseline" in text
+    assert "innodb_io_capacity: 1234 → 200" in text, text
+    assert "Keep (k)" in text and "Cancel (c)" in text and "Nothing restarts" in text
+    tmux.run("send-keys", "-t", pane, "Enter")
+    assert tmux.exit_status(pane, timeout=120) == "0"
+    assert changes(first) == [("innodb_io_capacity", "1234", ""),
+                              ("innodb_io_capacity", "200", "revert to baseline")]
+    assert Sandbox(lab_dir).running_pid() is None
+
+    # 2: the sandbox stays up (--keep-running) and k keeps the value on it ...
+    pane, second = lab(2, "--keep-running")
+    set_in_tmux(tmux, pane, "innodb_io_capacity", "1234")
+    wait_change(second, 1)
+    tmux.run("send-keys", "-t", pane, "q")
+    tmux.wait_for(pane, lambda s: "Revert (r)" in "\n".join(s), timeout=30,
+                  what="the quit dialog")
+    tmux.run("send-keys", "-t", pane, "k")
+    assert tmux.exit_status(pane, timeout=120) == "0"
+    assert notes(second) == ["quit: kept on the server: innodb_io_capacity=1234 "
+                             "(baseline 200)"]
+    assert Sandbox(lab_dir).running_pid() is not None
+
+    # 3: ... and the next lab says the server is not where the last session started.
+    pane, third = lab(3)
+    tmux.wait_for(pane, lambda s: "the server differs from" in "\n".join(s),
+                  timeout=30, what="the notice in the journal pane")
+    said = notes(third)
+    assert len(said) == 1 and "(lab-2.knobtop.jsonl)" in said[0]
+    assert "innodb_io_capacity = 1234 (it started from 200)" in said[0]
+    tmux.run("send-keys", "-t", pane, "q")  # its baseline is 1234: nothing to ask
+    assert tmux.exit_status(pane, timeout=120) == "0"
