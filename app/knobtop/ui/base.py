@@ -58,7 +58,8 @@ class KnobtopBase(App[int]):
     # -- help and palette -------------------------------------------------------------
 
     def key_bindings(self) -> list[Binding]:
-        """This app's bindings plus the live screen's widgets' (for help and palette)."""
+        """This app's bindings plus the live screen's widgets' (for help and palette), less
+        the ones ``check_action`` refuses."""
         out: list[Binding] = []
         seen: set[str] = set()
         for cls in (type(self), KnobPanel):
@@ -67,7 +68,8 @@ class KnobtopBase(App[int]):
                     if isinstance(binding, Binding) and binding.id and binding.id not in seen:
                         seen.add(binding.id)
                         out.append(binding)
-        return out
+        # What this app refuses (a follower's session actions) is not offered either.
+        return [b for b in out if self.check_action(b.action.partition("(")[0], ()) is not False]
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):

@@ -150,6 +150,10 @@ class ReplayApp(KnobtopBase):
 
     # -- keys ---------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A replay changes no knob: the knob panel's edit key is neither shown nor in help.
+        return action != "edit"
+
     def window_changed(self) -> None:
         self.paint(force=True)
 

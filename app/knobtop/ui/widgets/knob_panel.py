@@ -109,6 +109,10 @@ class KnobPanel(DataTable[str | Text]):
         key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         return key.value
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Whether a knob can be edited is the app's call (a follower or a replay cannot).
+        return self.app.check_action(action, parameters) if action == "edit" else True
+
     def action_edit(self) -> None:
         knob = self.highlighted_knob
         if knob is not None:
