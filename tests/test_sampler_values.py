@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EventCollector
+from conftest import EventCollector, status_numbers
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Sample
 from knobtop.metrics import SERVER_COUNTERS
@@ -35,17 +35,6 @@ MOVED_BY_EVERY_POLL = ("Questions", "Queries", "Com_select")
 MOVED_BY_THE_TEST = ("Innodb_buffer_pool_read_requests", "Com_insert", "Handler_commit")
 DATABASE = "knobtop_sampler_values"
 ROUNDS = 5
-
-
-async def global_status(link: ServerLink) -> dict[str, int]:
-    rows = await link.query("SHOW GLOBAL STATUS")
-    out: dict[str, int] = {}
-    for name, value in rows:
-        try:
-            out[str(name).lower()] = int(value)
-        except (TypeError, ValueError):
-            continue  # text-valued status (e.g. Innodb_buffer_pool_dump_status)
-    return out
 
 
 def sent_at(sample: Sample) -> float:
@@ -76,7 +65,7 @@ async def test_every_sampled_counter_lies_between_the_tests_own_reads(
             for round_no in range(ROUNDS):
                 await link.query(f"INSERT INTO `{DATABASE}`.`t` (v) VALUES (%s)", (round_no,))
                 await link.query(f"SELECT COUNT(*), SUM(v) FROM `{DATABASE}`.`t`")
-                before = await global_status(link)
+                before = await status_numbers(link)
                 mark = session.now() + 0.001  # rounding of t and lat stays far below this
 
                 def fresh(events: list[object], mark: float = mark) -> bool:
@@ -85,7 +74,7 @@ async def test_every_sampled_counter_lies_between_the_tests_own_reads(
                 await collector.wait_for(fresh, timeout=10)
                 sample = next(e for e in collector.events
                               if isinstance(e, Sample) and sent_at(e) >= mark)
-                after = await global_status(link)
+                after = await status_numbers(link)
                 bracketed.append((before, sample, after))
         finally:
             await session.close()

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import status_numbers
 from knobtop.lab import Sandbox
 from knobtop.metrics import SERVER_COUNTERS
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
@@ -36,16 +37,6 @@ def ps_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectionIn
         sandbox.stop()
 
 
-async def show_status(link: ServerLink) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, value in await link.query("SHOW GLOBAL STATUS"):
-        try:
-            out[str(name).lower()] = int(value)
-        except (TypeError, ValueError):
-            continue
-    return out
-
-
 async def test_performance_schema_global_status_has_no_com_counters(
     ps_server: ConnectionInfo,
 ) -> None:
@@ -58,7 +49,7 @@ async def test_performance_schema_global_status_has_no_com_counters(
         rows = await link.query(
             "SELECT VARIABLE_NAME FROM performance_schema.global_status "
             "WHERE VARIABLE_NAME IN ('Com_select', 'Questions')")
-        shown = await show_status(link)
+        shown = await status_numbers(link)
     finally:
         await link.close()
     assert [str(r[0]) for r in rows] == ["Questions"]
@@ -76,9 +67,9 @@ async def test_each_branchs_status_statement_reads_the_servers_counters(
     link = ServerLink(ps_server)
     await link.connect()
     try:
-        before = await show_status(link)
+        before = await status_numbers(link)
         rows = await link.query(statement)
-        after = await show_status(link)
+        after = await status_numbers(link)
     finally:
         await link.close()
     got = {str(name).lower(): int(value) for name, value in rows}
@@ -99,9 +90,9 @@ async def test_a_poller_for_mysql_8_samples_com_counters(ps_server: ConnectionIn
     try:
         link.version = MYSQL_8  # the MySQL branch; its status statement is shared SQL
         poller = StatusPoller(link, STATUS)
-        before = await show_status(probe)
+        before = await status_numbers(probe)
         values = await poller.poll()
-        after = await show_status(probe)
+        after = await status_numbers(probe)
     finally:
         await link.close()
         await probe.close()
