@@ -390,3 +390,26 @@ def test_jumps_follow_time_even_when_lines_are_out_of_order(tmp_path: Path) -> N
     assert [replay.jump(kinds, False) for _ in range(4)] == [80.0, 55.0, 50.0, None]
     assert replay.frame(52.0).knobs[change.knob] == change.new  # the change, as of 52 s
     replay.index.close()
+
+
+async def test_palette_save_screenshot_saves_next_to_the_journal(tmp_path: Path) -> None:
+    """Textual's own "Save screenshot" (palette) wrote to ~/Downloads and failed where there
+    was none; on knobtop's screens it saves where S does: the journal's folder."""
+    replay = replay_for(copy_journal(tmp_path))
+    app = ReplayApp(replay)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.frame is not None)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"screenshot")
+        for attempt in range(60):
+            await pilot.pause(0.05)
+            if list(tmp_path.glob("knobtop-*.svg")):
+                break
+            if attempt == 20:
+                await pilot.press("enter")
+        [saved] = tmp_path.glob("knobtop-*.svg")
+        assert "run.knobtop.jsonl" in saved.read_text()
+        assert not [n for n in app._notifications if n.severity == "error"]
+        await pilot.press("escape", "q")
+    replay.index.close()

@@ -135,6 +135,14 @@ class KnobtopBase(App[int]):
         path.write_text(svg, encoding="utf-8")
         return str(path)
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """The palette's "Save screenshot": Textual's own writes to ~/Downloads and fails
+        where there is none; knobtop saves where the key S does."""
+        return self.action_save_svg()
+
     def action_save_svg(self) -> str:
         """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
         where = self._save_svg(f"knobtop-{self._stamp()}.svg", self.export_screenshot())
