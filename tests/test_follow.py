@@ -176,7 +176,9 @@ def test_a_line_without_its_newline_waits_for_the_rest(tmp_path: Path) -> None:
     with path.open("ab") as fh:
         fh.write(b"\nnot json\n")
     got = follower.poll()
-    assert [e.t for e in got] == [7.0]
+    assert [e.t for e in got] == [7.0, 7.0]  # the sample, then what was wrong with line 3
+    assert isinstance(got[1], Error) and got[1].source == "journal" and not got[1].gap
+    assert got[1].message.startswith(f"{path}:3: not valid JSON")
     assert follower.problems and follower.problems[0][0] == 3
     follower.close()
 

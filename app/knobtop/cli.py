@@ -358,7 +358,12 @@ def following_app(path: Path, history: float, folder: Path | None = None) -> Kno
     early = sorted({i for kind in ("knobs", "change") for i in index.lines_of(kind)})
     first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
     recent = index.events_between(max(lo, hi - history), hi + 1)
-    return KnobtopApp(header=index.header, events=[*first, *recent], config=ui_config(),
+    # Lines that are not events (or hold a field of the wrong type) are shown, not dropped.
+    skipped = [Error(t=hi, wall=time.time(), source="journal",
+                     message=f"{path}:{line}: {reason}; line skipped")
+               for line, reason in index.problems]
+    return KnobtopApp(header=index.header, events=[*first, *recent, *skipped],
+                      config=ui_config(),
                       follow=JournalFollower.after(index) if folder is None else
                       DirectoryFollower(folder, current=path, offset=index.end_offset))
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import orjson
 
 FORMAT_VERSION = 1
 
@@ -256,10 +261,147 @@ class EventDecodeError(ValueError):
     pass
 
 
+class NewerFormatError(EventDecodeError):
+    """A journal written by a newer knobtop, in a format this one cannot read."""
+
+
+# -- field checks --------------------------------------------------------------------------
+# Every decoded field is checked against its annotation, so nothing past the decoder meets
+# a list where it expects a number. Checks are built once per event type and run only when
+# a line is decoded (the index reads lines on demand), so opening a journal stays fast.
+
+Check = Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_number(v: Any) -> bool:
+    return type(v) is float or type(v) is int
+
+
+def _is_str(v: Any) -> bool:
+    return type(v) is str
+
+
+def _is_bool(v: Any) -> bool:
+    return type(v) is bool
+
+
+def _is_none(v: Any) -> bool:
+    return v is None
+
+
+def _any(_v: Any) -> bool:
+    return True
+
+
+def _list_of(item: Check) -> Check:
+    return lambda v: type(v) is list and all(item(x) for x in v)
+
+
+def _dict_of(item: Check) -> Check:
+    return lambda v: type(v) is dict and all(item(x) for x in v.values())
+
+
+def _one_of(checks: list[Check]) -> Check:
+    return lambda v: any(c(v) for c in checks)
+
+
+_SIMPLE: dict[Any, tuple[Check, str]] = {
+    int: (_is_int, "integer"),
+    float: (_is_number, "number"),
+    str: (_is_str, "string"),
+    bool: (_is_bool, "boolean"),
+    type(None): (_is_none, "null"),
+    Any: (_any, "value"),
+}
+
+
+def _checker(hint: Any) -> tuple[Check, list[str]]:
+    """A check for a value of type ``hint`` (as the dataclasses declare them) and the
+    nouns that name what it accepts (one per member of a union)."""
+    if hint in _SIMPLE:
+        check, noun = _SIMPLE[hint]
+        return check, [noun]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        check, nouns = _checker(args[0])
+        return _list_of(check), [f"list of {_plural(nouns)}"]
+    if origin is dict:
+        check, nouns = _checker(args[1])
+        if check is _any:
+            return (lambda v: type(v) is dict), ["object"]
+        return _dict_of(check), [f"object of {_plural(nouns)}"]
+    if origin in (types.UnionType, typing.Union):
+        parts = [_checker(a) for a in args]
+        nouns = [n for _, ns in parts for n in ns]
+        if "number" in nouns and "integer" in nouns:  # a number takes integers too
+            nouns.remove("integer")
+        return _one_of([c for c, _ in parts]), nouns
+    raise TypeError(f"no journal check for {hint!r}")
+
+
+def _plural(nouns: list[str]) -> str:
+    # "list of strings" -> "lists of strings"; "number" -> "numbers"
+    return " or ".join(n.replace(" of ", "s of ", 1) if " of " in n else n + "s"
+                       for n in nouns)
+
+
+def _singular(nouns: list[str]) -> str:
+    return " or ".join(n if n == "null" else ("an " if n[0] in "aeiou" else "a ") + n
+                       for n in nouns)
+
+
+_CHECKS: dict[type[Any], tuple[tuple[str, Check, str], ...]] = {}
+
+
+def _checks(cls: type[Any]) -> tuple[tuple[str, Check, str], ...]:
+    checks = _CHECKS.get(cls)
+    if checks is None:
+        hints = typing.get_type_hints(cls)
+        checks = tuple((name, check, _singular(nouns)) for name in _field_names(cls)
+                       for check, nouns in [_checker(hints[name])])
+        _CHECKS[cls] = checks
+    return checks
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as it stands in the file (JSON), cut short."""
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _decode(cls: type[Any], data: JsonDict, what: str) -> dict[str, Any]:
+    """The fields of ``cls`` from ``data``, each checked; EventDecodeError names the first
+    wrong or missing one: ``field X should be Y``."""
+    kwargs: dict[str, Any] = {}
+    for f_name, check, want in _checks(cls):
+        if f_name in data:
+            value = data[f_name]
+            if not check(value):
+                raise EventDecodeError(
+                    f"field {f_name} should be {want} ({what} has {_shown(value)})")
+            kwargs[f_name] = value
+    return kwargs
+
+
 def header_from_dict(data: JsonDict) -> Header:
     if data.get("ev") != "header":
         raise EventDecodeError("the first line is not a knobtop journal header")
-    kwargs = {k: data[k] for k in _field_names(Header) if k in data}
+    version = data.get("format")
+    if type(version) is int and version > FORMAT_VERSION:
+        raise NewerFormatError(
+            f"written by a newer knobtop: format {version}, this knobtop reads up to "
+            f"{FORMAT_VERSION}; upgrade knobtop")
+    if type(version) is int and version < 1:
+        raise EventDecodeError(f"field format should be 1 to {FORMAT_VERSION} (header has "
+                               f"{version})")
+    kwargs = _decode(Header, data, "the header")
+    if kwargs.get("interval", 1.0) <= 0:
+        raise EventDecodeError(
+            f"field interval should be above 0 (the header has {kwargs['interval']!r})")
     try:
         return Header(**kwargs)
     except TypeError as exc:
@@ -272,14 +414,14 @@ def event_from_dict(data: JsonDict) -> Event:
         raise EventDecodeError("line has no event type ('ev')")
     t = data.get("t")
     wall = data.get("wall")
-    if not isinstance(t, int | float) or not isinstance(wall, int | float):
+    if not isinstance(t, int | float) or not isinstance(wall, int | float) or not (
+            _is_number(t) and _is_number(wall)):
         raise EventDecodeError(f"{kind} event has no numeric 't' and 'wall'")
     cls = EVENT_TYPES.get(kind)
     if cls is None:
         rest = {k: v for k, v in data.items() if k not in ("ev", "t", "wall")}
         return Unknown(t=float(t), wall=float(wall), type=kind, data=rest)
-    names = _field_names(cls)
-    kwargs = {k: data[k] for k in names if k in data}
+    kwargs = _decode(cls, data, f"a {kind} event")
     try:
         return cls(**kwargs)
     except TypeError as exc:

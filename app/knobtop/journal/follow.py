@@ -11,6 +11,7 @@ from types import TracebackType
 
 from knobtop.journal.events import Error, Event, Header
 from knobtop.journal.index import JournalIndex, decode_header_line, decode_line
+from knobtop.journal.reader import JournalFormatError
 
 FOLLOW_CHUNK = 1 << 20
 ROTATED_MESSAGE = "journal was replaced/rotated; following the new file"
@@ -46,6 +47,9 @@ class JournalFollower:
         self._line_no = 0  # file line number of the last complete line read
         self._header_bytes = b""
         self._newest_wall: float | None = None
+        self._newest_t = 0.0
+        self._refused_header = b""  # a header already reported as unreadable
+        self._pending: list[Event] = []  # what _open has to say
         self._more = False  # the last poll stopped at its chunk limit, not at the file's end
 
     @classmethod
@@ -81,7 +85,10 @@ class JournalFollower:
         """The events that became complete since the last call (at most one chunk's worth)."""
         out: list[Event] = []
         if self._fd < 0:
-            if not self._open():
+            opened = self._open()
+            out.extend(self._pending)
+            self._pending.clear()
+            if not opened:
                 return out
         elif self._switched():
             out.extend(self._read_all_old())
@@ -90,7 +97,10 @@ class JournalFollower:
             out.append(
                 Error(t=0.0, wall=time.time(), source="follow", message=ROTATED_MESSAGE, gap=True)
             )
-            if not self._open():
+            opened = self._open()
+            out.extend(self._pending)
+            self._pending.clear()
+            if not opened:
                 return out
         out.extend(self._read_chunk())
         return out
@@ -134,6 +144,14 @@ class JournalFollower:
             return False
         try:
             header = decode_header_line(self.path, head[:nl])
+        except JournalFormatError as exc:
+            # A file this knobtop cannot read (another program's, a newer format) took the
+            # path: say so once, and look again later (it may be replaced again).
+            os.close(fd)
+            if head[:nl] != self._refused_header:
+                self._refused_header = head[:nl]
+                self._pending.append(self._skipped(str(exc), gap=True))
+            return False
         except BaseException:
             os.close(fd)
             raise
@@ -207,8 +225,13 @@ class JournalFollower:
                 event = decode_line(line)
             except ValueError as exc:
                 self.problems.append((self._line_no, str(exc)))
+                out.append(self._skipped(f"{self.path}:{self._line_no}: {exc}; line skipped"))
                 continue
             out.append(event)
-        if out:
-            self._newest_wall = out[-1].wall
+            self._newest_t, self._newest_wall = event.t, event.wall
         return out
+
+    def _skipped(self, message: str, gap: bool = False) -> Error:
+        """What a follower shows for a line (or file) it cannot read: an error event."""
+        return Error(t=self._newest_t, wall=time.time(), source="journal", message=message,
+                     gap=gap)

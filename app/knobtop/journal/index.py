@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 import os
 import threading
@@ -66,35 +67,45 @@ def decode_header_line(path: Path, line: bytes) -> Header:
 
 
 def scan_line(line: bytes) -> tuple[float, bytes] | str:
-    """``(t, ev)`` of an event line without decoding it, or why the line is not an event."""
-    if line[:7] == b'{"ev":"':  # what JournalWriter writes: ev first, then t
+    """``(t, ev)`` of an event line without decoding it, or why the line is not an event.
+
+    Lines as JournalWriter writes them (``{"ev":"KIND","t":T,`` first, no spaces) are read
+    from their bytes; any other layout of valid JSON (spaces, another key order, escapes)
+    is parsed, so the index skips no line that the reader accepts.
+    """
+    if line[:7] == b'{"ev":"':
         q = line.find(b'"', 7)
-        kind = line[7:q]
-    else:
+        if q > 7 and line[q : q + 6] == b'","t":' and b"\\" not in line[7:q]:
+            e = line.find(b",", q + 6)
+            if e < 0:
+                e = line.find(b"}", q + 6)
+            number = line[q + 6 : e]
+            t = math.nan
+            if number and not number.translate(None, b"0123456789.-+eE"):  # JSON's only
+                with contextlib.suppress(ValueError):  # "1e", "--1"
+                    t = float(number)
+            if math.isfinite(t) and line[-1:] == b"}":
+                return t, line[7:q]
+    return _scan_parsed(line)
+
+
+def _scan_parsed(line: bytes) -> tuple[float, bytes] | str:
+    """``scan_line`` for a line in any JSON layout: parse it."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
         if line.lstrip()[:1] != b"{":
             return "not a JSON object"
-        k = line.find(b'"ev":"')
-        if k < 0:
-            return "line has no event type ('ev')"
-        q = line.find(b'"', k + 6)
-        kind = line[k + 6 : q]
-    if q < 0 or not kind:
+        return "not valid JSON (cut off, or not an event line)"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    kind = data.get("ev")
+    if not isinstance(kind, str) or not kind:
         return "line has no event type ('ev')"
-    k = line.find(b'"t":')
-    if k < 0:
-        return f"{kind.decode(errors='replace')} event has no numeric 't'"
-    e = line.find(b",", k + 4)
-    if e < 0:
-        e = line.find(b"}", k + 4)
-    try:
-        t = float(line[k + 4 : e])
-    except ValueError:
-        return f"{kind.decode(errors='replace')} event has no numeric 't'"
-    if not math.isfinite(t):
-        return f"{kind.decode(errors='replace')} event has no numeric 't'"
-    if line[-1:] != b"}" and line.rstrip()[-1:] != b"}":
-        return "line is cut off (no closing '}'): not valid JSON"
-    return t, kind
+    t = data.get("t")
+    if type(t) is not float and type(t) is not int:
+        return f"{kind} event has no numeric 't'"
+    return float(t), kind.encode()
 
 
 class JournalIndex:

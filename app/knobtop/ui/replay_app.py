@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from textual.binding import Binding
 
 from knobtop.config import UiConfig
+from knobtop.journal.events import Incident
 from knobtop.journal.replay import MARKER_KINDS, SPEEDS, Frame, Replay, clock_text
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.base import KnobtopBase
@@ -15,6 +16,7 @@ from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
 from knobtop.ui.widgets.host_panel import HostPanel
+from knobtop.ui.widgets.incident_page import IncidentPage
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.status_bar import StatusBar
@@ -62,6 +64,7 @@ class ReplayApp(KnobtopBase):
         self._knobs: dict[str, str | None] | None = None
         self._play_at_start = play
         self._warned = False
+        self._told: set[int] = set()  # file lines whose problem was shown
         self.frame: Frame | None = None
 
     def on_mount(self) -> None:
@@ -90,11 +93,16 @@ class ReplayApp(KnobtopBase):
         self.paint()
 
     def _warn_problems(self) -> None:
-        """Once the index is complete, say what was skipped (bad lines, unknown kinds)."""
+        """Once the index is complete, say what was skipped (bad lines, unknown kinds); later,
+        each line found bad when the cursor reached it (a field of the wrong type)."""
         index = self.replay.index
-        if self._warned or not index.ready.is_set():
+        if self._warned:
+            self._warn_new_problems()
+            return
+        if not index.ready.is_set():
             return
         self._warned = True
+        self._told = {n for n, _ in list(index.problems)}
         notes = []
         if index.problems:
             first_line, reason = index.problems[0]
@@ -112,6 +120,18 @@ class ReplayApp(KnobtopBase):
         if notes:
             self.notify("\n".join(notes), title=index.path.name, severity="warning",
                         timeout=15, markup=False)
+
+    def _warn_new_problems(self) -> None:
+        problems = list(self.replay.index.problems)  # the index thread may add to it
+        if len(problems) == len(self._told):
+            return
+        new = [(n, reason) for n, reason in problems if n not in self._told]
+        self._told.update(n for n, _ in new)
+        if new:
+            more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
+            self.notify(f"line {new[0][0]} skipped: {new[0][1]}{more}",
+                        title=self.replay.index.path.name, severity="warning", timeout=15,
+                        markup=False)
 
     # -- painting -----------------------------------------------------------------------
 
@@ -147,6 +167,24 @@ class ReplayApp(KnobtopBase):
         if pane != self._pane:
             self._pane = pane
             live.query_one(JournalPane).show_list(frame.listed, frame.current)
+        if grid.page == "incident":
+            self._show_incident(r.cursor)
+
+    def _show_incident(self, t: float) -> None:
+        """The incident page as it was at ``t``: the last incident event at or before it."""
+        index = self.replay.index
+        at = index.prev_of("incident", self.replay.position(t) + 1)
+        event = None
+        while at is not None:
+            got = index.read(at, 1)
+            if got and isinstance(got[0], Incident) and got[0].t <= t:
+                event = got[0]
+                break
+            at = index.prev_of("incident", at)
+        age = t - event.t if event is not None else None
+        self.live.query_one(IncidentPage).show(
+            event, age=age, waiting="no incident snapshot at or before this point: the "
+            "recording session samples one only while its incident page (key 4) is shown")
 
     # -- keys ---------------------------------------------------------------------------
 
