@@ -155,12 +155,10 @@ class KnobtopApp(KnobtopBase):
             self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
 
     def _followed_name(self) -> str:
-        """The followed journal's name for the header (with its folder's when following one)."""
+        """The followed journal's name for the header (the folder's while none is there)."""
         assert self.follower is not None
-        if isinstance(self.follower, DirectoryFollower):
-            if self.follower.waiting:
-                return f"{self.follower.directory.name}/"
-            return f"{self.follower.directory.name}/{self.follower.path.name}"
+        if isinstance(self.follower, DirectoryFollower) and self.follower.waiting:
+            return f"{self.follower.directory.name}/"
         return self.follower.path.name
 
     def _ended(self, end: End) -> str:
