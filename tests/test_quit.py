@@ -5,6 +5,7 @@ knobs an existing datadir pins are refused before any restart."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import subprocess
 import sys
 import time
@@ -285,6 +286,15 @@ async def test_page_size_is_marked_in_the_palette_and_refused_before_a_restart(
             assert not isinstance(app.screen, ConfirmScreen)
             await pilot.press("q")
             await until(pilot, lambda: app.return_code is not None, timeout=30)
+        # Headless --set confirms restarts up front: refused all the same, no restart.
+        headless = Session(dataclasses.replace(config, journal_path=tmp_path / "h.jsonl"),
+                           LocalHost(), None)
+        await headless.open()
+        try:
+            change = await headless.set_knob("innodb_page_size", "65536", restart_ok=True)
+        finally:
+            await headless.close()
+        assert change.result == "refused" and "existing datadir" in change.message
         assert sandbox.running_pid() == pid
     finally:
         sandbox.stop()

@@ -82,19 +82,22 @@ async def test_a_value_the_server_cannot_start_with_rolls_back(
     session = lab_session(sandbox, info, tmp_path / "j.knobtop.jsonl")
     session.listeners.append(collector)
     await session.open()
+    before = await show_global(info, "innodb_log_group_home_dir")
     try:
-        # A valid page size, but not the one this datadir was made with: mariadbd refuses.
-        change = await session.set_knob("innodb_page_size", "65536", restart_ok=True)
+        # A valid path, but no redo log there: InnoDB aborts and mariadbd refuses to start.
+        # (innodb_page_size, which did this before, is now refused before any restart.)
+        change = await session.set_knob("innodb_log_group_home_dir", "/nonexistent-knobtop",
+                                        restart_ok=True)
     finally:
         await session.close()
     assert change.result == "failed"
     assert "rolled back" in change.message and "restart command failed" in change.message
-    assert change.new == "16384"
-    assert await show_global(info, "innodb_page_size") == "16384"  # back, and answering
+    assert change.new == before
+    assert await show_global(info, "innodb_log_group_home_dir") == before  # back, answering
     steps = restarts(collector.events)
     assert steps[:2] == [("write_dropin", "ok"), ("restart", "failed")]
     assert steps[-1] == ("rollback", "ok")
-    assert "innodb_page_size" not in parse_dropin(sandbox.dropin_file.read_text())
+    assert "innodb_log_group_home_dir" not in parse_dropin(sandbox.dropin_file.read_text())
 
 
 async def test_undo_and_revert_to_baseline(
