@@ -22,7 +22,7 @@ from harness.binaries import require_binary
 from harness.tmux import TmuxServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import Change, JournalReader, Note
+from knobtop.journal import Change, JournalReader, Note, Restart
 from knobtop.lab import LabError, Sandbox, previous_baseline
 from knobtop.server.catalog import datadir_refusal
 from knobtop.server.link import ConnectionInfo, ServerLink
@@ -459,3 +459,34 @@ def test_quit_dialog_in_tmux_at_80x24_reverts_and_keep_is_said_next_time(
     assert "innodb_io_capacity = 1234 (it started from 200)" in said[0]
     tmux.run("send-keys", "-t", pane, "q")  # its baseline is 1234: nothing to ask
     assert tmux.exit_status(pane, timeout=120) == "0"
+
+
+@pytest.mark.integration
+async def test_a_failed_restart_journals_the_servers_error_lines_verbatim(tmp_path: Path) -> None:
+    sandbox = Sandbox(tmp_path / "lab")
+    info = sandbox.start()
+    journal = tmp_path / "f.knobtop.jsonl"
+    config = SessionConfig(profile="lab", connection=info, nodes=(lab_node(sandbox, info),),
+                           journal_path=journal)
+    session = Session(config, LocalHost(), None)
+    await session.open()
+    try:
+        change = await session.set_knob("innodb_log_group_home_dir", "/nonexistent-knobtop",
+                                        restart_ok=True)
+    finally:
+        await session.close()
+        sandbox.stop()
+    assert change.result == "failed"
+    steps = [e for e in JournalReader(journal) if isinstance(e, Restart)]
+    failed = next(e for e in steps if (e.step, e.result) == ("restart", "failed"))
+    lines = failed.message.splitlines()
+    said = [i for i, line in enumerate(lines)
+            if "knobtop lab: the sandbox server exited at start; its [ERROR] lines" in line]
+    assert said, failed.message  # knobtop's own line, whole, before the server's
+    server = lines[said[0] + 1:]
+    log = sandbox.error_log.read_text().splitlines()
+    assert server and server[-1].endswith("[ERROR] Aborting")
+    assert all(line in log for line in server)  # verbatim lines of the server's log
+    # The rollback is knobtop's own journal line, apart from the server's words.
+    assert [(e.result, e.message) for e in steps if e.step == "rollback"] == [
+        ("ok", "previous drop-in restored, server restarted with it")]

@@ -115,6 +115,20 @@ async def read_values(
     return {n: got.get(n) for n in names}
 
 
+def output_tail(text: str, limit: int) -> str:
+    """The last lines of ``text`` that fit in ``limit`` characters, each one whole (a
+    single longer last line is cut at its start)."""
+    lines = text.splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if size > limit and kept:
+            break
+        kept.append(line if size <= limit else line[-limit:])
+    return "\n".join(reversed(kept))
+
+
 @dataclass
 class RestartApplier:
     """Applies static settings node by node: write the drop-in (the previous version
@@ -329,7 +343,8 @@ class RestartApplier:
             raise StaticChangeError(f"{node.name}: restart failed: {exc}",
                                     rolled_back=False) from None
         if result.returncode != 0:
-            tail = (result.stderr or result.stdout).strip()[-400:]
+            # Whole lines (the server's error lines verbatim), the last 2000 characters' worth.
+            tail = output_tail((result.stderr or result.stdout).strip(), 2000)
             raise StaticChangeError(
                 f"{node.name}: the restart command failed (exit {result.returncode}): "
                 f"{shlex.quote(node.restart_command)}: {tail}",
