@@ -194,11 +194,10 @@ def column_means(points: Sequence[Point], t_start: float, t_end: float, ncols: i
     last = ncols - 1
     out: list[Column] = []
     col, total, n, joined, broken = -1, 0.0, 0, False, True
-    isfinite = math.isfinite
     for t, v in points:
         if t < t_start or t > t_end:
             continue
-        if v is None or not isfinite(v):
+        if v is None or v - v != 0.0:  # None, NaN or +-inf (inf - inf is NaN); no call
             broken = True
             continue
         c = int((t - t_start) * scale)
@@ -679,22 +678,22 @@ class MetricGraph(Widget):
         }
         marker_seg = Segment(MARKER_GLYPH, s_marker)
         tick_seg = Segment(TICK_GLYPH, s_marker)
-        every_row = [(col, marker_seg) for col in tag_at]
+        every_row = [(col, marker_seg, 1) for col in tag_at]
         # A tag goes on the plot row where it hides the fewest dots of the line (the top row
         # on a tie); on the top row it may cover a tick (a person's change outranks a load
         # phase), never a line.
-        rows_extra: list[list[tuple[int, Segment]]] = [[] for _ in range(plot_rows)]
+        rows_extra: list[list[tuple[int, Segment, int]]] = [[] for _ in range(plot_rows)]
         covered: set[int] = set()
-        for at, text in place_tags(sorted(tag_at.items()), (), cols):
-            span = range(at, at + cell_len(text))
-            row = min(range(plot_rows), key=lambda r: (sum(1 for x in span if masks[r][x]), r))
-            rows_extra[row].append((at, Segment(text, s_marker)))
+        for at, text in place_tags(sorted(tag_at.items()), (), cols) if tag_at else ():
+            end = at + cell_len(text)
+            row = min(range(plot_rows), key=lambda r: (end - at - masks[r].count(0, at, end), r))
+            rows_extra[row].append((at, Segment(text, s_marker), end - at))
             if row == 0:
-                covered.update(span)
+                covered.update(range(at, end))
         if plot_rows:
-            rows_extra[0].extend((col, tick_seg) for col in tick_cols if col not in covered)
-        row_runs = [sorted(every_row + extra) if extra else sorted(every_row)
-                    for extra in rows_extra]
+            rows_extra[0].extend((col, tick_seg, 1) for col in tick_cols if col not in covered)
+        every_row.sort()
+        row_runs = [sorted(every_row + extra) if extra else every_row for extra in rows_extra]
 
         strips = [self._title_strip(width, [Segment(self._latest_text(), styles.value)],
                                     lo_label, hi_label, -1, styles)]
@@ -707,11 +706,11 @@ class MetricGraph(Widget):
                 segments.append(Segment(text, s_axis))
             text = cells_text(masks[r])
             pos = 0
-            for col, segment in row_runs[r]:
+            for col, segment, cells in row_runs[r]:
                 if col > pos:
                     segments.append(Segment(text[pos:col], s_line))
                 segments.append(segment)
-                pos = col + cell_len(segment.text)
+                pos = col + cells
             if pos < cols:
                 segments.append(Segment(text[pos:], s_line))
             strips.append(Strip(segments, width))
