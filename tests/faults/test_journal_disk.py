@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -17,6 +19,8 @@ from faults.helpers import (
     knobtop_process,
     knobtop_run,
     lab_session,
+    mount_tmpfs,
+    unmount,
     wait_sysbench_gone,
     wait_until,
 )
@@ -39,6 +43,32 @@ EXPERIMENTS = Path(__file__).parent.parent.parent / "experiments"
 FIX = "free space on that disk, or start again with another --journal path"
 
 
+# Which full disk the tests get, in their ids: a real one (a 64 KiB tmpfs that runs out,
+# ENOSPC) wherever mounting is allowed, i.e. as root (CI); elsewhere a file-size limit on the
+# writer (EFBIG), the stand-in.  Root that cannot mount fails instead of quietly falling back;
+# KNOBTOP_TEST_NO_MOUNT=1 asks for the stand-in on purpose.
+DISK_MODE = ("rlimit-efbig" if os.environ.get("KNOBTOP_TEST_NO_MOUNT") or os.geteuid() != 0
+             else "tmpfs-enospc")
+
+
+@pytest.fixture(params=[DISK_MODE])
+def small_disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SmallDisk]:
+    where = tmp_path / "disk"
+    mounted = request.param == "tmpfs-enospc"
+    if mounted and not mount_tmpfs(where, "size=64k,mode=0700"):
+        pytest.fail("running as root but cannot mount a tmpfs for the full-disk test; "
+                    "give the container CAP_SYS_ADMIN, or set KNOBTOP_TEST_NO_MOUNT=1 to run "
+                    "the file-size-limit stand-in instead")
+    where.mkdir(exist_ok=True)
+    disk = SmallDisk(where, mounted)
+    try:
+        yield disk
+    finally:
+        disk.restore()
+        if mounted:
+            unmount(where)
+
+
 def journal_reads_cleanly(path: Path) -> list[Event]:
     """Every complete line decodes; at most the last line is torn (the failed write)."""
     events = list(JournalReader(path))
@@ -47,6 +77,11 @@ def journal_reads_cleanly(path: Path) -> list[Event]:
         assert index.problems == []
         assert len(index) == len(events)
     return events
+
+
+def sysbench_seconds(events: list[Event]) -> list[int]:
+    """sysbench's own numbering of its per-second reports (``[ 7s ]``), as journaled."""
+    return [e.s for e in events if isinstance(e, Load)]
 
 
 def test_unwritable_journal_directory_refuses_to_start(
@@ -126,9 +161,14 @@ async def test_disk_full_mid_run_stops_the_session(
     # (at most the one whose write failed).
     assert any(isinstance(e, Phase) and e.action == "stop" for e in events[error:])
     assert sum(isinstance(e, Sample) for e in events[error:]) <= 1
-    # On disk: exactly what was shown up to the failure, every line whole but the last.
+    # On disk: exactly every event handed to the journal before the failing write (the
+    # listener saw each one the session emitted; the one whose write failed comes after the
+    # error), every line whole but a torn last one.
     on_disk = journal_reads_cleanly(journal)
-    assert on_disk == events[: len(on_disk)] and len(on_disk) <= error
+    assert on_disk == events[:error]
+    assert len(on_disk) >= 3 and isinstance(events[error + 1], Sample | Load | Phase)
+    seconds = sysbench_seconds(on_disk)
+    assert seconds == list(range(1, len(seconds) + 1)) and len(seconds) >= 2
 
 
 async def test_disk_full_in_the_live_screen_is_shown(
@@ -146,7 +186,8 @@ async def test_disk_full_in_the_live_screen_is_shown(
             return " ".join(" ".join(line.text for line in pane.lines).split())
 
         await until(pilot, lambda: "journal: cannot write the journal" in shown(), timeout=30)
-        await until(pilot, lambda: not app.board.load_running, timeout=30)
+        await until(pilot, lambda: app.board is not None and not app.board.load_running,
+                    timeout=30)
         assert app.is_running and app.return_code is None
         assert "load stop" in shown()
         assert "NOT RECORDING" in app._state  # the status bar says it too, and a notice
@@ -169,7 +210,8 @@ def test_disk_full_ends_a_headless_run_cleanly(
             lines = journal.read_bytes().split(b"\n")[1:-1] if journal.exists() else []
             return sum(orjson.loads(line).get("ev") == "load" for line in lines)
 
-        wait_until(lambda: loads() >= 2, 60, "two load lines in the journal", proc)
+        wait_until(lambda: loads() >= 6, 60, "six load lines in the journal", proc)
+        before_fill = journal.read_bytes()
         small_disk.fill(proc.pid)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -185,7 +227,15 @@ def test_disk_full_ends_a_headless_run_cleanly(
     assert "Traceback" not in out + err
     assert wait_sysbench_gone(marker) == {}
     assert asyncio.run(global_variables(info)) == before
-    journal_reads_cleanly(journal)
+    on_disk = journal_reads_cleanly(journal)
+    # Every line the test read before the disk filled is still there, unchanged, and
+    # nothing between: sysbench's reports are numbered 1, 2, 3... by sysbench itself, and
+    # the load started (the log line said so) is the first phase on disk.
+    whole = before_fill[: before_fill.rfind(b"\n") + 1]
+    assert journal.read_bytes().startswith(whole)
+    seconds = sysbench_seconds(on_disk)
+    assert seconds == list(range(1, len(seconds) + 1)) and len(seconds) >= 6
+    assert [e.action for e in on_disk if isinstance(e, Phase)] == ["start"]
 
 
 def test_no_headerless_journal_when_the_disk_is_already_full(
