@@ -28,7 +28,7 @@ from knobtop.server.catalog import datadir_refusal
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session import BaselineDiff, Session, SessionConfig
-from knobtop.ui.app import KnobtopApp
+from knobtop.ui.app import KnobtopApp, quit_details
 from knobtop.ui.knob_picker import describe
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -490,3 +490,19 @@ async def test_a_failed_restart_journals_the_servers_error_lines_verbatim(tmp_pa
     # The rollback is knobtop's own journal line, apart from the server's words.
     assert [(e.result, e.message) for e in steps if e.step == "rollback"] == [
         ("ok", "previous drop-in restored, server restarted with it")]
+
+
+def test_quit_text_mentions_a_restart_in_progress_only_while_one_runs() -> None:
+    info = ConnectionInfo(user="u", password="p", socket="/nonexistent")
+    config = SessionConfig(profile="lab", connection=info,
+                           journal_path=Path("/nonexistent/x.knobtop.jsonl"))
+    session = Session(config, LocalHost(), None)
+    diff = [BaselineDiff("innodb_buffer_pool_size", "268435456", "134217728", True)]
+    idle = quit_details(session, diff, lab=True)
+    assert "innodb_buffer_pool_size: 256M → 128M" in idle
+    assert "restart" not in idle.replace("Nothing restarts", "").replace("no restart", "")
+    assert "the next session starts from them" in idle
+    session._restarting = True  # what _restart_with sets while the restarter runs
+    assert quit_details(session, diff, lab=False).endswith(
+        "A restart is in progress: it finishes first.")
+    assert "as they are now" in quit_details(session, diff, lab=False)
