@@ -165,7 +165,7 @@ class KnobtopApp(KnobtopBase):
         """The state shown once the followed journal ended (and what happens next)."""
         state = f"ended: {end.reason}" if end.reason else "ended"
         if isinstance(self.follower, DirectoryFollower):
-            state += f"; waiting for a newer journal in {self.follower.directory}"
+            state += "; waiting for a newer journal"  # short: the file's name must fit
         return state
 
     def _from_session(self, event: Event) -> None:
