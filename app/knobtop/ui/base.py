@@ -37,6 +37,7 @@ class KnobtopBase(App[int]):
         Binding("1", "page('overview')", "Overview", id="view.overview", show=False),
         Binding("2", "page('innodb')", "InnoDB", id="view.innodb", show=False),
         Binding("3", "page('myrocks')", "MyRocks", id="view.myrocks", show=False),
+        Binding("4", "page('incident')", "Incident page", id="view.incident", show=False),
         Binding("S", "save_svg", "Screenshot", id="app.screenshot", show=False),
         Binding("ctrl+g", "save_graphs", "Graph SVGs", id="app.screenshot_graphs",
                 show=False),
@@ -152,6 +153,10 @@ class KnobtopBase(App[int]):
     def action_save_graphs(self) -> list[str]:
         """Each graph of the page on screen as its own SVG."""
         grid = self.live.query_one(GraphGrid)
+        if grid.page not in PAGES:
+            self.notify(f"the {grid.page_title} page has no graphs: S saves the screen",
+                        timeout=5, markup=False)
+            return []
         specs = PAGES[grid.page][1]
         saved = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
         where = "sent to your browser" if self.is_web else f"saved in {self.screenshot_dir}"

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, Grid
 
 from knobtop.metrics.board import MetricBoard
+from knobtop.ui.widgets.incident_page import IncidentPage
 from knobtop.ui.widgets.metric_graph import MetricGraph, default_fmt
 
 
@@ -61,6 +62,9 @@ PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
         GraphSpec("cpu", "Host CPU", "%", _pct),
     )),
 }
+
+#: Page 4 holds no graphs: what the server is doing right now (its own widget).
+INCIDENT = "incident"
 
 #: The graph windows a person can pick (seconds): 1, 2, 5, 15 and 60 minutes.
 WINDOWS: tuple[float, ...] = (60.0, 120.0, 300.0, 900.0, 3600.0)
@@ -118,7 +122,7 @@ class GraphGrid(Container):
     GraphGrid {
         height: 1fr;
     }
-    GraphGrid > GraphPage.-hidden {
+    GraphGrid > GraphPage.-hidden, GraphGrid > IncidentPage.-hidden {
         display: none;
     }
     """
@@ -132,15 +136,19 @@ class GraphGrid(Container):
     def compose(self) -> ComposeResult:
         for page, (_title, specs) in PAGES.items():
             yield GraphPage(page, specs, classes="" if page == self.page else "-hidden")
+        yield IncidentPage(id=f"page-{INCIDENT}", classes="-hidden")
 
     @property
     def page_title(self) -> str:
-        return PAGES[self.page][0]
+        return "Incident" if self.page == INCIDENT else PAGES[self.page][0]
 
     def show_page(self, page: str) -> None:
         self.page = page
         for grid in self.query(GraphPage):
             grid.set_class(grid.page != page, "-hidden")
+        self.query_one(IncidentPage).set_class(page != INCIDENT, "-hidden")
 
     def draw(self, board: MetricBoard) -> None:
+        if self.page == INCIDENT:  # drawn from incident events, not from the board
+            return
         self.query_one(f"#page-{self.page}", GraphPage).draw(board, self.window)
