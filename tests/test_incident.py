@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import EventCollector
+from harness.galera import GaleraCluster
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, event_from_dict, to_dict
@@ -219,3 +220,25 @@ async def test_session_samples_only_on_demand_and_keeps_secrets_out(
     assert "SLEEP" not in text and SECRET not in text
     journaled = [e for e in JournalReader(path).events() if isinstance(e, Incident)]
     assert journaled == incidents
+
+
+@pytest.mark.integration
+async def test_galera_state_only_where_galera_runs(
+        galera_cluster: GaleraCluster, links: list[ServerLink]) -> None:
+    plain = await IncidentReader(links[2], None).read()
+    assert plain.galera == {}  # MariaDB has wsrep_% variables without Galera too
+    node = galera_cluster.nodes[0]
+    link = ServerLink(galera_cluster.connection(node))
+    try:
+        snap = await IncidentReader(link, LocalHost()).read()
+    finally:
+        await link.close()
+    g = snap.galera
+    assert g["wsrep_cluster_status"] == "Primary"
+    assert g["wsrep_cluster_size"] == str(len(galera_cluster.nodes))
+    assert g["wsrep_local_state_comment"] == "Synced"
+    for name in ("wsrep_local_recv_queue", "wsrep_flow_control_paused",
+                 "wsrep_flow_control_sent"):
+        assert name in g
+    assert Path(snap.log_path) == node.error_log and snap.log, snap.problems
+    assert snap.repl == []

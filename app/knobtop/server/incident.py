@@ -107,6 +107,7 @@ class IncidentReader:
         self.statements = statements
         self.timeout = timeout
         self._log_path: str | None = None
+        self._wsrep: bool | None = None  # Galera: known after the first snapshot
 
     @property
     def _mariadb(self) -> bool:
@@ -215,6 +216,12 @@ class IncidentReader:
         return out
 
     async def _galera(self) -> dict[str, str]:
+        # MariaDB has wsrep_% status variables even without Galera: only wsrep_on says.
+        if self._wsrep is None:
+            on = await self._query("SHOW GLOBAL VARIABLES LIKE 'wsrep\\_on'")
+            self._wsrep = bool(on) and str(on[0][1]).upper() == "ON"
+        if not self._wsrep:
+            return {}
         rows = await self._query("SHOW GLOBAL STATUS LIKE 'wsrep%'")
         found = {str(r[0]).lower(): _str(r[1]) or "" for r in rows}
         if "wsrep_cluster_status" not in found:
