@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
+import functools
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +27,10 @@ from faults.helpers import (
     wait_sysbench_gone,
     wait_until,
 )
+from harness.binaries import require_binary
 from harness.procs import sysbench_processes
 from harness.ui import until
-from knobtop.journal import Error, Event, JournalReader, Load, Phase, Sample
+from knobtop.journal import Error, Event, JournalReader, JournalWriter, Load, Note, Phase, Sample
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError
@@ -281,3 +285,65 @@ async def test_a_recipe_stops_at_once_when_the_journal_fills_up(
     assert changed != baseline
     assert (await global_variables(info))["sort_buffer_size"] == baseline
     assert not sysbench_processes(f"--mysql-socket={sandbox.socket}")
+
+
+# -- fsync fails: a real one ------------------------------------------------------------------
+
+
+@pytest.fixture
+def lying_disk(tmp_path: Path) -> Iterator[Path]:
+    """A directory whose writes succeed but whose fsync fails, for real: ext4 on a loop
+    device whose 16 MiB backing file sits (sparse) on a 2 MiB tmpfs.  Writes land in the
+    page cache; writing them back runs the tmpfs out of space, and fsync reports it."""
+    if os.geteuid() != 0:
+        pytest.fail("the fsync-failure test needs root (a loop device and two mounts); "
+                    "no user-level way makes a real fsync fail")
+    tiny, mnt = tmp_path / "tiny", tmp_path / "mnt"
+    mnt.mkdir()
+    assert mount_tmpfs(tiny, "size=2m"), "cannot mount a tmpfs (root without CAP_SYS_ADMIN?)"
+    tools = {name: require_binary(name, pkg) for name, pkg in
+             (("losetup", "mount"), ("mkfs.ext4", "e2fsprogs"), ("mount", "mount"))}
+    loop = ""
+    try:
+        backing = tiny / "backing"
+        with backing.open("wb") as fh:
+            fh.truncate(16 << 20)
+        run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=60,
+                                check=True)
+        run([tools["mkfs.ext4"], "-q", "-F", str(backing)])
+        loop = run([tools["losetup"], "-f", "--show", str(backing)]).stdout.strip()
+        run([tools["mount"], loop, str(mnt)])
+        try:
+            yield mnt
+        finally:
+            unmount(mnt)
+    finally:
+        if loop:
+            subprocess.run([tools["losetup"], "-d", loop], capture_output=True, timeout=60,
+                           check=False)
+        unmount(tiny)
+
+
+def test_a_failed_fsync_stops_the_writer_and_says_why(lying_disk: Path) -> None:
+    """The writer's policy: after a failed fsync the data may not be on disk, so every
+    later append raises that error and nothing more is written."""
+    path = lying_disk / "sync.knobtop.jsonl"
+    header = JournalReader(Path(__file__).parent.parent / "data" / "journals" /
+                           "lab-80s.knobtop.jsonl").header
+    writer = JournalWriter(path, header, fsync_interval=0.05)
+    text = "x" * 60_000
+    try:
+        for i in range(60):  # ~3.6 MB: more than the tmpfs under the loop device holds
+            writer.append(Note(t=float(i), wall=float(i), text=text))  # page cache: fine
+        wait_until(lambda: writer.failed is not None, 30, "the fsync thread's failure")
+        failure = writer.failed
+        assert isinstance(failure, OSError) and failure.errno in (errno.ENOSPC, errno.EIO)
+        size = path.stat().st_size
+        with pytest.raises(OSError) as later:
+            writer.append(Note(t=99.0, wall=99.0, text="after the failure"))
+        assert later.value.errno == failure.errno and str(path) in str(later.value)
+        assert path.stat().st_size == size  # nothing written after the failure
+        assert writer.events_written == 60
+    finally:
+        writer.close()  # does not raise: the failure was already reported
+    assert writer.failed is failure
