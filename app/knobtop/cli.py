@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from knobtop.config import UiConfig
     from knobtop.journal.replay import Replay
     from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.results import Results
     from knobtop.ui.app import KnobtopApp
 
 _SET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$")
@@ -618,6 +619,7 @@ def run_recipe(args: argparse.Namespace, console: Console) -> int:
     args.tables, args.table_size = recipe.tables, recipe.table_size
     args.rate, args.rand_type, args.percentile = recipe.rate, recipe.rand_type, recipe.percentile
     args.no_ps = False
+    args.statements = True  # the incident page's statement texts (lab/connect's default)
     args.phase_seconds = 0
     args.cleanup = args.fresh = args.keep_running = False
     if args.lab:
@@ -689,6 +691,18 @@ async def run_recipe_headless(
     return code, ""
 
 
+def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
+    """A recipe the screen quit before its end: the steps it measured ("aborted"), or
+    None when none was."""
+    from knobtop.recipes.results import build
+
+    runner = app.recipe_runner
+    if runner is None or not runner.results:
+        return None
+    return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                 runner.results, "aborted", "quit before the end", len(runner.steps))
+
+
 def load_spec(args: argparse.Namespace) -> LoadSpec:
     if args.headless and args.duration is None:
         raise ValueError("--headless needs --duration SECONDS")
@@ -719,6 +733,7 @@ def run_session(args: argparse.Namespace, console: Console, session: Session) ->
             args.markdown.write_text(markdown)
             console.print(f"Markdown: {args.markdown}", markup=False)
     elif recipe is not None:
+        from knobtop.recipes.results import results_markdown, results_table
         from knobtop.ui.app import KnobtopApp
 
         app = KnobtopApp(session, recipe=recipe, config=ui_config())
@@ -728,6 +743,14 @@ def run_session(args: argparse.Namespace, console: Console, session: Session) ->
             if app.runner is not None:
                 app.runner.stop("quit")
         code = app.return_code or 0
+        # The screen is gone: the results stay on the terminal (the table `run` prints
+        # headless; arm names are the recipe's words, never markup).
+        tui_results = app.recipe_results or recipe_results_so_far(app, recipe)
+        if tui_results is not None:
+            console.print(results_table(tui_results))
+            if args.markdown is not None:
+                args.markdown.write_text(results_markdown(tui_results))
+                console.print(f"Markdown: {args.markdown}", markup=False)
     elif args.headless:
         code = asyncio.run(run_headless(session, args.duration, args.changes, want_load, console))
     else:

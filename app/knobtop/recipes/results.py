@@ -154,12 +154,12 @@ def fmt_ms(ms: float) -> str:
 
 def results_table(results: Results) -> Table:
     """Rows are arms, columns thread counts; each cell: median TPS, spread, p95, verdict."""
-    table = Table(title=summary_line(results), title_justify="left", show_lines=True)
+    table = Table(title=Text(summary_line(results)), title_justify="left", show_lines=True)
     table.add_column("arm", style="bold")
     for threads in results.threads:
         table.add_column(f"{threads} threads", justify="right")
     for arm in results.arms:
-        row: list[Text | str] = [arm]
+        row: list[Text | str] = [Text(arm)]  # a recipe's name for it, never markup
         for threads in results.threads:
             cell = results.cells.get((arm, threads))
             if cell is None:

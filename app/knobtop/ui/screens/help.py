@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -14,6 +15,12 @@ SECTIONS = {
     "app": "General", "view": "General", "knob": "Knobs", "load": "Load",
     "journal": "Journal", "recipe": "Recipes", "replay": "Replay", "compare": "Compare",
 }
+
+
+HINT = ('Remap a key in ~/.config/knobtop/config.toml, e.g. [keys] "load.toggle" = "L". '
+        "Ctrl+P finds every action by name. Arrows, PgUp/PgDn or the wheel scroll. Esc closes.")
+#: The box around the table: border and padding across, border and title down.
+BOX_WIDTH, BOX_HEIGHT, BOX_MAX_WIDTH = 4, 3, 90
 
 
 class HelpScreen(ModalScreen[None]):
@@ -41,7 +48,6 @@ class HelpScreen(ModalScreen[None]):
     }
     HelpScreen DataTable {
         height: auto;
-        max-height: 30;
     }
     """
 
@@ -57,9 +63,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical():
             yield Label(self.title_text, classes="help-title", markup=False)
             yield DataTable(cursor_type="row", zebra_stripes=True, id="help-keys")
-            yield Static("Remap a key in ~/.config/knobtop/config.toml, e.g. [keys] "
-                         '"load.toggle" = "L". Ctrl+P finds every action by name. '
-                         "Esc closes.", classes="help-hint", markup=False)
+            yield Static(HINT, classes="help-hint", markup=False)
 
     def keys_of(self, binding: Binding) -> str:
         keys = self.keymap.get(binding.id or "", binding.key)
@@ -73,6 +77,18 @@ class HelpScreen(ModalScreen[None]):
             section = SECTIONS.get((binding.id or "").split(".")[0], "")
             table.add_row(section, self.keys_of(binding), binding.description, binding.id or "")
         table.focus()
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """The table gets the rows the screen has left after the title and the hint, so
+        the hint's last line always shows and the table scrolls for the rest."""
+        width = max(10, min(BOX_MAX_WIDTH, self.size.width) - BOX_WIDTH)
+        hint_lines = len(Text(HINT).wrap(self.app.console, width))
+        room = self.size.height - BOX_HEIGHT - hint_lines
+        self.query_one(DataTable).styles.max_height = max(3, room)
 
     def action_close(self) -> None:
         self.dismiss(None)

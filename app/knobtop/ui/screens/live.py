@@ -41,13 +41,28 @@ class LiveScreen(Screen[None]):
     LiveScreen.-narrow #side {
         layout: horizontal;
         width: 100%;
-        height: 8;
+        height: 9;
     }
     LiveScreen.-narrow KnobPanel {
         width: 46;
     }
     LiveScreen.-narrow HostPanel {
         display: none;
+    }
+    LiveScreen.-narrow RecipePanel {
+        max-height: 10;
+    }
+    /* Narrow and a recipe's results shown: the graphs would get a row each; the results
+       (scrollable) take their place, the knobs and journal stay. */
+    LiveScreen.-narrow.-recipe-results #graphs {
+        display: none;
+    }
+    LiveScreen.-narrow.-recipe-results #main {
+        height: auto;
+    }
+    LiveScreen.-narrow.-recipe-results RecipePanel {
+        height: 1fr;
+        max-height: 100%;
     }
     """
 

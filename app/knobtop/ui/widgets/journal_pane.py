@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.widgets import RichLog
 
 from knobtop.journal.events import (
@@ -18,14 +20,19 @@ from knobtop.journal.events import (
     StepResult,
 )
 
+MAX_ENTRIES = 1000
+
 
 def describe(event: Event) -> Text | None:
     """A short line for the pane, or None for events that are not listed (samples, loads)."""
     stamp = f"{int(event.t) // 60:02d}:{int(event.t) % 60:02d} "
-    line = Text(stamp, style="dim", no_wrap=True, overflow="ellipsis")
+    # The pane wraps (and re-wraps on a resize), and the essential part comes first: a
+    # change reads "knob=new" before the old value, so the new value shows at any width.
+    line = Text(stamp, style="dim")
     if isinstance(event, Change):
         if event.result == "ok":
-            line.append(f"◆ {event.knob} {event.old} → {event.new}", style="bold")
+            line.append(f"◆ {event.knob}={event.new}", style="bold")
+            line.append(f" (was {event.old})")
             if event.warnings:
                 line.append(f" ({len(event.warnings)} warning(s))")
         else:
@@ -50,7 +57,9 @@ def describe(event: Event) -> Text | None:
         line.append(f"! {event.source}: {event.message}", style="bold")
         return line
     if isinstance(event, RecipeRun):
-        line.append(f"☰ recipe {event.name} {event.action}", style="bold")
+        # "≡", not "☰": Unicode 16 made the trigrams wide, so Rich counts 2 columns where
+        # tmux and most terminals draw 1, and the row came out one column too long.
+        line.append(f"≡ recipe {event.name} {event.action}", style="bold")
         if event.message:
             line.append(f": {event.message}")
         return line
@@ -75,21 +84,48 @@ class JournalPane(RichLog):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_lines=1000, wrap=True, markup=False, auto_scroll=True, **kwargs)
+        # min_width=1: lines wrap at the pane's width (RichLog's default renders 78 columns
+        # wide and scrolls sideways).
+        super().__init__(max_lines=MAX_ENTRIES, wrap=True, markup=False, auto_scroll=True,
+                         min_width=1, **kwargs)
         self.border_title = "Journal"
+        # The entries as written: a RichLog wraps at the width it had when each was
+        # written, so a resize writes them again at the new width.
+        self.entries: deque[Text] = deque(maxlen=MAX_ENTRIES)
+        self._wrapped_at = 0
+
+    def _add(self, line: Text) -> None:
+        self.entries.append(line)
+        self.write(line)
 
     def add_event(self, event: Event) -> None:
         line = describe(event)
         if line is not None:
-            self.write(line)
+            self._add(line)
 
     def show_list(self, events: list[Event], current: int | None) -> None:
         """Replay: exactly ``events``, with the one at ``current`` highlighted."""
         self.clear()
+        self.entries.clear()
         for i, event in enumerate(events):
             line = describe(event)
             if line is None:
                 continue
             if i == current:
                 line.stylize("reverse")
-            self.write(line)
+            self._add(line)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # (RichLog's own handler runs after this one: it writes what waited for a size.)
+        width = self.scrollable_content_region.width
+        if width == self._wrapped_at or width <= 0:
+            return
+        first = self._wrapped_at == 0
+        self._wrapped_at = width
+        if first:
+            return
+        at_end = self.is_vertical_scroll_end
+        keep = list(self.entries)
+        self.clear()
+        for line in keep:
+            self.write(line, scroll_end=at_end)

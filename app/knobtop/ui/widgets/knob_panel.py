@@ -30,6 +30,8 @@ class KnobPanel(DataTable[str | Text]):
         height: 1fr;
         border: round $primary 50%;
         border-title-color: $text-accent;
+        scrollbar-size-vertical: 1;
+        overflow-x: hidden;
     }
     KnobPanel:focus {
         border: round $primary;
@@ -54,6 +56,10 @@ class KnobPanel(DataTable[str | Text]):
         self._add_columns()
 
     def _add_columns(self) -> None:
+        # The widths (each plus a cell's padding of 2, plus a 1-column scrollbar) fill the
+        # side panel exactly (46 or 56 columns less the border): no sideways scrolling.
+        # Narrow screens also drop the header row: one more knob shows instead.
+        self.show_header = not self.compact
         self.add_column("knob", key="knob", width=23 if self.compact else 30)
         self.add_column("value", key="value", width=10)
         self.add_column("", key="status", width=4 if self.compact else 7)
@@ -63,17 +69,19 @@ class KnobPanel(DataTable[str | Text]):
         if compact == self.compact:
             return
         self.compact = compact
+        keep = self.highlighted_knob
         self.clear(columns=True)
         self._add_columns()
-        self._fill()
+        self._fill(keep)
 
     def set_knobs(self, values: dict[str, str | None], facts: dict[str, dict[str, Any]]) -> None:
+        keep = self.highlighted_knob
         self.facts = dict(facts)
         self.values = dict(values)
         self.clear()
-        self._fill()
+        self._fill(keep)
 
-    def _fill(self) -> None:
+    def _fill(self, keep: str | None = None) -> None:
         # Changeable knobs first, then restart-only, then absent: what you can flip is on top.
         order = {"dynamic": 0, "unknown": 1, "static": 1, "ignored": 2, "absent": 3}
         for name in sorted(self.values, key=lambda n: (order[self.status_of(n)], n)):
@@ -81,6 +89,9 @@ class KnobPanel(DataTable[str | Text]):
             status = (STATUS_SHORT if self.compact else STATUS_TEXT)[self.status_of(name)]
             self.add_row(_cell(label), _cell(show_value(name, self.values[name])), status,
                          key=name)
+        # The cursor stays on the knob it was on (by name, not by row), scrolled into view.
+        if keep is not None and keep in self.rows:
+            self.move_cursor(row=self.get_row_index(keep), animate=False)
 
     def status_of(self, name: str) -> str:
         facts = self.facts.get(name, {})

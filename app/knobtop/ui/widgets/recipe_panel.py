@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
+from textual import events
 from textual.markup import escape
-from textual.widgets import Static
+from textual.widgets import RichLog
 
 from knobtop.recipes.results import Results, results_table
 from knobtop.recipes.runner import Progress, short_duration
 
 
-class RecipePanel(Static):
+class RecipePanel(RichLog):
+    """Scrolls (the wheel, or Tab to it and the arrows / PgUp / PgDn / Home / End) when
+    the results table is taller than the panel: every arm can be reached."""
+
     DEFAULT_CSS = """
     RecipePanel {
         display: none;
@@ -22,7 +26,14 @@ class RecipePanel(Static):
         max-height: 16;
         border: round $accent;
         border-title-color: $text-accent;
+        background: $background;
         padding: 0 1;
+        overflow-y: auto;
+        scrollbar-size-vertical: 1;
+    }
+    RecipePanel:focus {
+        border: round $text-accent;
+        background-tint: transparent;
     }
     RecipePanel.-active {
         display: block;
@@ -30,8 +41,23 @@ class RecipePanel(Static):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("", **kwargs)
+        super().__init__(wrap=False, markup=False, auto_scroll=False, min_width=1, **kwargs)
         self.border_title = "Recipe"
+        self._shown: RenderableType = ""
+        self._width = 0
+
+    def _show(self, renderable: RenderableType) -> None:
+        """Replace what the panel shows (kept, to lay it out again at a new width)."""
+        self._shown = renderable
+        self.clear()
+        self.write(renderable, scroll_end=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # (RichLog's own handler runs after this one: it writes what waited for a size.)
+        width = self.scrollable_content_region.width
+        first, self._width = self._width == 0, width
+        if not first and width > 0 and self._shown != "":
+            self._show(self._shown)
 
     def show_progress(self, p: Progress) -> None:
         self.add_class("-active")
@@ -45,9 +71,10 @@ class RecipePanel(Static):
         if p.waiting_for:
             text.append(f"\n{p.waiting_for}", style="italic")
         self.border_subtitle = "a: abort (restores the baseline)"
-        self.update(text)
+        self._show(text)
 
     def show_results(self, results: Results) -> None:
         self.add_class("-active")
-        self.border_subtitle = ""
-        self.update(Group(results_table(results)))
+        self.border_subtitle = "wheel or Tab, ↑↓: scroll"
+        self._show(Group(results_table(results)))
+        self.screen.add_class("-recipe-results")  # a narrow screen gives them the graphs' room

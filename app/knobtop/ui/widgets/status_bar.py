@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from knobtop.metrics.board import MetricBoard
+
+SEP = " · "
+JOURNAL_SUFFIX = ".knobtop.jsonl"
+#: A journal name is shortened to no fewer columns than this (else it is left out).
+MIN_JOURNAL = 12
+
+
+def middle_ellipsis(text: str, width: int) -> str:
+    """``text`` in ``width`` columns, cut in the middle: a third of its start and the rest
+    from its distinctive end ("lab-…3301-a7f3")."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = (width - 1) // 3
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def fit_journal(name: str, width: int) -> str:
+    """The journal's name in ``width`` columns: whole, or without the common suffix, or
+    shortened in the middle (a timestamped name keeps its time and random tail)."""
+    if len(name) <= width:
+        return name
+    return middle_ellipsis(name.removesuffix(JOURNAL_SUFFIX), width)
 
 
 class StatusBar(Static):
@@ -21,31 +49,67 @@ class StatusBar(Static):
     }
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self._fields: list[tuple[str, str]] = []
+        self._where = ""
+        self._journal = ""
+
     def show(self, board: MetricBoard | None, journal: str, state: str = "",
              page: str = "") -> None:
-        text = Text(no_wrap=True, overflow="ellipsis")
+        fields: list[tuple[str, str]] = []
         if page:
-            text.append(f"{page} ", style="bold reverse")
-            text.append(" ")
+            fields.append((f"{page} ", "bold reverse"))
+        self._where = self._journal = ""
         if board is None:
-            text.append(state or "connecting ...", style="italic")
-            self.update(text)
-            return
-        server = board.header.server
-        flavor = "MariaDB" if server.get("flavor") == "mariadb" else "MySQL"
-        where = server.get("socket") or f"{server.get('host')}:{server.get('port')}"
-        if server.get("via"):
-            where = f"{server['via']} ({where} via ssh)"
-        # Most telling first: a narrow terminal cuts the end (where, journal), not the state.
-        text.append(f"{flavor} {server.get('version', '?')}  ", style="bold")
-        if state:
-            text.append(state, style="bold reverse")
-            text.append("  ")
-        if board.load_running:
-            text.append(f"▶ {board.load_label}", style="bold")
+            fields.append((state or "connecting ...", "italic"))
         else:
-            text.append("■ load stopped")
-        text.append(f"  {board.samples} samples every {board.header.interval:g}s")
-        text.append(f"  @{where}")
-        text.append(f"  {journal}", style="dim")
-        self.update(text)
+            server = board.header.server
+            flavor = "MariaDB" if server.get("flavor") == "mariadb" else "MySQL"
+            where = server.get("socket") or f"{server.get('host')}:{server.get('port')}"
+            if server.get("via"):
+                where = f"{server['via']} ({where} via ssh)"
+            # Most telling first: a narrow terminal loses the end (where, then the journal
+            # name is shortened in the middle), never the state.
+            fields.append((f"{flavor} {server.get('version', '?')}", "bold"))
+            if state:
+                fields.append((state, "bold reverse"))
+            if board.load_running:
+                fields.append((f"▶ {board.load_label}", "bold"))
+            else:
+                fields.append(("■ load stopped", ""))
+            fields.append((f"{board.samples} samples every {board.header.interval:g}s", ""))
+            self._where, self._journal = f"@{where}", journal
+        self._fields = fields
+        self._fit()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit()
+
+    def line(self, width: int) -> Text:
+        """The bar's text for ``width`` columns: fields apart by " · ", the address left
+        out before the journal's name is shortened below MIN_JOURNAL columns."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (words, style) in enumerate(self._fields):
+            if i:
+                text.append(SEP, style="dim")
+            text.append(words, style=style)
+        if not self._journal:
+            if self._where:
+                text.append(SEP + self._where, style="")
+            return text
+        for where in (self._where, ""):
+            room = width - text.cell_len - len(SEP) * (2 if where else 1) - len(where)
+            if room >= min(MIN_JOURNAL, len(self._journal)):
+                out = text.copy()
+                if where:
+                    out.append(SEP, style="dim")
+                    out.append(where)
+                out.append(SEP, style="dim")
+                out.append(fit_journal(self._journal, room), style="dim")
+                return out
+        return text
+
+    def _fit(self) -> None:
+        width = self.content_region.width
+        self.update(self.line(width if width > 0 else 10_000))
