@@ -99,6 +99,13 @@ def test_tags_never_cover_a_line_or_each_other() -> None:
     assert place_tags([(0, "x=1"), (2, "y=2")], (), 4) == []  # no room anywhere: none
 
 
+def test_the_newest_tag_is_placed_first() -> None:
+    # A change just made sits at "now" with no room on its right: it gets the cells left of
+    # its line, and the older note moves to its own left instead of taking them.
+    tags = place_tags([(10, "note"), (19, "flush=2")], (), 22)
+    assert tags == [(6, "note"), (12, "flush=2")]
+
+
 # ---------------------------------------------------------------------------------------------
 # Marker rules on the board
 # ---------------------------------------------------------------------------------------------

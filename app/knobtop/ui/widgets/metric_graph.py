@@ -379,33 +379,40 @@ def place_tags(
 ) -> list[tuple[int, str]]:
     """Where each marker's tag goes on a row of ``cols`` cells: ``(start, text)`` runs.
 
-    ``markers`` are (column, tag) sorted by column; ``obstacles`` are the other columns that
-    must stay visible (every marker's line, ticks).  A tag goes right of its line when there
-    is room before the next obstacle (one blank cell kept before it), else left of its line,
-    cut with "…" to fit; with fewer than ``MIN_TAG`` cells either side it is left out.  Tags
-    never overlap each other or an obstacle.
+    ``markers`` are (column, tag) sorted by column (oldest first); ``obstacles`` are other
+    columns that must stay visible.  The newest marker is placed first (a change just made,
+    at "now", is the one a person looks for), then older ones in the cells left.  A tag goes
+    right of its line when it fits there (keeping one blank before the next line or tag),
+    else left of its line, cut with "…" to fit; with fewer than ``MIN_TAG`` free cells on
+    either side it is left out.  Tags never overlap each other, a line or an obstacle.
     """
-    blocked = sorted(set(obstacles) | {col for col, _ in markers})
+    busy = bytearray(cols)
+    for col in [*obstacles, *(col for col, _ in markers)]:
+        if 0 <= col < cols:
+            busy[col] = 1
     out: list[tuple[int, str]] = []
-    free_from = 0  # first cell not taken by a placed tag (or its trailing blank)
-    for col, tag in markers:
-        if not tag:
+    for col, tag in reversed(markers):
+        if not tag or not 0 <= col < cols:
             continue
-        nxt = next((b for b in blocked if b > col), cols)
-        prv = max((b for b in blocked if b < col), default=-1)
-        right = (nxt - 1 if nxt < cols else cols) - (col + 1)
-        left_start = max(prv + 2 if prv >= 0 else 0, free_from)
-        left = col - left_start
-        if right >= MIN_TAG or right >= cell_len(tag) > 0:
+        end = col + 1
+        while end < cols and not busy[end]:
+            end += 1
+        right = end - (col + 1) - (1 if end < cols else 0)
+        start = col
+        while start > 0 and not busy[start - 1]:
+            start -= 1
+        left = col - start - (1 if start > 0 else 0)
+        if right >= MIN_TAG or right >= cell_len(tag):
             text = fit_label(tag, right)
-            out.append((col + 1, text))
-            free_from = col + 1 + cell_len(text) + 1
+            at = col + 1
         elif left >= MIN_TAG:
             text = fit_label(tag, left)
-            out.append((col - cell_len(text), text))
-            free_from = col + 1
+            at = col - cell_len(text)
         else:
-            free_from = max(free_from, col + 1)
+            continue
+        busy[at:at + cell_len(text)] = b"\x02" * cell_len(text)
+        out.append((at, text))
+    out.sort()
     return out
 
 
@@ -679,14 +686,16 @@ class MetricGraph(Widget):
         marker_seg = Segment(MARKER_GLYPH, s_marker)
         tick_seg = Segment(TICK_GLYPH, s_marker)
         every_row = [(col, marker_seg, 1) for col in tag_at]
-        # A tag goes on the plot row where it hides the fewest dots of the line (the top row
-        # on a tie); on the top row it may cover a tick (a person's change outranks a load
-        # phase), never a line.
+        # A tag goes on the plot row where it hides the fewest dots of the line and ticks
+        # (the top row on a tie); there it may cover a tick (a person's change outranks a
+        # load phase), never a line.
         rows_extra: list[list[tuple[int, Segment, int]]] = [[] for _ in range(plot_rows)]
         covered: set[int] = set()
         for at, text in place_tags(sorted(tag_at.items()), (), cols) if tag_at else ():
             end = at + cell_len(text)
-            row = min(range(plot_rows), key=lambda r: (end - at - masks[r].count(0, at, end), r))
+            hidden_ticks = sum(1 for col in tick_cols if at <= col < end)
+            row = min(range(plot_rows), key=lambda r: (
+                end - at - masks[r].count(0, at, end) + (hidden_ticks if r == 0 else 0), r))
             rows_extra[row].append((at, Segment(text, s_marker), end - at))
             if row == 0:
                 covered.update(range(at, end))
