@@ -235,8 +235,11 @@ def test_a_missing_or_foreign_journal_is_refused(tmp_path: Path) -> None:
     result = knobtop("serve", str(other))
     assert result.returncode == 2
     assert f"{other}:1:" in result.stderr and "not a knobtop journal" in result.stderr
-    result = knobtop("serve", str(tmp_path))
-    assert result.returncode == 2 and f"{tmp_path}: not a file" in result.stderr
+    # A folder is served (each viewer follows its newest journal); --latest wants one.
+    result = knobtop("serve", "--latest", str(other))
+    assert result.returncode == 2 and f"{other} is a file; --latest follows" in result.stderr
+    result = knobtop("serve")
+    assert result.returncode == 2 and "or --latest" in result.stderr
 
 
 def test_a_port_in_use_is_refused(journal: Path) -> None:
@@ -557,3 +560,39 @@ def test_bad_serve_options_are_refused(journal: Path, args: list[str], message: 
     result = knobtop("serve", str(journal), "--port", str(free_port()), *args)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+async def test_serve_a_folder_follows_its_newest_journal(journal: Path, tmp_path: Path) -> None:
+    """`knobtop serve DIR`: each viewer runs `knobtop follow DIR`, which shows the newest
+    journal there (by its header's start, not its name)."""
+    folder = tmp_path / "journals"
+    folder.mkdir()
+    lines = journal.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    older = dict(header, started_wall=header["started_wall"] - 3600, profile="older")
+    (folder / "z-older.knobtop.jsonl").write_text(json.dumps(older) + "\n")
+    newest = folder / "a-newest.knobtop.jsonl"
+    shutil.copyfile(journal, newest)
+    samples = sum(isinstance(e, Sample) for e in JournalReader(newest))
+    with serving(folder, tmp_path / "serve.log") as (port, proc):
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/") as page:
+                assert page.status == 200
+                assert f"knobtop follow {folder.name}" in await page.text()
+            async with http.ws_connect(f"ws://127.0.0.1:{port}/ws?width=160&height=48",
+                                       origin=base) as ws:
+                await until_drawn(ws, lambda screen: f"{samples} samples".encode() in screen
+                                  and newest.name.encode() in screen)
+                assert len(followers(folder)) == 1
+                await ws.send_json(["stdin", "q"])
+                async with asyncio.timeout(30):
+                    while not ws.closed:
+                        msg = await ws.receive()
+                        if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                            break
+        await eventually(lambda: not followers(folder), 30, "knobtop follow ending after q")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    log = (tmp_path / "serve.log").read_text()
+    assert f"following the newest journal in {folder} at http://127.0.0.1:{port}" in log, log

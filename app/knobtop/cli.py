@@ -147,7 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         "over HTTP with textual-serve: each browser that opens the page gets its own "
         "`knobtop follow JOURNAL`. Listens on 127.0.0.1 unless --public is given.",
     )
-    serve.add_argument("journal", type=Path, help="a *.knobtop.jsonl file being written")
+    serve.add_argument("journal", type=Path, nargs="?", default=None, metavar="PATH",
+                       help="a *.knobtop.jsonl file being written, or a folder of them "
+                       "(each viewer follows the newest, and each newer one)")
+    serve.add_argument("--latest", action="store_true",
+                       help="as with follow: the newest journal in the folder PATH "
+                       "(default: the lab's journals folder)")
     serve.add_argument("--host", default="127.0.0.1",
                        help="address to listen on (default 127.0.0.1; a non-loopback "
                        "address needs --public)")
@@ -454,12 +459,18 @@ def run_serve(args: argparse.Namespace, console: Console) -> int:
 
     from knobtop.journal.reader import JournalReader
 
-    path: Path = args.journal.expanduser()
-    if not path.exists():
-        raise ValueError(f"{path}: no such file (give the journal another knobtop is writing)")
-    if not path.is_file():
-        raise ValueError(f"{path}: not a file (give a *.knobtop.jsonl journal)")
-    header = JournalReader(path).header  # a JournalFormatError names the file and line
+    path = follow_target(args.journal, args.latest)
+    header = None  # a folder: each viewer follows its newest journal
+    if not path.is_dir():
+        if not path.is_file():
+            raise ValueError(f"{path}: not a file (give a *.knobtop.jsonl journal)")
+        header = JournalReader(path).header  # a JournalFormatError names the file and line
+    else:
+        try:
+            next(path.iterdir(), None)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read this folder ({exc.strerror or exc}); "
+                             "give a folder of journals you can read") from None
     if not 1 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: choose a port between 1 and 65535")
     if args.history <= 0:

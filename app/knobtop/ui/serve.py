@@ -252,7 +252,7 @@ class FollowServer(Server):
                 await app_service.focus()
 
 
-def serve_follow(path: Path, header: Header, *, host: str, port: int, public: bool,
+def serve_follow(path: Path, header: Header | None, *, host: str, port: int, public: bool,
                  public_url: str | None, history: float, console: Console,
                  max_viewers: int = 8) -> None:
     """Serve `knobtop follow PATH` to browsers until interrupted (checks done by the CLI)."""
@@ -265,7 +265,9 @@ def serve_follow(path: Path, header: Header, *, host: str, port: int, public: bo
 
     def banner(served_url: str) -> None:
         # The path and profile are the user's and the journal's text: never markup.
-        console.print(Text(f"knobtop serve: following {path} (profile {header.profile}) "
+        what = (f"the newest journal in {path}" if header is None
+                else f"{path} (profile {header.profile})")
+        console.print(Text(f"knobtop serve: following {what} "
                            f"at {served_url}  (Ctrl+C stops; at most {max_viewers} "
                            "viewers)"), highlight=False)
         if public:
