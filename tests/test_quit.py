@@ -506,3 +506,27 @@ def test_quit_text_mentions_a_restart_in_progress_only_while_one_runs() -> None:
     assert quit_details(session, diff, lab=False).endswith(
         "A restart is in progress: it finishes first.")
     assert "as they are now" in quit_details(session, diff, lab=False)
+
+
+@pytest.mark.integration
+def test_headless_set_changes_go_back_at_the_end(tmp_path: Path) -> None:
+    root = tmp_path / "lab"
+    journal = tmp_path / "h.knobtop.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "knobtop", "lab", "--dir", str(root), "--headless",
+         "--duration", "3", "--load", "none", "--keep-running", "--journal", str(journal),
+         "--set", "innodb_io_capacity=1234@1"],
+        capture_output=True, text=True, timeout=300, check=False)
+    sandbox = Sandbox.existing(root)
+    try:
+        assert done.returncode == 0, done.stderr
+        changes = [(e.knob, e.new, e.reason) for e in JournalReader(journal)
+                   if isinstance(e, Change)]
+        assert changes == [("innodb_io_capacity", "1234", ""),
+                           ("innodb_io_capacity", "200", "revert to baseline")]
+        assert notes(journal) == [
+            "quit: reverted to the baseline: innodb_io_capacity=1234 (baseline 200)"]
+        sandbox.port = int((root / "port").read_text())
+        assert asyncio.run(show_global(sandbox.connection(), "innodb_io_capacity")) == "200"
+    finally:
+        sandbox.stop()

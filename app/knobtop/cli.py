@@ -942,6 +942,25 @@ def describe(event: Event) -> str | None:
     return None
 
 
+async def restore_baseline(session: Session, console: Console) -> None:
+    """Headless --set changes go back at the end (as a recipe's do): the next session
+    must not take them for its baseline.  The load stops first, so a static revert does
+    not start a new phase; what was done is journaled as the quit choice."""
+    try:
+        if session.driver is not None and session.driver.running:
+            await session.stop_load()
+        diff = await session.baseline_diff()
+        if not diff:
+            return
+        failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+        session.quit_choice("revert", diff)
+    except (ServerError, LoadError, HostError, TimeoutError) as exc:
+        console.print(f"could not restore the baseline knobs: {exc}", markup=False)
+        return
+    for change in failed:
+        console.print(f"could not restore {change.knob}: {change.message}", markup=False)
+
+
 async def run_headless(
     session: Session,
     duration: float,
@@ -990,6 +1009,8 @@ async def run_headless(
         elif stop.is_set():
             reason = "interrupted"
     finally:
+        if changes and session.journal is not None and session.journal_error is None:
+            await restore_baseline(session, console)
         await session.close(reason)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

@@ -1,13 +1,18 @@
 """A braille line plot of one time series, or two overlaid, with vertical change markers.
 
-Layout at 40x6 (a ramp with a gap at 60-70 s, markers at 40 s and 90 s)::
+Layout at 40x6 (a ramp with a gap at 60-70 s, a knob change at 40 s, a note at 90 s, a load
+phase change at 20 s)::
 
-    tps 1.20K/s                    ▼ 0-1.20K   <- title, latest value+unit, newest marker, y range
-    1.20K            │             │ ⢀⣀⡠⠤⠔⠒⠉   <- margin: y max on the top plot row ...
-                     │        ⢀⣀⡠⠤⠒│⠉⠁
+    tps 1.20K/s                      0-1.20K   <- title, latest value+unit, y range (holds it)
+    1.20K     ╷   │io_cap=1000 ⢀⣀⡠note│⠉   <- margin: y max; ticks (load phases) on the top row
+                     │        ⢀⣀⡠⠤⠒│⠉⠁         only; each full-height line's tag beside it
                      │ ⢀⣀⡠⠤  ⠈⠁    │
                 ⢀⣀⠤⠤⠒│⠉⠁           │
         0 ⣀⠤⠔⠒⠊⠉⠁    │             │           <- ... and the y minimum (usually 0) at the bottom
+
+Full-height lines are for what a person did (``markers``); load phases and gaps are ``ticks``.
+Each line's tag goes right of it, or left when there is no room, on the plot row where it
+hides the fewest dots, newest first, never over another line or tag (``place_tags``).
 
 Everything the widget shows is computed by the pure module-level helpers below
 (``column_means`` -> ``y_range`` -> ``rasterize`` -> braille text), so they can be tested
