@@ -174,6 +174,25 @@ def test_a_stop_long_before_the_next_start_stays_two_ticks() -> None:
     assert [m.tag for m in b.markers if m.kind == "load"] == ["x4", "stop", "x4"]
 
 
+def test_a_restart_pause_is_one_tick_however_long_the_restart_took() -> None:
+    # A static change stops the load, restarts the server (8 s here), journals the change
+    # and resumes the load: the pause is one tick, the change one tagged line.
+    header, events = recorded()
+    start = next(e for e in events if isinstance(e, Phase))
+    t = 90.0
+    tail: list[Event] = [
+        dataclasses.replace(start, t=t + 0.1, wall=start.wall + t, action="stop"),
+        Restart(t=t + 0.2, wall=start.wall + t, node="local", step="restart", result="ok",
+                seconds=7.5),
+        Change(t=t, wall=start.wall + t + 8, knob="innodb_doublewrite", requested="OFF",
+               old="ON", new="OFF", method="dropin_restart", result="ok", duration=8.0),
+        dataclasses.replace(start, t=t + 8.1, wall=start.wall + t + 8.1, phase=2),
+    ]
+    b = board([*events, *tail], header)
+    after = [(m.kind, m.tag) for m in b.markers if m.t >= t]
+    assert after == [("change", "doublewrite=OFF ⟳"), ("load", "x4")]
+
+
 def test_short_knob_names() -> None:
     assert short_knob("innodb_io_capacity") == "io_cap"
     assert short_knob("innodb_flush_log_at_trx_commit") == "flush_log_at_trx_cmt"

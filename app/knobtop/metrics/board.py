@@ -283,14 +283,18 @@ class MetricBoard:
             if self.load_hosts > 1:
                 self.load_label += f" on {self.load_hosts} clients"
             label = f"load {self.load_label}"
-            # A stop just before (a thread or workload change, a restart's pause) and this
-            # start are one phase change: one tick, named after the new phase.
+            # A stop just before (a thread or workload change) and this start are one phase
+            # change: one tick, named after the new phase.  So is a pause for a restart,
+            # however long the restart took: the stop is followed only by that restart.
+            restarted = False
             for m in reversed(self.markers):
-                if m.t < event.t - PHASE_MERGE_S:
-                    break
-                if m.kind == "load" and m.label == "load stop":
+                if m.kind == "restart" or m.tag.endswith("⟳"):
+                    restarted = True
+                    continue
+                if m.kind == "load" and m.label == "load stop" and (
+                        restarted or m.t >= event.t - PHASE_MERGE_S):
                     self.markers.remove(m)
-                    break
+                break
             self.markers.append(Marker(event.t, "load", label, f"x{event.threads}"))
         else:
             self.load_running = False
