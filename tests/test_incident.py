@@ -14,6 +14,7 @@ import pytest
 
 from conftest import EventCollector
 from harness.galera import GaleraCluster
+from harness.sshd import SshServer, make_host
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, event_from_dict, to_dict
@@ -242,3 +243,24 @@ async def test_galera_state_only_where_galera_runs(
         assert name in g
     assert Path(snap.log_path) == node.error_log and snap.log, snap.problems
     assert snap.repl == []
+
+
+@pytest.mark.integration
+async def test_error_log_tail_over_ssh(ssh_target: SshServer, links: list[ServerLink]) -> None:
+    """A remote target's log is read through its SshHost (here sshd on 127.0.0.2 reaching the
+    sandbox's log): the same lines as reading it locally; a missing file is named."""
+    host = make_host(ssh_target)
+    try:
+        local = await IncidentReader(links[2], LocalHost()).read()
+        remote = await IncidentReader(links[2], host).read()
+        assert remote.log and remote.problems == []
+        assert remote.log_path == local.log_path
+        assert remote.log[-3:] == local.log[-3:]
+        reader = IncidentReader(links[2], host)
+        reader._log_path = "/nonexistent/knobtop/error.log"
+        missing = await reader.read()
+        assert missing.log == []
+        assert any("/nonexistent/knobtop/error.log" in p and host.name in p
+                   for p in missing.problems), missing.problems
+    finally:
+        await host.close()

@@ -152,11 +152,22 @@ async def test_no_statements_keeps_sql_off_screen_and_out_of_the_journal(
     sleeper = links[0]
     sleeper_id = (await sleeper.query("SELECT CONNECTION_ID()"))[0][0]
     marker = "knobtop_private_marker_77"
-    task = asyncio.create_task(sleeper.query(f"SELECT SLEEP(4), '{marker}'", timeout=30))
+    task: asyncio.Task[object] | None = None
     try:
         async with app.run_test(size=(160, 48)) as pilot:
+            # 4 at once (the session may still be opening; the page's sampling follows).
             await pilot.press("4")
             page = app.live.query_one(IncidentPage)
+            await until(pilot, lambda: page.event is not None)
+            await pilot.press("1")
+            task = asyncio.create_task(sleeper.query(f"SELECT SLEEP(6), '{marker}'",
+                                                     timeout=30))
+            # The page is in the palette too, under its binding id.
+            entry = next(e for e in app.palette_actions() if e[0] == "Incident page")
+            assert "view.incident" in entry[1] and "key 4" in entry[1]
+            await entry[2]()  # what the palette runs when it is picked
+            await pilot.pause()
+            assert app.live.query_one(GraphGrid).page == "incident"
             await until(pilot, lambda: page.event is not None and any(
                 p[0] == sleeper_id and p[3] == "Query" for p in page.event.procs))
             await pilot.pause()
@@ -168,7 +179,8 @@ async def test_no_statements_keeps_sql_off_screen_and_out_of_the_journal(
             await pilot.press("q")
             await until(pilot, lambda: not app.is_running, timeout=30)
     finally:
-        await asyncio.wait_for(task, 30)
+        if task is not None:
+            await asyncio.wait_for(task, 30)
     written = journal.read_text()
     assert '"ev":"incident"' in written.replace(" ", "")
     assert marker not in written and "SLEEP" not in written

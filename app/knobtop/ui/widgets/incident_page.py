@@ -171,5 +171,5 @@ class IncidentPage(VerticalScroll):
         self.event = event
         if waiting:
             self.waiting = waiting
-        self.query_one("#incident-body", Static).update(
-            render_incident(event, waiting=self.waiting, age=age))
+        for body in self.query("#incident-body").results(Static):  # none while unmounted
+            body.update(render_incident(event, waiting=self.waiting, age=age))
