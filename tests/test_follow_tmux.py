@@ -3,8 +3,6 @@ again: the follower moves from the first session's journal (ended) to the second
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,38 +11,18 @@ from harness.binaries import require_binary
 from harness.tmux import TmuxServer
 from knobtop.journal import End, JournalReader
 from knobtop.lab import Sandbox
+from test_tmux import knobtop, stop_sandbox, tmux  # noqa: F401  (the same private tmux)
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def stop_sandbox(tmp_path: Path) -> Iterator[None]:
-    """If a lab did not stop its server (a failed test), stop it here."""
-    yield
-    Sandbox(tmp_path / "lab").stop()
-
-
-@pytest.fixture
-def tmux(tmp_path: Path, stop_sandbox: None) -> Iterator[TmuxServer]:
-    binary = require_binary("tmux", "tmux")
-    server = TmuxServer(binary, tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
-    yield server
-    server.kill()
-
-
-def knobtop(*args: str) -> list[str]:
-    return [sys.executable, "-m", "knobtop", *args]
 
 
 def journals_in(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.knobtop.jsonl"))
 
 
-def test_follow_latest_moves_to_the_labs_next_session(tmp_path: Path, tmux: TmuxServer) -> None:
+def test_follow_latest_moves_to_the_labs_next_session(
+    tmp_path: Path, tmux: TmuxServer  # noqa: F811  (the fixture imported above)
+) -> None:
     require_binary("mariadbd", "mariadb-server")
     lab_dir = tmp_path / "lab"
     journals = lab_dir / "journals"
