@@ -184,3 +184,71 @@ async def test_no_statements_keeps_sql_off_screen_and_out_of_the_journal(
     written = journal.read_text()
     assert '"ev":"incident"' in written.replace(" ", "")
     assert marker not in written and "SLEEP" not in written
+
+
+RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_follow_and_replay_show_the_same_incident_page(
+        tmp_path: Path, size: tuple[int, int]) -> None:
+    """A follower draws the page from the journaled event as the writer's screen did, and a
+    replay of the same file draws it line for line the same; server text is never markup."""
+    from knobtop.cli import following_app
+    from knobtop.journal import JournalWriter
+
+    reader = JournalReader(RECORDED)
+    events = list(reader)
+    path = tmp_path / "live.knobtop.jsonl"
+    writer = JournalWriter(path, reader.header)
+    for event in events[:40]:
+        writer.append(event)
+    t = events[39].t + 0.2
+    incident = Incident(
+        t=t, wall=events[39].wall + 0.2, threads=3,
+        procs=[[12, "app", "shop", "Query", 31.5, "Sending data",
+                "SELECT [bold]x[/bold] FROM orders WHERE note = '[red]'"],
+               [13, "app", "shop", "Query", 2.0, "Updating", "UPDATE orders SET n = n + 1"],
+               [9, "rep", None, "Sleep", 120.0, None, None]],
+        locks=[[13, 2.0, "UPDATE orders SET n = n + 1", 12, None]],
+        oldest={"thread": 12, "seconds": 31, "state": "RUNNING", "rows_locked": 4,
+                "rows_modified": 1, "statement": "SELECT [bold]x[/bold] FROM orders"},
+        repl=[{"name": "", "io": "Yes", "sql": "Yes", "lag": 3, "state": "Waiting for master",
+               "error": ""}],
+        log=["2026-11-23 20:43:52 0 [Warning] Aborted connection 3 [/]"],
+        log_path="/var/log/mysql/error.log")
+    try:
+        app = following_app(path, history=900)
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, lambda: app.board is not None and app._live_ready)
+            await pilot.press("4")
+            await pilot.pause()
+            assert "no incident snapshot yet" in " ".join(page_lines(app))
+            writer.append(incident)
+            page = app.live.query_one(IncidentPage)
+            await until(pilot, lambda: page.event == incident)
+            await pilot.pause()
+            followed = page_lines(app)
+            text = "\n".join(followed)
+            row = next(ln for ln in followed if ln.split()[:1] == ["12"])
+            assert "SELECT [bold]x[/bold]" in row  # as the server sent it, not styled
+            assert "thread 12, open 31 s" in text and "FROM orders" in text
+            assert "[Warning] Aborted connection 3 [/]" in text
+            assert "lag 3 s" in text and "Waiting for master" in text
+            assert any(ln.split()[:1] == ["13"] and " 12 " in f" {ln} " for ln in followed)
+            await pilot.press("q")
+    finally:
+        writer.close()
+    index = JournalIndex(path)
+    index.build()
+    try:
+        replay = ReplayApp(Replay(index))
+        async with replay.run_test(size=size) as pilot:
+            await pilot.pause()
+            await pilot.press("4")
+            replay.replay.seek_to(t)
+            replay.paint(force=True)
+            await pilot.pause()
+            assert page_lines(replay) == followed
+    finally:
+        index.close()
