@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from rich.cells import cell_len
 from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
 from conftest import show_global
@@ -64,6 +65,12 @@ async def set_through(app: KnobtopApp, knob: str, value: str) -> None:
     assert change.result == "ok", change.message
 
 
+async def open_and_set(pilot: Pilot[object], app: KnobtopApp, value: str) -> None:
+    """Wait for the session's journal to open, then set KNOB to ``value`` through it."""
+    await until(pilot, lambda: app.session is not None and app.session.journal is not None)
+    await set_through(app, KNOB, value)
+
+
 def fully_visible(app: KnobtopApp, widget: Button) -> bool:
     return Region(0, 0, *app.size).contains_region(widget.region) and widget.region.area > 0
 
@@ -79,9 +86,7 @@ async def test_lab_quit_lists_the_changed_knob_and_reverts_by_default(
     app = KnobtopApp(Session(config, LocalHost(), None))
     try:
         async with app.run_test(size=size) as pilot:
-            await until(pilot, lambda: app.board is not None and app.session is not None
-                        and app.session.journal is not None)
-            await set_through(app, KNOB, other(before))
+            await open_and_set(pilot, app, other(before))
             await pilot.press("q")
             await until(pilot, lambda: isinstance(app.screen, QuitScreen))
             screen = app.screen
@@ -117,9 +122,7 @@ async def test_profile_quit_asks_enter_stays_and_keep_leaves_the_value(
     app = KnobtopApp(Session(config, LocalHost(), None))
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: app.session is not None
-                        and app.session.journal is not None)
-            await set_through(app, KNOB, other(before))
+            await open_and_set(pilot, app, other(before))
             await pilot.press("q")
             await until(pilot, lambda: isinstance(app.screen, QuitScreen))
             # A profile's server: nothing is chosen for the person; Enter is Cancel.
@@ -165,9 +168,7 @@ async def test_revert_dialog_for_dynamic_knobs_promises_no_restart(
     app = KnobtopApp(Session(config, LocalHost(), None))
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: app.session is not None
-                        and app.session.journal is not None)
-            await set_through(app, KNOB, other(before))
+            await open_and_set(pilot, app, other(before))
             await pilot.press("b")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             details = app.screen.details  # type: ignore[attr-defined]
