@@ -16,8 +16,8 @@ from knobtop.recipes.runner import Progress, short_duration
 
 
 class RecipePanel(RichLog):
-    """Scrolls (the wheel, or Tab to it and the arrows / PgUp / PgDn / Home / End) when
-    the results table is taller than the panel: every arm can be reached."""
+    """Scrolls (the wheel; or Shift+Tab to it from the knobs, then the arrows, PgUp/PgDn,
+    Home/End) when the results table is taller than the panel: every arm can be reached."""
 
     DEFAULT_CSS = """
     RecipePanel {
@@ -75,6 +75,6 @@ class RecipePanel(RichLog):
 
     def show_results(self, results: Results) -> None:
         self.add_class("-active")
-        self.border_subtitle = "wheel or Tab, ↑↓: scroll"
+        self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
         self._show(Group(results_table(results)))
         self.screen.add_class("-recipe-results")  # a narrow screen gives them the graphs' room
