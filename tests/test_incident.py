@@ -4,6 +4,7 @@ error log's tail, statement texts off, secrets redacted; the session samples it 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -90,18 +91,27 @@ async def until(check: Callable[[], Awaitable[Any]], timeout: float = 20) -> Any
         await asyncio.sleep(0.1)
 
 
+@contextlib.asynccontextmanager
+async def locking_links(info: ConnectionInfo) -> AsyncIterator[list[ServerLink]]:
+    """Three connections, and a row ({DB}.t id 1) for two of them to fight over."""
+    made = [ServerLink(info) for _ in range(3)]
+    try:
+        for link in made:
+            await link.connect()
+        await made[0].query(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        await made[0].query(f"CREATE TABLE IF NOT EXISTS {DB}.t (id INT PRIMARY KEY, v INT) "
+                            "ENGINE=InnoDB")
+        await made[0].query(f"INSERT IGNORE INTO {DB}.t VALUES (1, 0)")
+        yield made
+    finally:
+        for link in made:
+            await link.close()
+
+
 @pytest.fixture
 async def links(mariadb_info: ConnectionInfo) -> AsyncIterator[list[ServerLink]]:
-    made = [ServerLink(mariadb_info) for _ in range(3)]
-    for link in made:
-        await link.connect()
-    await made[0].query(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    await made[0].query(f"CREATE TABLE IF NOT EXISTS {DB}.t (id INT PRIMARY KEY, v INT) "
-                        "ENGINE=InnoDB")
-    await made[0].query(f"INSERT IGNORE INTO {DB}.t VALUES (1, 0)")
-    yield made
-    for link in made:
-        await link.close()
+    async with locking_links(mariadb_info) as made:
+        yield made
 
 
 @pytest.mark.integration

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from harness.ui import until, widget_text
 from knobtop.hosts.local import LocalHost
@@ -23,9 +24,15 @@ from knobtop.ui.replay_app import ReplayApp
 from knobtop.ui.widgets.graph_grid import GraphGrid
 from knobtop.ui.widgets.incident_page import IncidentPage
 from knobtop.ui.widgets.status_bar import StatusBar
+from test_incident import DB, locking_links
 
 pytestmark = pytest.mark.integration
-DB = "incident_ui"
+
+
+@pytest.fixture
+async def links(mariadb_info: ConnectionInfo) -> AsyncIterator[list[ServerLink]]:
+    async with locking_links(mariadb_info) as made:
+        yield made
 SIZES = [(80, 24), (160, 48)]
 
 
@@ -34,18 +41,12 @@ def page_lines(app: KnobtopApp | ReplayApp) -> list[str]:
     return widget_text(app.live.query_one(IncidentPage).query_one("#incident-body"))
 
 
-@pytest.fixture
-async def links(mariadb_info: ConnectionInfo) -> AsyncIterator[list[ServerLink]]:
-    made = [ServerLink(mariadb_info) for _ in range(2)]
-    for link in made:
-        await link.connect()
-    await made[0].query(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    await made[0].query(f"CREATE TABLE IF NOT EXISTS {DB}.t (id INT PRIMARY KEY, v INT) "
-                        "ENGINE=InnoDB")
-    await made[0].query(f"INSERT IGNORE INTO {DB}.t VALUES (1, 0)")
-    yield made
-    for link in made:
-        await link.close()
+async def replay_at(replay: ReplayApp, pilot: Pilot[int], t: float) -> list[str]:
+    """Move the replay's cursor to ``t``, paint, and return the incident page's lines."""
+    replay.replay.seek_to(t)
+    replay.paint(force=True)
+    await pilot.pause()
+    return page_lines(replay)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -56,7 +57,7 @@ async def test_incident_page_live_then_replay(
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
                            interval=0.5)
     app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    holder, waiter = links
+    holder, waiter, _ = links
     waiter_id = (await waiter.query("SELECT CONNECTION_ID()"))[0][0]
     holder_id = (await holder.query("SELECT CONNECTION_ID()"))[0][0]
     blocked: asyncio.Task[object] | None = None
@@ -119,26 +120,17 @@ async def test_incident_page_live_then_replay(
         async with replay.run_test(size=size) as pilot:
             await pilot.pause()
             await pilot.press("4")
-            replay.replay.seek_to(shown.t)
-            replay.paint(force=True)
-            await pilot.pause()
+            lines = await replay_at(replay, pilot, shown.t)
             assert replay.live.query_one(IncidentPage).event == shown
-            lines = page_lines(replay)
             assert any(ln.split()[:1] == [str(waiter_id)] and f" {holder_id} " in f" {ln} "
                        for ln in lines)
             # At the last snapshot, the replayed page is the live one, line for line.
-            replay.replay.seek_to(last.t)
-            replay.paint(force=True)
-            await pilot.pause()
+            assert await replay_at(replay, pilot, last.t) == live_lines
             assert replay.live.query_one(IncidentPage).event == last
-            assert page_lines(replay) == live_lines
             # Before the first snapshot the page says why it is empty.
-            replay.replay.seek_to(replay.replay.start)
-            replay.paint(force=True)
-            await pilot.pause()
+            lines = await replay_at(replay, pilot, replay.replay.start)
             assert replay.live.query_one(IncidentPage).event is None
-            assert "no incident snapshot at or before this point" in " ".join(
-                page_lines(replay))
+            assert "no incident snapshot at or before this point" in " ".join(lines)
     finally:
         index.close()
 
@@ -246,9 +238,6 @@ async def test_follow_and_replay_show_the_same_incident_page(
         async with replay.run_test(size=size) as pilot:
             await pilot.pause()
             await pilot.press("4")
-            replay.replay.seek_to(t)
-            replay.paint(force=True)
-            await pilot.pause()
-            assert page_lines(replay) == followed
+            assert await replay_at(replay, pilot, t) == followed
     finally:
         index.close()
