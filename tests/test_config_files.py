@@ -147,6 +147,7 @@ NODE = ('[target]\nssh = "db1"\n[[node]]\nname = "db1"\n'
         'dropin_path = "/etc/mysql/conf.d/99-knobtop.cnf"\n')
 MGMD = ('[target]\nssh = "db1"\n[ndb]\nconfig_ini = "/var/lib/mysql-cluster/config.ini"\n'
         'mgmd_command = "ndb_mgmd -f {config} --reload"\n')
+CLIENT = '[target]\n[[client]]\nsysbench = "/opt/sysbench/bin/sysbench"\n'  # a program knobtop runs
 WRITABLE = [0o620, 0o602, 0o660, 0o606, 0o622]
 
 
@@ -165,7 +166,8 @@ def test_inline_password_in_a_file_others_can_change_is_refused(
 @pytest.mark.parametrize("mode", WRITABLE)
 @pytest.mark.parametrize(("body", "key"), [(RESTART, "target.restart_command"),
                                            (NODE, "node[0].restart_command"),
-                                           (MGMD, "ndb.mgmd_command")])
+                                           (MGMD, "ndb.mgmd_command"),
+                                           (CLIENT, "client[0].sysbench")])
 def test_a_command_in_a_file_others_can_change_is_refused(
     tmp_path: Path, mode: int, body: str, key: str
 ) -> None:
@@ -178,7 +180,7 @@ def test_a_command_in_a_file_others_can_change_is_refused(
 
 
 @pytest.mark.parametrize(("body", "mode"), [(RESTART, 0o644), (NODE, 0o640), (MGMD, 0o604),
-                                            (RESTART, 0o600), (PASSWORD, 0o600)])
+                                            (CLIENT, 0o644), (RESTART, 0o600), (PASSWORD, 0o600)])
 def test_files_only_their_owner_can_change_are_fine(tmp_path: Path, body: str, mode: int) -> None:
     """A command is no secret: others may read it; only changing it is refused."""
     path = write(tmp_path / "p.toml", body.encode(), mode)

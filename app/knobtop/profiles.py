@@ -386,8 +386,9 @@ class _Reader:
         self.mode = mode
 
     def command(self, table: _Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
-        """A command knobtop will run (a restart, ndb_mgmd): refused from a file that group
-        or others can change, since whoever edits it chooses what runs (often with sudo)."""
+        """A command knobtop will run (a restart, ndb_mgmd, sysbench): refused from a file
+        that group or others can change, since whoever edits it chooses what runs (often
+        with sudo)."""
         value = self.opt_str(table, key, prefix, empty_fix=empty_fix)
         if value is not None and self.mode is not None and self.mode & _OTHERS_WRITE:
             raise self.error(
@@ -649,7 +650,7 @@ class _Reader:
                 ),
                 f"{p}.ssh",
             )
-            sysbench = self.opt_str(
+            sysbench = self.command(  # the program knobtop runs as the load
                 item, "sysbench", p, empty_fix='remove it, or write sysbench = "/usr/bin/sysbench"'
             )
             name = self.opt_str(item, "name", p, empty_fix="remove it to use the ssh destination")
