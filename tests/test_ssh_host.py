@@ -188,6 +188,35 @@ async def test_run_limit_ends_remote_process(target: SshHost) -> None:
         await wait_marker_gone(mark)
 
 
+async def test_run_limit_covers_starting_the_command_on_a_hung_connection(
+    tmp_path: Path,
+) -> None:
+    """The connection is up but its sshd is stopped (kill -STOP: it accepts, never
+    answers): opening the command's channel gets no reply, and ``limit`` still holds
+    (before, only the command's output was under it: the call waited for the channel
+    until keepalive gave up on the connection, ~30 s)."""
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.7") as srv:
+        host = make_host(srv)
+        stopped: list[psutil.Process] = []
+        try:
+            async with asyncio.timeout(LIMIT):
+                assert (await host.run(["echo", "up"])).stdout == "up\n"
+            assert srv.pid is not None
+            sessions = [p for p in psutil.Process(srv.pid).children(recursive=True)
+                        if p.name().startswith("sshd")]
+            assert sessions  # the connection's own sshd process(es)
+            for proc in sessions:
+                proc.suspend()
+                stopped.append(proc)
+            async with asyncio.timeout(LIMIT):
+                with pytest.raises(HostError, match=r"'true' did not finish within 1 s"):
+                    await host.run(["true"], limit=1.0)
+        finally:
+            for proc in stopped:
+                proc.resume()
+            await host.close()
+
+
 async def test_which(target: SshHost) -> None:
     sshd = require_binary("sshd", "openssh-server")
     async with asyncio.timeout(LIMIT):

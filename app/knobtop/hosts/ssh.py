@@ -677,8 +677,12 @@ class SshHost:
             proc: asyncssh.SSHClientProcess[bytes] = await conn.create_process(
                 wrap_command(argv), encoding=None
             )
-            async with asyncio.timeout(OP_LIMIT):
-                first = await proc.stdout.readline()
+            try:
+                async with asyncio.timeout(OP_LIMIT):
+                    first = await proc.stdout.readline()
+            except BaseException:
+                proc.close()  # timed out or cancelled: no channel left open behind it
+                raise
         try:
             pid = int(first)
         except ValueError:
@@ -689,13 +693,18 @@ class SshHost:
         return proc, pid
 
     async def run(self, argv: Sequence[str], *, limit: float = 60.0) -> CommandResult:
-        proc, _ = await self._start(argv)
+        """Run ``argv`` to its end; ``limit`` bounds the whole call: (re)connecting and
+        opening the channel too, which a hung connection would otherwise hold until
+        keepalive gives up on it."""
+        proc: asyncssh.SSHClientProcess[bytes] | None = None
         try:
             async with asyncio.timeout(limit):
+                proc, _ = await self._start(argv)
                 with self._errors(f"'{argv[0]}' failed"):
                     out, err = await proc.communicate()
         except TimeoutError:
-            proc.close()  # the watchdog sees EOF and ends the remote process group
+            if proc is not None:
+                proc.close()  # the watchdog sees EOF and ends the remote process group
             raise HostError(
                 f"{self.name}: '{' '.join(argv[:2])}' did not finish within {limit:.0f} s"
             ) from None
