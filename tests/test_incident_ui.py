@@ -227,7 +227,8 @@ async def test_follow_and_replay_show_the_same_incident_page(
             assert "thread 12, open 31 s" in text and "FROM orders" in text
             assert "[Warning] Aborted connection 3 [/]" in text
             assert "lag 3 s" in text and "Waiting for master" in text
-            assert any(ln.split()[:1] == ["13"] and " 12 " in f" {ln} " for ln in followed)
+            assert any(ln.split()[:1] == ["13"] and " 12 " in f" {ln} "
+                       and "(idle in trx)" in ln for ln in followed)
             await pilot.press("q")
     finally:
         writer.close()

@@ -88,11 +88,13 @@ def render_incident(event: Incident | None, *, waiting: str = "",
                        ("statement", {"ratio": 1, "min_width": 8}),
                        ("blocked by", {"justify": "right"}),
                        ("its statement", {"ratio": 1, "min_width": 8}))
+        # A blocker running no statement holds its locks in an open transaction.
+        idle = "(idle in trx)" if event.statements else ""
         for row in event.locks:
             cells = [*row, *([None] * 5)][:5]
             locks.add_row(*(Text(c) for c in (
                 _n(cells[0]), _n(cells[1], " s"), _s(cells[2]) if cells[2] else "",
-                _n(cells[3]), _s(cells[4]) if cells[4] else "")))
+                _n(cells[3]), _s(cells[4]) if cells[4] else idle)))
         parts.append(locks)
     else:
         parts.append(Text("none", style="dim"))
