@@ -274,3 +274,13 @@ async def test_error_log_tail_over_ssh(ssh_target: SshServer, links: list[Server
                    for p in missing.problems), missing.problems
     finally:
         await host.close()
+
+
+@pytest.mark.parametrize("command", ["lab", "connect"])
+def test_no_statements_option(command: str) -> None:
+    from knobtop.cli import build_parser
+
+    parser = build_parser()
+    extra = ["--target", "db.example"] if command == "connect" else []
+    assert parser.parse_args([command, *extra]).statements is True
+    assert parser.parse_args([command, *extra, "--no-statements"]).statements is False
