@@ -109,6 +109,27 @@ async def test_knobtops_own_file_is_rewritten_keeping_mode_and_owner(
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
+async def test_a_dropin_reached_through_a_symlink_keeps_its_files_mode(
+    host: Host, tmp_path: Path, mariadb_info: ConnectionInfo
+) -> None:
+    """dropin_path may be a symlink (conf.d/zz-knobtop.cnf -> a file kept elsewhere): the
+    mode kept is the file's, not the link's 0777 (mysqld ignores a world-writable file)."""
+    real = tmp_path / "kept" / "knobtop.cnf"
+    real.parent.mkdir()
+    real.write_text(render_dropin({"innodb_doublewrite": "OFF", "innodb_log_file_size": "1G"}))
+    real.chmod(0o640)
+    dropin = tmp_path / "zz-knobtop.cnf"
+    dropin.symlink_to(real)
+    ran = tmp_path / "restarted"
+    steps: list[Step] = []
+    restarter = applier(host, dropin, mariadb_info, ran, steps)
+    async with asyncio.timeout(restarter.time_limit):
+        await restarter.apply({"innodb_doublewrite": None})
+    assert parse_dropin(dropin.read_text()) == {"innodb_log_file_size": "1G"}
+    assert stat.S_IMODE(os.stat(dropin).st_mode) == 0o640
+    assert ran.exists()
+
+
 async def test_a_new_dropin_is_created_readable_by_the_server(
     tmp_path: Path, mariadb_info: ConnectionInfo
 ) -> None:

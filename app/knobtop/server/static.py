@@ -294,8 +294,10 @@ class RestartApplier:
 
     async def _owner(self, node: ServerNode) -> FileOwner:
         try:
+            # -L: through a symlink, the file's mode and owner (a link's own are 0777/any)
             result = await node.host.run(
-                ["sh", "-c", 'stat -c "%a %u %g" -- "$1" && id -u', "sh", str(node.dropin_path)],
+                ["sh", "-c", 'stat -L -c "%a %u %g" -- "$1" && id -u', "sh",
+                 str(node.dropin_path)],
                 limit=self.query_timeout,
             )
             mode, uid, gid, me = result.stdout.split()
@@ -323,7 +325,7 @@ class RestartApplier:
             if owner is not None:
                 # The new file is the writer's; hand it back (a no-op when that is its owner).
                 result = await node.host.run(
-                    ["sh", "-c", 'stat -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
+                    ["sh", "-c", 'stat -L -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
                      'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
                      str(owner.uid), str(owner.gid)],
                     limit=self.query_timeout,
