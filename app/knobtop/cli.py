@@ -289,6 +289,9 @@ def add_session_options(
     p.add_argument("--phase-seconds", type=int, default=0, metavar="S",
                    help="each load phase runs S seconds and ends with sysbench's own summary "
                    "(default 0: until stopped; sysbench prints no summary when stopped)")
+    p.add_argument("--no-statements", dest="statements", action="store_false",
+                   help="the incident page (key 4) never reads statement texts: for "
+                   "sensitive systems (default: read, shortened, secrets redacted)")
     p.add_argument("--cleanup", action="store_true",
                    help="drop the sysbench tables when the session ends")
     p.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
@@ -824,7 +827,7 @@ def run_connect(args: argparse.Namespace, console: Console) -> int:
                            interval=args.interval, load=spec,
                            nodes=server_nodes(profile, hosts, info, ssh, via=via),
                            ndb=ndb_restarter(profile, hosts, ssh),
-                           cleanup_on_close=args.cleanup)
+                           cleanup_on_close=args.cleanup, statements=args.statements)
     tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     session = Session(config, hosts.target, load_driver(profile, hosts, info, own_tables=own),
                       clients=tuple(h for _, h in hosts.clients), via=tunnel)
@@ -894,7 +897,7 @@ def run_lab(args: argparse.Namespace, console: Console) -> int:
         )
         config = SessionConfig(profile=profile.name, connection=conn, journal_path=journal,
                                interval=args.interval, load=spec, nodes=(node,),
-                               cleanup_on_close=args.cleanup)
+                               cleanup_on_close=args.cleanup, statements=args.statements)
         session = Session(config, hosts.target, driver,
                           clients=tuple(h for _, h in hosts.clients))
         # At open, knobs that differ from what the last lab session started from are said.

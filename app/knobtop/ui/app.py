@@ -13,7 +13,7 @@ from textual.binding import Binding
 
 from knobtop.config import UiConfig
 from knobtop.hosts.base import HostError
-from knobtop.journal.events import Change, End, Error, Event, Header, Knobs
+from knobtop.journal.events import Change, End, Error, Event, Header, Incident, Knobs
 from knobtop.journal.follow import JournalFollower
 from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS, LoadError
@@ -35,6 +35,7 @@ from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
 from knobtop.ui.widgets.host_panel import HostPanel
+from knobtop.ui.widgets.incident_page import IncidentPage
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.recipe_panel import RecipePanel
@@ -182,6 +183,8 @@ class KnobtopApp(KnobtopBase):
         if self.session.journal is not None:
             self._journal_name = self.session.journal.path.name
             self.screenshot_dir = self.session.journal.path.parent
+        if self.live.query_one(GraphGrid).page == "incident":  # 4 was pressed while opening
+            await self._call(self.session.incident_sampling(True))
         if self.recipe is not None:
             await self._run_recipe(self.recipe)
         elif self.start_load:
@@ -358,7 +361,9 @@ class KnobtopApp(KnobtopBase):
         events, self._unshown = self._unshown, []
         for event in events:
             pane.add_event(event)
-            if isinstance(event, Knobs):
+            if isinstance(event, Incident):
+                self.live.query_one(IncidentPage).show(event)
+            elif isinstance(event, Knobs):
                 panel.set_knobs(event.values, event.facts)
             elif isinstance(event, Change) and event.result == "ok":
                 panel.set_value(event.knob, event.new)
@@ -367,6 +372,20 @@ class KnobtopApp(KnobtopBase):
 
     def window_changed(self) -> None:
         self.paint(force=True)
+
+    def action_page(self, page: str) -> None:
+        """Live, the incident page is sampled only while it is shown."""
+        super().action_page(page)
+        if self.session is not None and self.runner is not None and not self._quitting:
+            on = page == "incident"
+            if on and self.live.query_one(IncidentPage).event is None:
+                self.live.query_one(IncidentPage).show(None)
+            self.run_worker(self._call(self.session.incident_sampling(on)),
+                            group="incident")
+        elif page == "incident" and self.live.query_one(IncidentPage).event is None:
+            self.live.query_one(IncidentPage).show(
+                None, waiting="no incident snapshot yet: the writer samples one only while "
+                "its incident page (key 4) is shown")
 
     def current_board(self) -> MetricBoard | None:
         return self.board
