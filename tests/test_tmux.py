@@ -234,4 +234,9 @@ def test_a_typed_burst_in_the_knob_dialog_applies_what_was_typed(
         time.sleep(0.2)
     assert applied() == [("innodb_io_capacity", "1000", "ok")]
     tmux.run("send-keys", "-t", lab, "q")
+    # The changed knob is listed at quit; Enter reverts it in the lab.
+    tmux.wait_for(lab, lambda s: "Revert (r)" in "\n".join(s), timeout=30,
+                  what="the quit dialog")
+    tmux.run("send-keys", "-t", lab, "Enter")
     assert tmux.exit_status(lab, timeout=120) == "0"
+    assert applied()[-1][1:] == ("200", "ok")
