@@ -410,7 +410,7 @@ def header_from_dict(data: JsonDict) -> Header:
 
 def event_from_dict(data: JsonDict) -> Event:
     kind = data.get("ev")
-    if not isinstance(kind, str):
+    if not isinstance(kind, str) or not kind:
         raise EventDecodeError("line has no event type ('ev')")
     t = data.get("t")
     wall = data.get("wall")

@@ -35,17 +35,15 @@ _OTHER_KIND = 255  # kind code shared by every kind past the first 255 distinct 
 
 
 def decode_line(line: bytes) -> Event:
-    """One event line as an Event; raises ValueError (with the reason) if it is not one."""
+    """One event line as an Event; raises EventDecodeError (a ValueError with the reason)
+    if it is not one."""
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"not valid JSON ({exc})") from None
+        raise EventDecodeError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    try:
-        return event_from_dict(data)
-    except EventDecodeError as exc:
-        raise ValueError(str(exc)) from None
+        raise EventDecodeError("not a JSON object")
+    return event_from_dict(data)
 
 
 def decode_header_line(path: Path, line: bytes) -> Header:
