@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import contextlib
 import math
 import os
 import threading
@@ -73,15 +72,14 @@ def scan_line(line: bytes) -> tuple[float, bytes] | str:
     """
     if line[:7] == b'{"ev":"':
         q = line.find(b'"', 7)
-        if q > 7 and line[q : q + 6] == b'","t":' and b"\\" not in line[7:q]:
+        if q > 7 and line.startswith(b'","t":', q) and line.find(b"\\", 7, q) < 0:
             e = line.find(b",", q + 6)
             if e < 0:
                 e = line.find(b"}", q + 6)
-            number = line[q + 6 : e]
-            t = math.nan
-            if number and not number.translate(None, b"0123456789.-+eE"):  # JSON's only
-                with contextlib.suppress(ValueError):  # "1e", "--1"
-                    t = float(number)
+            try:
+                t = float(line[q + 6 : e])
+            except ValueError:  # not a number: the line is parsed below, to say why
+                t = math.nan
             if math.isfinite(t) and line[-1:] == b"}":
                 return t, line[7:q]
     return _scan_parsed(line)
