@@ -15,6 +15,7 @@ import pytest
 
 from harness.binaries import require_binary
 from harness.sshd import SshServer, _free_port, make_host
+from knobtop.hosts import ssh as ssh_module
 from knobtop.hosts.base import HOST_CPU_FIELDS, HostError
 from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.hosts.ssh import HostKeyError, SshHost, parse_destination
@@ -188,6 +189,19 @@ async def test_run_limit_ends_remote_process(target: SshHost) -> None:
         await wait_marker_gone(mark)
 
 
+def hang_sessions(srv: SshServer, stopped: list[psutil.Process]) -> None:
+    """Stop (SIGSTOP) the sshd processes serving ``srv``'s open connections: they keep
+    the TCP connection but never answer, like a hung host. Each stopped process goes into
+    ``stopped``; the caller resumes them in ``finally``."""
+    assert srv.pid is not None
+    sessions = [p for p in psutil.Process(srv.pid).children(recursive=True)
+                if p.name().startswith("sshd")]
+    assert sessions  # the connection's own sshd process(es)
+    for proc in sessions:
+        proc.suspend()
+        stopped.append(proc)
+
+
 async def test_run_limit_covers_starting_the_command_on_a_hung_connection(
     tmp_path: Path,
 ) -> None:
@@ -201,13 +215,7 @@ async def test_run_limit_covers_starting_the_command_on_a_hung_connection(
         try:
             async with asyncio.timeout(LIMIT):
                 assert (await host.run(["echo", "up"])).stdout == "up\n"
-            assert srv.pid is not None
-            sessions = [p for p in psutil.Process(srv.pid).children(recursive=True)
-                        if p.name().startswith("sshd")]
-            assert sessions  # the connection's own sshd process(es)
-            for proc in sessions:
-                proc.suspend()
-                stopped.append(proc)
+            hang_sessions(srv, stopped)
             async with asyncio.timeout(LIMIT):
                 with pytest.raises(HostError, match=r"'true' did not finish within 1 s"):
                     await host.run(["true"], limit=1.0)
@@ -242,6 +250,65 @@ async def test_write_file_atomic_keeps_prev(target: SshHost, tmp_path: Path) -> 
     assert path.with_name("knobtop.cnf.prev").read_bytes() == b"first\n"
     assert path.stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in path.parent.iterdir()) == ["knobtop.cnf", "knobtop.cnf.prev"]
+
+
+async def test_sftp_start_is_bounded_on_a_hung_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Starting the SFTP session on a connection whose sshd stopped answering ends at
+    OP_LIMIT (made 1 s here) with a HostError; before, it waited for keepalive (~30 s)."""
+    monkeypatch.setattr(ssh_module, "OP_LIMIT", 1.0)
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.8") as srv:
+        host = make_host(srv)
+        stopped: list[psutil.Process] = []
+        try:
+            async with asyncio.timeout(LIMIT):
+                assert (await host.run(["echo", "up"])).stdout == "up\n"
+            hang_sessions(srv, stopped)
+            async with asyncio.timeout(LIMIT):
+                with pytest.raises(HostError, match=r"SFTP did not start within 1 s"):
+                    await host.read_file(tmp_path / "any")
+        finally:
+            for proc in stopped:
+                proc.resume()
+            await host.close()
+
+
+async def test_write_file_atomic_cleanup_is_bounded_on_a_hung_connection(
+    tmp_path: Path,
+) -> None:
+    """A write cancelled while the connection hangs (its sshd stopped mid-transfer) gives
+    up tidying (closing and removing the temp file) after CLEANUP_LIMIT; before, the
+    close and remove waited for keepalive (~30 s)."""
+    path = tmp_path / "conf.d" / "knobtop.cnf"
+    data = b"\0" * (256 << 20)  # long enough a transfer to stop the server in the middle
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.8") as srv:
+        host = make_host(srv)
+        stopped: list[psutil.Process] = []
+        task: asyncio.Task[None] | None = None
+        try:
+            async with asyncio.timeout(LIMIT):
+                await host.write_file_atomic(path, b"first\n")  # SFTP session is up
+                task = asyncio.create_task(host.write_file_atomic(path, data))
+                while not [p for p in path.parent.iterdir() if p.name.startswith(".knobtop")]:
+                    assert not task.done()
+                    await asyncio.sleep(0.005)  # poll for the temp file (the transfer began)
+            hang_sessions(srv, stopped)
+            assert task.cancel(), "the transfer ended before the server was stopped"
+            started = asyncio.get_running_loop().time()
+            await asyncio.wait({task}, timeout=LIMIT)
+            took = asyncio.get_running_loop().time() - started
+            assert task.done(), f"the cancelled write still tidies up after {LIMIT:g} s"
+            assert task.cancelled()
+            assert took < ssh_module.CLEANUP_LIMIT + 3.0
+        finally:
+            for proc in stopped:
+                proc.resume()
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=LIMIT)
+            await host.close()
+        assert path.read_bytes() == b"first\n"
 
 
 # -- host keys, auth, reachability -------------------------------------------------------

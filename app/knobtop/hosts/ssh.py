@@ -29,6 +29,7 @@ from knobtop.hosts.procstat import SNAPSHOT_END, USER_HZ, ProcParseError, parse_
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 5.0
 OP_LIMIT = 60.0  # bound for file operations and other short exchanges
+CLEANUP_LIMIT = 5.0  # bound for tidying up after a failed, timed-out or cancelled operation
 DEFAULT_GRACE_TENTHS = 30  # what the watchdog waits between TERM and KILL if nobody says
 
 # Every remote command runs under this POSIX sh wrapper. OpenSSH starts each session's
@@ -735,8 +736,14 @@ class SshHost:
         conn = await self._ensure()
         if self._sftp is not None and self._sftp[0] is conn:
             return self._sftp[1]
-        with self._errors("cannot start SFTP (is the sftp subsystem enabled?)"):
-            sftp = await conn.start_sftp_client()
+        try:
+            async with asyncio.timeout(OP_LIMIT):
+                with self._errors("cannot start SFTP (is the sftp subsystem enabled?)"):
+                    sftp = await conn.start_sftp_client()
+        except TimeoutError:
+            raise HostError(
+                f"{self.name}: SFTP did not start within {OP_LIMIT:g} s (connection hung?)"
+            ) from None
         self._sftp = (conn, sftp)
         return sftp
 
@@ -757,12 +764,14 @@ class SshHost:
         with self._errors(f"cannot write {path}"):
             async with asyncio.timeout(OP_LIMIT):
                 await sftp.makedirs(str(target.parent), exist_ok=True)
+                fh: asyncssh.SFTPClientFile | None = None
                 try:
                     attrs = asyncssh.SFTPAttrs(permissions=mode)
-                    async with sftp.open(tmp, "wb", attrs, encoding=None) as fh:
-                        await fh.write(data)
-                        with contextlib.suppress(asyncssh.SFTPOpUnsupported):
-                            await fh.fsync()
+                    fh = await sftp.open(tmp, "wb", attrs, encoding=None)
+                    await fh.write(data)
+                    with contextlib.suppress(asyncssh.SFTPOpUnsupported):
+                        await fh.fsync()
+                    await fh.close()
                     await sftp.chmod(tmp, mode)
                     if await sftp.exists(str(target)):
                         with contextlib.suppress(asyncssh.SFTPNoSuchFile):
@@ -770,8 +779,13 @@ class SshHost:
                         await sftp.link(str(target), prev)
                     await sftp.posix_rename(tmp, str(target))
                 except BaseException:
+                    # timed out, cancelled or failed: tidy up, but on a hung connection
+                    # not for longer than CLEANUP_LIMIT (the caller's deadline has passed)
                     with contextlib.suppress(*_CONN_ERRORS):
-                        await sftp.remove(tmp)
+                        async with asyncio.timeout(CLEANUP_LIMIT):
+                            if fh is not None:
+                                await fh.close()  # a no-op once closed
+                            await sftp.remove(tmp)
                     raise
 
     # -- OS metrics --------------------------------------------------------------
