@@ -240,29 +240,38 @@ class ServerLink:
         if self._conn is None:
             raise ServerError(f"not connected to {self.info.where}")
         limit = default_timeout(sql, self.query_timeout) if timeout is None else timeout
-        async with self._lock:
-            conn = self._conn
-            try:
-                async with asyncio.timeout(limit):
-                    cur = await conn.cursor()
-                    await cur.execute(sql, args)
-                    rows = await cur.fetchall()
-                    await cur.close()
-                    return list(rows) if rows else []
-            except TimeoutError:
-                if self._conn is conn:
-                    self._drop()
-                kind = statement_kind(sql)
+        conn = None  # set once this statement has the connection to itself
+        try:
+            # the wait for a link another statement is using counts against ``limit`` too
+            async with asyncio.timeout(limit), self._lock:
+                conn = self._conn
+                if conn is None:  # dropped while this statement waited
+                    raise ServerError(f"not connected to {self.info.where}")
+                cur = await conn.cursor()
+                await cur.execute(sql, args)
+                rows = await cur.fetchall()
+                await cur.close()
+                return list(rows) if rows else []
+        except TimeoutError:
+            kind = statement_kind(sql)
+            if conn is None:  # never sent: the statement holding the link goes on
                 raise QueryTimeout(
-                    f"the server at {self.info.where} did not answer {kind} within {limit:g} s "
-                    "(the connection was closed): is it overloaded, stopped or hung?",
+                    f"the connection to {self.info.where} stayed busy with another statement "
+                    f"for {limit:g} s, so {kind} was not sent",
                     kind=kind, limit=limit,
                 ) from None
-            except (pymysql.err.MySQLError, OSError) as exc:
-                err = describe_error(exc, self.info)
-                if err.code in (2002, 2003, 2006, 2013) or isinstance(exc, OSError):
-                    self._drop()
-                raise err from None
+            if self._conn is conn:
+                self._drop()
+            raise QueryTimeout(
+                f"the server at {self.info.where} did not answer {kind} within {limit:g} s "
+                "(the connection was closed): is it overloaded, stopped or hung?",
+                kind=kind, limit=limit,
+            ) from None
+        except (pymysql.err.MySQLError, OSError) as exc:
+            err = describe_error(exc, self.info)
+            if err.code in (2002, 2003, 2006, 2013) or isinstance(exc, OSError):
+                self._drop()
+            raise err from None
 
     async def warnings(self) -> list[str]:
         rows = await self.query("SHOW WARNINGS")
