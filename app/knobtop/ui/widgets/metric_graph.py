@@ -696,7 +696,9 @@ class MetricGraph(Widget):
         # load phase), never a line.
         rows_extra: list[list[tuple[int, Segment, int]]] = [[] for _ in range(plot_rows)]
         covered: set[int] = set()
-        for at, text in place_tags(sorted(tag_at.items()), (), cols) if tag_at else ():
+        # a one-row graph has no plot rows (its title only): no tags to place
+        placed = place_tags(sorted(tag_at.items()), (), cols) if tag_at and plot_rows else ()
+        for at, text in placed:
             end = at + cell_len(text)
             hidden_ticks = sum(1 for col in tick_cols if at <= col < end)
             row = min(range(plot_rows), key=lambda r: (
