@@ -27,7 +27,7 @@ from knobtop.server.link import (
     default_timeout,
     statement_kind,
 )
-from knobtop.server.static import ServerNode, parse_dropin, render_dropin
+from knobtop.server.static import RestartApplier, ServerNode, parse_dropin, render_dropin
 from knobtop.session import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
@@ -70,6 +70,21 @@ def test_statement_kinds_and_default_deadlines() -> None:
         LONG_QUERY_TIMEOUT)
     assert default_timeout("SET GLOBAL innodb_io_capacity = %s", 10.0) == SET_QUERY_TIMEOUT
     assert default_timeout("SELECT 1", 2.5) == 2.5 and default_timeout("", 2.5) == 2.5
+
+
+@pytest.mark.parametrize(("wait", "query", "connect"), [(300, 10, 5), (2, 30, 20), (1, 1, 1)])
+def test_phase_limit_covers_every_step_of_a_phase(wait: float, query: float,
+                                                  connect: float) -> None:
+    """One node's change may legitimately spend: the drop-in's stat (a query limit), its
+    chown (another), the restart and wait (``wait_timeout``), the verify connect and the
+    verify query. Only a hang may reach ``phase_limit`` (before: wait + one query + 5 s,
+    which a slow but working stat, chown and verify could pass)."""
+    applier = RestartApplier(nodes=[], on_step=lambda _step: None, wait_timeout=wait,
+                             restart_timeout=wait, query_timeout=query,
+                             connect_timeout=connect)
+    steps = [query, query, wait, connect, query]
+    assert applier.phase_limit > sum(steps)
+    assert applier.time_limit == applier.phase_limit  # no nodes: one rollback at most
 
 
 async def test_a_query_to_a_stopped_server_times_out_and_drops_the_connection(

@@ -19,8 +19,8 @@ DROPIN_HEADER = (
 # What marks a file as knobtop's own: only such a file (or none) is ever rewritten.
 DROPIN_MARK = DROPIN_HEADER.splitlines()[0]
 NEW_DROPIN_MODE = 0o644
-# On top of ``wait_timeout``: the drop-in's file work, the verify query and the steps'
-# own bookkeeping (one node's change or its rollback never takes longer than that sum).
+# On top of the steps' own limits (see ``RestartApplier.phase_limit``): the drop-in's
+# file transfers and the steps' bookkeeping.
 SETTLE = 5.0
 
 
@@ -148,12 +148,19 @@ class RestartApplier:
     wait_timeout: float = 300.0  # restart command + back and healthy, per node
     restart_timeout: float = 300.0  # the restart command alone (within wait_timeout)
     query_timeout: float = QUERY_TIMEOUT  # each health and verify query
+    connect_timeout: float = 5.0  # the verify step's connect
     last_downtime: float | None = field(default=None, init=False)
 
     @property
     def phase_limit(self) -> float:
-        """The most one node's change (drop-in, restart, wait, verify) or its rollback takes."""
-        return self.wait_timeout + self.query_timeout + SETTLE
+        """The most one node's change (drop-in, restart, wait, verify) or its rollback takes:
+        the sum of what its steps may legitimately spend, so only a hang hits it."""
+        return (
+            3 * self.query_timeout  # the drop-in's stat, its chown, the verify query
+            + self.wait_timeout  # the restart command and the wait until healthy
+            + self.connect_timeout  # the verify connect
+            + SETTLE  # reading and writing the drop-in, bookkeeping
+        )
 
     @property
     def time_limit(self) -> float:
@@ -383,7 +390,11 @@ class RestartApplier:
     async def _verify(self, node: ServerNode, expected: Mapping[str, str]) -> str:
         link = node.link()
         try:
-            await link.connect()
+            try:
+                async with asyncio.timeout(self.connect_timeout):
+                    await link.connect()
+            except TimeoutError:
+                raise ServerError(f"no connection within {self.connect_timeout:g} s") from None
             got = await read_values(link, list(expected), timeout=self.query_timeout)
         except ServerError as exc:
             raise StaticChangeError(f"{node.name}: cannot verify: {exc}",
