@@ -4,8 +4,13 @@ own file keeps its mode and owner; on this machine and over a real sshd."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,6 +39,7 @@ SERVERS_MY_CNF = (
     "!includedir /etc/mysql/conf.d/\n"
 )
 # Not the writer's own uid when the test runs as root: the rewrite must give it back.
+OTHER_UID = 65534  # nobody
 OTHER = 65534 if os.geteuid() == 0 else os.geteuid()
 
 
@@ -210,3 +216,58 @@ async def test_an_empty_file_and_a_hostile_file_name_are_written_as_knobtops(
     assert parse_dropin(named.read_text()) == {"innodb_log_file_size": "1G"}
     for where in (tmp_path, Path.cwd(), Path.home()):
         assert not list(where.glob("PWNED*")), where
+
+
+CHOWN_FAILS = """
+import asyncio, json, sys
+from pathlib import Path
+from knobtop.hosts.local import LocalHost
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError
+
+async def main() -> None:
+    path = Path(sys.argv[1])
+    node = ServerNode(name="db", host=LocalHost(), link=lambda: ServerLink(ConnectionInfo()),
+                      restart_command=f"touch {path.parent / 'restarted'}", dropin_path=path)
+    try:
+        await RestartApplier([node], on_step=lambda _s: None, wait_timeout=5.0).apply(
+            {"max_connections": "200"})
+    except StaticChangeError as exc:
+        print(json.dumps({"rolled_back": exc.rolled_back, "message": str(exc)}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to set up a file owned by another uid")
+def test_a_failed_chown_after_the_write_rolls_back() -> None:
+    """The new drop-in is in place but giving it back to its owner fails (a real chown
+    failure: knobtop runs as uid 65534, the file belongs to 65534:0 and 65534 is not in
+    group 0). That is a change that happened: it goes to the rollback, never to "nothing
+    was changed" with rolled_back=True (before: the stage was still "write")."""
+    work = Path(tempfile.mkdtemp(prefix="knobtop-chown-"))  # /tmp: reachable by uid 65534
+    try:
+        os.chown(work, OTHER_UID, OTHER_UID)
+        work.chmod(0o755)
+        dropin = work / "zz-knobtop.cnf"
+        old = render_dropin({"max_connections": "100"})
+        dropin.write_text(old)
+        dropin.chmod(0o644)
+        os.chown(dropin, OTHER_UID, 0)
+        done = subprocess.run(
+            ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
+             sys.executable, "-c", CHOWN_FAILS, str(dropin)],
+            capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert done.returncode == 0, done.stderr
+        outcome = json.loads(done.stdout)
+        message = outcome["message"]
+        assert "nothing was changed" not in message
+        assert "cannot give it back to 65534:0" in message
+        assert "the rollback failed too" in message and str(dropin) in message
+        assert outcome["rolled_back"] is False
+        assert dropin.read_text() == old  # the rollback's write put the old text back
+        assert not (work / "restarted").exists()  # never restarted
+    finally:
+        shutil.rmtree(work)

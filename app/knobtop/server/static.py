@@ -196,14 +196,19 @@ class RestartApplier:
                     else:
                         merged[key] = value
                 stage = "write"
+
+                def written() -> None:  # from here on a failure must restore the old file
+                    nonlocal stage
+                    stage = "written"
+
                 await self._step(node, "write_dropin",
-                                 self._write(node, render_dropin(merged), owner))
+                                 self._write(node, render_dropin(merged), owner, written))
                 stage = "restart"
                 expected = {k: v for k, v in settings.items() if v is not None}
                 await self._restart_and_check(node, expected)
                 return
         except StaticChangeError as exc:
-            if stage != "restart":
+            if stage in ("read", "write"):  # the drop-in was not replaced
                 raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
             reason = str(exc)
         except TimeoutError:
@@ -325,10 +330,15 @@ class RestartApplier:
             )
         return owner
 
-    async def _write(self, node: ServerNode, text: str, owner: FileOwner | None) -> str:
+    async def _write(self, node: ServerNode, text: str, owner: FileOwner | None,
+                     written: Callable[[], None] | None = None) -> str:
+        """Replace the drop-in and give it back to ``owner``; ``written`` is called once
+        the new file is in place (a failure after that leaves it changed)."""
         mode = owner.mode if owner is not None else NEW_DROPIN_MODE
         try:
             await node.host.write_file_atomic(node.dropin_path, text.encode(), mode)
+            if written is not None:
+                written()
             if owner is not None:
                 # The new file is the writer's; hand it back (a no-op when that is its owner).
                 result = await node.host.run(
