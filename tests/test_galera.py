@@ -311,6 +311,43 @@ def health_from_named(rows: list[dict[str, str]]) -> NodeHealth:
     return NodeHealth(healthy, "replica", "replica " + "; ".join(parts))
 
 
+async def incident_matches_named_rows(
+    info: ConnectionInfo, ready: Callable[[list[dict[str, str]]], bool]
+) -> None:
+    """The incident page's replication rows (read by position, like node_health) say what
+    the server's own rows say by column name: each channel's IO/SQL running, lag, IO
+    state and last error."""
+    from knobtop.server.incident import IncidentReader
+
+    deadline = time.monotonic() + 60
+    while True:
+        before = await named_replica_rows(info)
+        if ready(before):
+            link = ServerLink(info)
+            try:
+                await link.connect()
+                snapshot = await IncidentReader(link, None).read()
+            finally:
+                await link.close()
+            if await named_replica_rows(info) == before:
+                break
+        assert time.monotonic() < deadline, f"replica rows never settled: {before}"
+        await asyncio.sleep(0.2)
+    shown = {str(c["name"]): c for c in snapshot.repl}
+    assert set(shown) == {row["Connection_name"] for row in before}
+    for row in before:
+        got = shown[row["Connection_name"]]
+        lag = row["Seconds_Behind_Master"]
+        error = row["Last_SQL_Error"] or row["Last_IO_Error"]
+        assert (got["io"], got["sql"]) == (row["Slave_IO_Running"], row["Slave_SQL_Running"])
+        assert got["lag"] == (float(lag) if lag else None)
+        assert got["state"] == (row["Slave_IO_State"] or None)
+        # The page shortens a message (whitespace collapsed, cut with "…" at 200).
+        shown_error = str(got["error"] or "").removesuffix("…")
+        assert " ".join(error.split()).startswith(shown_error)
+        assert bool(got["error"]) == bool(error)
+
+
 async def settled_health(
     info: ConnectionInfo, ready: Callable[[list[dict[str, str]]], bool]
 ) -> tuple[NodeHealth, NodeHealth]:
@@ -399,6 +436,8 @@ async def replica_scenario(m_info: ConnectionInfo, r_info: ConnectionInfo) -> No
             "Slave_IO_Running") == "Yes" and channel(rows, "ok")["Seconds_Behind_Master"] == "0")
         assert got == expected
         assert got == NodeHealth(True, "replica", "replica 'ok' IO Yes, SQL Yes, 0 s behind")
+        await incident_matches_named_rows(r_info, lambda rows: channel(rows, "ok").get(
+            "Slave_IO_Running") == "Yes")
 
         await r.query(
             "CHANGE MASTER 'gone' TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, "
@@ -423,6 +462,10 @@ async def replica_scenario(m_info: ConnectionInfo, r_info: ConnectionInfo) -> No
             and bool(channel(rows, "gone").get("Last_IO_Error")))
         assert got == expected and not got.healthy
         assert "'ok' IO Yes, SQL No: " in got.detail and "knobtop_clash" in got.detail
+        # The incident page's replication part reads the same three channel states.
+        await incident_matches_named_rows(
+            r_info, lambda rows: channel(rows, "ok").get("Slave_SQL_Running") == "No"
+            and bool(channel(rows, "gone").get("Last_IO_Error")))
         await r.query("STOP ALL SLAVES")
     finally:
         await m.close()
