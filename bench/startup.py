@@ -1,0 +1,56 @@
+"""Start-up of the command line as whole processes (issue 16 goal 3): `knobtop --version`,
+`knobtop --help` and `knobtop report` of a 1-hour journal, start to exit, median of N runs.
+
+The 1-hour journal is built with bench/journal_open_seek.py's generator (the recorded
+lab-80s pattern repeated). Prints the targets and the figures before this work side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from journal_open_seek import generate
+
+ROWS = [  # name, argv after `python -m knobtop`, target s, previous figure
+    ("--version", ["--version"], 0.1, "0.46 s"),
+    ("--help", ["--help"], 0.1, "0.46 s (as --version)"),
+    ("report, 1-hour journal", ["report", "{journal}"], 0.3, "0.47 s (80-second journal)"),
+]
+
+
+def whole_process(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs + 1):  # the first run warms the page cache and is not counted
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "knobtop", *argv], check=True,
+                       stdout=subprocess.DEVNULL, timeout=60)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = Path(tmp) / "hour.knobtop.jsonl"
+        generate(journal, 3600)
+        print("| start-up (whole process, median) | seconds | target | before |")
+        print("| --- | --- | --- | --- |")
+        for name, argv, target, before in ROWS:
+            real = [a.format(journal=journal) for a in argv]
+            took = whole_process(real, args.runs)
+            print(f"| {name} | {took:.3f} | <= {target} | {before} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
