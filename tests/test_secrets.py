@@ -144,7 +144,9 @@ def test_a_short_or_common_password_leaves_the_journal_intact(
     changes = [(e.knob, e.old, e.new, e.result) for e in events if isinstance(e, Change)]
     assert changes == [("innodb_flush_log_at_trx_commit", "1", "2", "ok"),
                        ("innodb_flush_log_at_trx_commit", "2", "1", "ok"),
-                       ("innodb_io_capacity", "200", "201", "ok")]
+                       ("innodb_io_capacity", "200", "201", "ok"),
+                       # a headless run puts its --set changes back at the end (#14 item 2)
+                       ("innodb_io_capacity", "201", "200", "ok")]
     workloads = {e.workload for e in events if e.kind == "phase"}  # type: ignore[attr-defined]
     assert workloads == {"oltp_read_write"}
     # Where the password's text appears whole, it is a name or a value that happens to
