@@ -72,8 +72,10 @@ def test_the_headless_log_shows_each_change_result(tmp_path: Path, sysbench_path
         Sandbox(lab).stop()
     assert result.returncode == 1, result.stderr  # the refused change makes it 1
     lines = [ln for ln in result.stderr.splitlines() if "change innodb_io_capacity" in ln]
-    assert len(lines) == 2, result.stderr
+    # The third line is the run putting its --set change back at the end (#14 item 2).
+    assert len(lines) == 3, result.stderr
     assert lines[0].endswith("change innodb_io_capacity: 200 -> 201 [ok]"), lines
+    assert lines[2].endswith("change innodb_io_capacity: 201 -> 200 [ok]"), lines
     refused = next(e for e in JournalReader(journal) if isinstance(e, Change)
                    and e.result != "ok")
     assert f"[{refused.result}]" in lines[1] and refused.message in lines[1], lines
