@@ -54,15 +54,16 @@ async def test_a_bare_field_keeps_the_order_of_a_burst() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 async def test_knob_dialog_applies_the_typed_burst_and_shows_what_it_will_apply(
-    mariadb_info: ConnectionInfo, tmp_path: Path
+    mariadb_info: ConnectionInfo, tmp_path: Path, size: tuple[int, int]
 ) -> None:
     journal = tmp_path / "keys.knobtop.jsonl"
     before = await show_global(mariadb_info, "innodb_io_capacity")
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
     app = KnobtopApp(Session(config, LocalHost(), driver=None))
     try:
-        async with app.run_test(size=(80, 24)) as pilot:
+        async with app.run_test(size=size) as pilot:
             panel = app.live.query_one(KnobPanel)
             await until(pilot, lambda: "innodb_io_capacity" in panel.values)
             while panel.highlighted_knob != "innodb_io_capacity":
@@ -100,13 +101,14 @@ async def test_knob_dialog_applies_the_typed_burst_and_shows_what_it_will_apply(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 async def test_note_dialog_and_palette_keep_the_order(
-    mariadb_info: ConnectionInfo, tmp_path: Path
+    mariadb_info: ConnectionInfo, tmp_path: Path, size: tuple[int, int]
 ) -> None:
     journal = tmp_path / "note.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
     app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: app.board is not None and app.board.samples >= 1)
         await pilot.press("n")
         assert isinstance(app.screen, PromptScreen)
