@@ -40,6 +40,12 @@ def listed(app: App[None]) -> list[str]:
     return [str(o.hit.text) for o in options if isinstance(o, Command)]
 
 
+def searching(app: App[None]) -> bool:
+    """Is the command palette's search still gathering hits?"""
+    group = CommandPalette._GATHER_COMMANDS_GROUP
+    return any(w.group == group and not w.is_finished for w in app.workers)
+
+
 def palette_ready(app: App[None]) -> bool:
     return isinstance(app.screen, CommandPalette) and bool(app.screen.query(CommandList))
 
@@ -79,10 +85,11 @@ async def test_hits_show_value_default_range_and_mode(catalog: Catalog) -> None:
         assert "default 128M" in shown
         assert "≥ 2M" in shown  # the server's minimum, 2097152
         assert "dynamic" in shown
+        # The palette re-lists its hits (the highlight starting again) until its search
+        # worker ends: wait for that, then step down to the second hit and Enter.
+        await until(pilot, lambda: not searching(app))
         commands = app.screen.query_one(CommandList)
         second = listed(app)[1]
-        # The palette may still be re-listing its hits (the highlight starts again at
-        # none): step down until the second hit is the highlighted one, then Enter.
         for _ in range(3):
             if commands.highlighted == 1:
                 break
