@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual import events
+from textual.binding import BindingsMap
 from textual.widgets import Input
 
 _KeyHandler = Callable[[Input, events.Key], Awaitable[None]]
@@ -30,16 +31,20 @@ def keep_key_order() -> None:
     if _installed:
         return
     original: _KeyHandler = Input._on_key
+    # Input's own editing keys only: the scrolling keys every widget inherits (up, down,
+    # page up ...) stay with the app's binding chain, which skips an action that does not
+    # apply and offers the key to the screen (the palette's list takes up/down that way).
+    editing = BindingsMap(Input.BINDINGS).key_to_bindings
 
     async def _on_key_in_order(self: Input, event: events.Key) -> None:
         if not event.is_printable:
-            for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            for binding in editing.get(event.key, ()):
                 if binding.priority:
                     continue  # the app ran priority bindings before forwarding the key
-                event.stop()
-                event.prevent_default()
-                await self.run_action(binding.action)
-                return
+                if await self.app.run_action(binding.action, self):
+                    event.stop()
+                    event.prevent_default()
+                    return
         await original(self, event)
 
     patched: Any = _on_key_in_order
