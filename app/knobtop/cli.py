@@ -1,4 +1,6 @@
 """The knobtop command line: `knobtop lab` (more commands arrive with their issues)."""
+# Over 500 lines for now: argument parsing and every command's assembly; #12 (issue 15)
+# splits it into options dataclasses, one build_session() and set_defaults dispatch.
 
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ honoured) or at any path.  Layout (``knobtop/profile_example.toml`` is a complet
 Unknown keys, wrong types, bad values and an inline password in a file that group or
 others can read raise ``ProfileError`` naming the file, the dotted key and the fix.
 """
+# Over 500 lines for now: the profile file and its TOML checker; #12 (issue 15) moves the
+# checker into tomlcheck.py.
 
 from __future__ import annotations
 

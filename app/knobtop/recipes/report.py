@@ -5,6 +5,8 @@ knob values, changes, restarts, notes, marks, errors, load phases, and one row
 of derived metrics per sample (rates are derived here from the raw counters,
 exactly as the live screen derives them).
 """
+# Over 500 lines for now: every report format; #12 (issue 15) moves it to analysis/ and
+# splits the formats.
 
 from __future__ import annotations
 
