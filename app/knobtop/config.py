@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knobtop.errors import KnobtopError
+
 __all__ = ["ConfigError", "UiConfig", "config_dir", "config_path", "load_config", "read_toml",
            "too_deep"]
 
@@ -66,7 +68,7 @@ def read_toml(
                     "write the value as a plain number") from None
 
 
-class ConfigError(ValueError):
+class ConfigError(KnobtopError, ValueError):
     """The config file cannot be used; ``file``, ``key``, ``problem`` and ``fix`` say why."""
 
     def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import Host, HostError
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.ssh import SshHost
@@ -28,7 +29,7 @@ from knobtop.server.static import ServerNode
 SB_DATABASE = "sbtest"
 
 
-class ConnectError(RuntimeError):
+class ConnectError(KnobtopError, RuntimeError):
     """A connect step failed; the message names the thing and the fix."""
 
 

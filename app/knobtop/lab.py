@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from knobtop.errors import KnobtopError
 from knobtop.server.link import ConnectionInfo
 
 LAB_USER = "knobtop"
@@ -30,7 +31,7 @@ PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
 ERROR_LOG_ROTATE = 16 * 1024 * 1024
 
 
-class LabError(RuntimeError):
+class LabError(KnobtopError, RuntimeError):
     """The sandbox could not start; the message names the step and the fix."""
 
 

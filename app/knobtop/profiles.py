@@ -59,6 +59,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from knobtop.config import too_deep
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import parse_destination
 
 __all__ = [
@@ -95,7 +96,7 @@ _DEST_FIX = (
 )
 
 
-class ProfileError(ValueError):
+class ProfileError(KnobtopError, ValueError):
     """A profile cannot be used; ``file``, ``key``, ``problem`` and ``fix`` say why and how."""
 
     def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:

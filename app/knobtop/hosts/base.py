@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol, runtime_checkable
 
+from knobtop.errors import KnobtopError
+
 # Cumulative CPU seconds per field, in this order, as ``Host.cpu_times`` returns them.
 HOST_CPU_FIELDS: tuple[str, ...] = (
     "user",
@@ -86,7 +88,7 @@ def parse_destination(text: str) -> tuple[str | None, str, int | None]:
     return user, host, port
 
 
-class HostError(RuntimeError):
+class HostError(KnobtopError, RuntimeError):
     """A host could not do what was asked; the message says which host and the fix."""
 
 

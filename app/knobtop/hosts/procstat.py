@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HOST_CPU_FIELDS
 
 # Raw cumulative OS counters (plus two gauges and load), in this order, as
@@ -31,7 +32,7 @@ SNAPSHOT_END = "@@END"
 _VIRTUAL_DISK = re.compile(r"^(loop|ram|zram|dm-|md)\d")
 
 
-class ProcParseError(ValueError):
+class ProcParseError(KnobtopError, ValueError):
     """The text is not what the /proc file it claims to be looks like."""
 
 

@@ -11,6 +11,8 @@ from typing import Any, ClassVar
 
 import orjson
 
+from knobtop.errors import KnobtopError
+
 FORMAT_VERSION = 1
 
 JsonDict = dict[str, Any]
@@ -257,7 +259,7 @@ def to_dict(obj: Event | Header) -> JsonDict:
     return out
 
 
-class EventDecodeError(ValueError):
+class EventDecodeError(KnobtopError, ValueError):
     pass
 
 

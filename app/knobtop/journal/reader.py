@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from knobtop.errors import KnobtopError
 from knobtop.journal.events import (
     Event,
     EventDecodeError,
@@ -18,7 +19,7 @@ from knobtop.journal.events import (
 )
 
 
-class JournalFormatError(ValueError):
+class JournalFormatError(KnobtopError, ValueError):
     """A line that is not a journal event; the message names the file and line."""
 
     def __init__(self, path: Path, line_no: int, reason: str) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from knobtop.errors import KnobtopError
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 
 WORKLOADS: tuple[str, ...] = (
@@ -24,7 +25,7 @@ ENGINE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 TIME_CAP = 24 * 3600
 
 
-class LoadError(RuntimeError):
+class LoadError(KnobtopError, RuntimeError):
     """The load could not start or died; the message says what and the fix."""
 
 

@@ -77,6 +77,7 @@ from typing import NamedTuple
 
 from knobtop.bundled import bundled_dir
 from knobtop.config import too_deep
+from knobtop.errors import KnobtopError
 from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
 from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_text_file
 from knobtop.server import flavors
@@ -139,7 +140,7 @@ _EQUIVALENT_RECIPES: dict[str, str] = {
 }
 
 
-class RecipeError(ValueError):
+class RecipeError(KnobtopError, ValueError):
     """A recipe cannot be used; ``file``, ``key`` (dotted), ``problem`` and ``fix`` say why.
 
     ``str()`` is ``"FILE: KEY: problem\\n  fix: ..."`` (``"FILE: problem ..."`` without a

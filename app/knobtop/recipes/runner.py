@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
     Change,
@@ -52,11 +53,11 @@ POLL = 0.25  # seconds between checks of a gate or the abort flag
 PURGE_WAIT = "innodb_max_purge_lag_wait"
 
 
-class RunAborted(Exception):
+class RunAborted(KnobtopError):
     """The person aborted the run; the baseline was restored."""
 
 
-class RunFailed(RuntimeError):
+class RunFailed(KnobtopError, RuntimeError):
     """The run could not go on (a knob did not take, the load failed); the message says why."""
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knobtop.errors import KnobtopError
 from knobtop.server.link import ServerError, ServerLink, ServerVersion
 
 # The knobs the seed experiments flip (REFERENCE.md section 1).
@@ -57,7 +58,7 @@ def valid_name(name: str) -> bool:
     return bool(_NAME.match(name))
 
 
-class KnobError(ValueError):
+class KnobError(KnobtopError, ValueError):
     """A knob name or value that cannot be applied; the message says why and what to do."""
 
 

@@ -11,6 +11,8 @@ from typing import Any, Protocol
 import aiomysql
 import pymysql
 
+from knobtop.errors import KnobtopError
+
 
 class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
     """A cursor that leaves warnings on the server.
@@ -23,7 +25,7 @@ class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
         return None
 
 
-class ServerError(RuntimeError):
+class ServerError(KnobtopError, RuntimeError):
     """The server refused or could not be reached; ``code`` is the MySQL error number."""
 
     def __init__(self, message: str, code: int | None = None) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Protocol
 
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import CommandResult, Host, HostError
 
 PARAMETER = "DiskPageBufferMemory"
@@ -296,7 +297,7 @@ def parse_node_status(text: str, node: int) -> str:
 OnStep = Callable[[str, int | None, str, float], None]
 
 
-class NdbError(RuntimeError):
+class NdbError(KnobtopError, RuntimeError):
     """A rolling-restart step failed; ``step``, ``node`` and ``output`` say where and why."""
 
     def __init__(self, message: str, *, step: str, node: int | None, output: str) -> None:

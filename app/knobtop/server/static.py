@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import Host, HostError
 from knobtop.server.link import QUERY_TIMEOUT, ServerError, ServerLink
 
@@ -24,7 +25,7 @@ NEW_DROPIN_MODE = 0o644
 SETTLE = 5.0
 
 
-class StaticChangeError(RuntimeError):
+class StaticChangeError(KnobtopError, RuntimeError):
     """A static change failed; ``rolled_back`` says whether the old state is back."""
 
     def __init__(self, message: str, *, rolled_back: bool) -> None:

@@ -1,4 +1,4 @@
-"""The live loop: sampler, load driver and knob applier; every action becomes a journal event."""
+"""The live loop (to be split by job: recorder, sampler, knob applier, load controller)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import psutil
 
 from knobtop import __version__
+from knobtop.errors import KnobtopError
 from knobtop.hosts.base import Host, HostError
 from knobtop.hosts.local import LocalHost
 from knobtop.hosts.procstat import OS_FIELDS
@@ -63,6 +64,7 @@ from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerV
 from knobtop.server.ndb import HIT_RATIO_SQL, NdbError, NdbRollingRestart, get_ndbd_default
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
+from knobtop.session.port import Listener, SessionPort, SessionState
 from knobtop.sqlquote import is_sysbench_table, quote_ident
 
 MIN_INTERVAL = 0.1
@@ -73,7 +75,6 @@ NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
 INCIDENT_INTERVAL = 2.0  # at most one incident snapshot per this many seconds
 T = TypeVar("T")
-Listener = Callable[[Event], None]
 
 
 @dataclass
@@ -122,7 +123,7 @@ async def host_facts(host: Host, role: str) -> dict[str, Any]:
     return facts
 
 
-class SessionError(RuntimeError):
+class SessionError(KnobtopError, RuntimeError):
     """The session could not start; the message names the thing and the fix."""
 
 
@@ -188,6 +189,37 @@ class Session:
         self._action_lock = asyncio.Lock()
         self._load_lock = asyncio.Lock()
         self._incident: asyncio.Task[None] | None = None  # while the incident page is shown
+
+    # -- the port: a snapshot and a subscription ------------------------------
+
+    def state(self) -> SessionState:
+        """A frozen copy of what front ends may know (safe to read from any thread)."""
+        driver = self.driver
+        sources = tuple(d.host_name for d in driver.drivers) if isinstance(
+            driver, MultiLoad) else ((driver.host_name,) if driver is not None else ())
+        journal = self.journal
+        return SessionState(
+            profile=self.config.profile,
+            journal_path=journal.path if journal is not None else None,
+            journal_error=self.journal_error,
+            header=journal.header if journal is not None else None,
+            catalog=self.catalog,
+            history=tuple(self.history),
+            load=self.load_spec or self.config.load,
+            load_running=driver is not None and driver.running,
+            load_sources=sources,
+            restart_in_progress=self.restart_in_progress,
+        )
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Hand every event, once journaled, to ``listener``; returns the unsubscribe."""
+        self.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self.listeners.remove(listener)
+
+        return unsubscribe
 
     # -- time and events ------------------------------------------------------
 
@@ -1364,3 +1396,8 @@ class SessionThread:
             self._started = False
             if not self._thread.is_alive():
                 self._loop.close()
+
+
+def as_port(session: Session) -> SessionPort:
+    """``session`` as the port front ends use (mypy checks that Session implements it)."""
+    return session

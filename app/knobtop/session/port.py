@@ -1,0 +1,97 @@
+"""SessionPort: all a front end (the Textual app, headless, the recipe runner) may use of a session.
+
+Commands run on the session's event loop (through :class:`~knobtop.session.core.SessionThread`
+when the front end lives on another thread).  ``state()`` returns a frozen snapshot that is safe
+to read from any thread; ``subscribe()`` hands every journal event, after it is written, to a
+listener and returns the function that stops it.  Nothing else of a session is a front end's
+business: its attributes, links and drivers are private to ``session/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase
+    from knobtop.load.base import LoadSpec
+    from knobtop.load.sysbench_output import PrepareProgress
+    from knobtop.server.catalog import Catalog
+    from knobtop.session.core import BaselineDiff
+
+Listener = Callable[["Event"], None]
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What a front end may know of a session at one moment (a copy: it never changes)."""
+
+    profile: str  # the profile's name ("lab" for a sandbox)
+    journal_path: Path | None  # None before open() or with --no-journal
+    journal_error: str | None  # set when the journal could not be written: nothing is recorded
+    header: Header | None  # the journal's header (server, hosts) once open
+    catalog: Catalog | None  # every server variable, for the knob picker
+    history: tuple[Change, ...]  # applied changes, newest last (what undo takes back)
+    load: LoadSpec | None  # the load P/L/T act on: the one running or planned, else the profile's
+    load_running: bool
+    load_sources: tuple[str, ...]  # the client hosts driving load; >1: Load events per host + "all"
+    restart_in_progress: bool
+
+
+class SessionPort(Protocol):
+    """The commands, the snapshot and the event subscription of one live session."""
+
+    def state(self) -> SessionState: ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+    def now(self) -> float: ...
+
+    async def open(self) -> Header: ...
+
+    async def close(self, reason: str = "quit") -> None: ...
+
+    # -- knobs
+    async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
+                       reason: str = "") -> Change: ...
+
+    async def set_knobs(self, knobs: Mapping[str, str], *, restart_ok: bool = False,
+                        reason: str = "") -> list[Change]: ...
+
+    async def undo(self, expected: Change | None = None) -> Change | None: ...
+
+    async def baseline_diff(self) -> list[BaselineDiff]: ...
+
+    async def revert_to_baseline(self) -> list[Change]: ...
+
+    def restart_plan(self) -> str: ...
+
+    def revert_plan(self, diff: list[BaselineDiff]) -> str: ...
+
+    def quit_choice(self, choice: str, diff: list[BaselineDiff]) -> Note: ...
+
+    # -- load
+    async def start_load(self, workload: str | None = None,
+                         threads: int | None = None) -> Phase: ...
+
+    async def stop_load(self) -> None: ...
+
+    async def toggle_load(self) -> None: ...
+
+    async def change_load(self, workload: str | None = None,
+                          threads: int | None = None) -> LoadSpec: ...
+
+    async def prepare_load(self,
+                           progress: Callable[[PrepareProgress], None] | None = None) -> bool: ...
+
+    # -- the record
+    def note(self, text: str) -> Note: ...
+
+    def mark(self, label: str) -> Mark: ...
+
+    async def incident_sampling(self, on: bool) -> None: ...
+
+
+__all__ = ["Listener", "SessionPort", "SessionState"]
