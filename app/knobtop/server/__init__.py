@@ -1,16 +1,41 @@
-"""The target server: connection, version, status polling, knob facts and appliers."""
+"""The target server: connection, version, status polling, knob facts and appliers.
 
-from knobtop.server.knobs import (
-    SEED_KNOBS,
-    ChangeOutcome,
-    KnobError,
-    KnobFacts,
-    SetGlobalApplier,
-    load_facts,
-    validate,
-)
-from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
-from knobtop.server.status import StatusPoller, status_query
+Names are imported from their modules on first use (knobtop.lazyface)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from knobtop.lazyface import lazy_names
+
+if TYPE_CHECKING:
+    from knobtop.server.knobs import (
+        SEED_KNOBS,
+        ChangeOutcome,
+        KnobError,
+        KnobFacts,
+        SetGlobalApplier,
+        load_facts,
+        validate,
+    )
+    from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
+    from knobtop.server.status import StatusPoller, status_query
+
+__getattr__ = lazy_names(__name__, {
+    "SEED_KNOBS": "knobtop.server.knobs",
+    "ChangeOutcome": "knobtop.server.knobs",
+    "KnobError": "knobtop.server.knobs",
+    "KnobFacts": "knobtop.server.knobs",
+    "SetGlobalApplier": "knobtop.server.knobs",
+    "load_facts": "knobtop.server.knobs",
+    "validate": "knobtop.server.knobs",
+    "ConnectionInfo": "knobtop.server.link",
+    "ServerError": "knobtop.server.link",
+    "ServerLink": "knobtop.server.link",
+    "ServerVersion": "knobtop.server.link",
+    "StatusPoller": "knobtop.server.status",
+    "status_query": "knobtop.server.status",
+})
 
 __all__ = [
     "SEED_KNOBS",

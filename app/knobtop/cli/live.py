@@ -1,0 +1,233 @@
+"""The live commands: lab, connect and run, as SessionOptions for one build_session()."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from knobtop.cli.views import stderr_console, ui_config
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from knobtop.connect import SshOptions
+    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.results import Results
+    from knobtop.session.core import Session
+    from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
+    from knobtop.ui.app import KnobtopApp
+
+
+def recipe_from_args(args: argparse.Namespace) -> Recipe:
+    """The recipe file with the command line's overrides, checked again."""
+    import dataclasses
+
+    from knobtop.recipes.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    changes: dict[str, object] = {}
+    if args.replicates is not None:
+        if args.replicates < 1:
+            raise ValueError("--replicates must be at least 1")
+        changes["replicates"] = args.replicates
+    if args.step_duration is not None:
+        if args.step_duration < 1:
+            raise ValueError("--duration must be at least 1 second")
+        changes["duration"] = args.step_duration
+    if args.warmup is not None:
+        if args.warmup < 0:
+            raise ValueError("--warmup cannot be negative")
+        changes["warmup"] = args.warmup
+    if args.pause is not None:
+        changes["pause"] = max(0.0, args.pause)
+    if args.step_threads:
+        try:
+            threads = tuple(int(t) for t in args.step_threads.split(","))
+        except ValueError:
+            raise ValueError(f"--threads {args.step_threads}: give numbers like 4,8,16") from None
+        if any(not 1 <= t <= 1024 for t in threads):
+            raise ValueError("--threads: each count must be 1 to 1024")
+        changes["threads"] = threads
+    if args.wait_timeout is not None:
+        changes["waits"] = dataclasses.replace(recipe.waits, timeout=max(1.0, args.wait_timeout))
+    return dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+
+
+def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
+    """A recipe the screen quit before its end: the steps it measured ("aborted"), or
+    None when none was."""
+    from knobtop.recipes.results import build
+
+    runner = app.recipe_runner
+    if runner is None or not runner.results:
+        return None
+    return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                 runner.results, "aborted", "quit before the end", len(runner.steps))
+
+
+
+def run_lab(args: argparse.Namespace) -> int:
+    console = stderr_console()
+    if args.stop:
+        from knobtop.lab import default_lab_dir, stop_lab
+
+        with console.status("Stopping the sandbox server ..."):
+            said = stop_lab(args.dir or default_lab_dir())
+        console.print(said, markup=False, highlight=False)
+        return 0
+    from knobtop.session.options import LabPlace
+
+    return run_session(session_options(args, lambda: LabPlace(
+        dir=args.dir, fresh=args.fresh, keep_running=args.keep_running, driver=args.driver)),
+        console)
+
+
+def run_connect(args: argparse.Namespace) -> int:
+    return run_session(session_options(args, lambda: server_place(args)), stderr_console())
+
+
+def server_place(args: argparse.Namespace) -> ServerPlace:
+    """Where `knobtop connect` goes: a profile, or --target/--client and the MySQL flags."""
+    from knobtop.session.options import ServerPlace
+
+    if args.profile and (args.target or args.client):
+        raise ValueError("give a PROFILE or --target/--client, not both")
+    if not (args.profile or args.target or args.client):
+        raise ValueError("say where the server is: knobtop connect PROFILE, or --target DEST")
+    return ServerPlace(
+        profile=args.profile, target=args.target, clients=tuple(args.client),
+        mysql_user=args.mysql_user, mysql_port=args.mysql_port,
+        mysql_socket=args.mysql_socket, password_env=args.password_env,
+        ssh=ssh_options(args), own_tables=args.client_tables == "own",
+    )
+
+
+def ssh_options(args: argparse.Namespace) -> SshOptions:
+    from knobtop.connect import SshOptions
+
+    return SshOptions(known_hosts=args.known_hosts, accept_new=args.accept_new,
+                      identities=tuple(args.identity), config=args.ssh_config)
+
+
+def session_options(
+    args: argparse.Namespace, where: Callable[[], LabPlace | ServerPlace]
+) -> SessionOptions:
+    """`knobtop lab` and `knobtop connect`: the options their flags say."""
+    from knobtop.load.base import LoadSpec
+    from knobtop.session.options import SessionOptions
+
+    if args.headless and args.duration is None:
+        raise ValueError("--headless needs --duration SECONDS")
+    if args.changes and not args.headless:
+        raise ValueError("--set is for --headless runs; in the live screen press k to edit knobs")
+    load = LoadSpec(workload=args.load if args.load != "none" else "oltp_read_write",
+                    threads=args.threads, tables=args.tables, table_size=args.table_size,
+                    rate=args.rate, rand_type=args.rand_type, percentile=args.percentile,
+                    prepared=not args.no_ps, duration=args.phase_seconds)
+    load.check()
+    return SessionOptions(
+        where=where(), load=load, start_load=args.load != "none", journal=args.journal,
+        interval=args.interval, statements=args.statements, cleanup=args.cleanup,
+        headless=args.headless, duration=args.duration, changes=tuple(args.changes),
+        recipe=None, markdown=None,
+    )
+
+
+def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
+    """`knobtop run`: the session a recipe asks for, on the lab or a profile's server
+    (every option a value: what lab and connect would take by default where the recipe
+    says nothing)."""
+    from knobtop.load.base import LoadSpec
+    from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
+
+    where: LabPlace | ServerPlace
+    if args.lab:
+        where = LabPlace(dir=args.dir, fresh=False, keep_running=False, driver=args.driver)
+    else:
+        where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
+                            mysql_port=3306, mysql_socket=None, password_env=None,
+                            ssh=ssh_options(args), own_tables=False)
+    load = LoadSpec(workload=recipe.workload, threads=recipe.threads[0], tables=recipe.tables,
+                    table_size=recipe.table_size, rate=recipe.rate, rand_type=recipe.rand_type,
+                    percentile=recipe.percentile, prepared=True, duration=0)
+    load.check()
+    return SessionOptions(
+        where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
+        interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
+        duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
+    )
+
+
+def run_recipe(args: argparse.Namespace) -> int:
+    console = stderr_console()
+    """`knobtop run`: the lab or a profile's session, driven by a recipe."""
+    from knobtop.recipes.runner import short_duration
+
+    recipe = recipe_from_args(args)
+    steps = len(recipe.schedule())
+    console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
+                  f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
+                  f"{steps} steps, at least {short_duration(recipe.planned_seconds)}",
+                  highlight=False, markup=False)
+    return run_session(recipe_options(args, recipe), console)
+
+
+def run_session(options: SessionOptions, console: Console) -> int:
+    """Build the session the options ask for and run it in its front end."""
+    from knobtop.headless import ConsoleFeedback
+    from knobtop.session.build import build_session
+
+    with build_session(options, ConsoleFeedback(console)) as live:
+        code = front_end(options, live.session, console)
+        console.print(f"Journal: {live.journal_path}", markup=False)
+    return code
+
+
+def front_end(options: SessionOptions, session: Session, console: Console) -> int:
+    """Headless recording or the live screen, with or without a recipe; the exit code."""
+    import asyncio
+
+    from knobtop.headless import run_headless, run_recipe_headless
+
+    recipe = options.recipe
+    if recipe is not None and options.headless:
+        code, results = asyncio.run(run_recipe_headless(session, recipe, console))
+        write_markdown(options.markdown, results, console)
+        return code
+    if options.headless:
+        assert options.duration is not None  # session_options refuses --headless without it
+        return asyncio.run(run_headless(session, options.duration, options.changes,
+                                        options.start_load, console))
+    from knobtop.ui.app import KnobtopApp
+
+    if recipe is None:
+        app = KnobtopApp(session, start_load=options.start_load, config=ui_config())
+    else:
+        app = KnobtopApp(session, recipe=recipe, config=ui_config())
+    try:
+        app.run()
+    finally:
+        if app.runner is not None:
+            app.runner.stop("quit")  # no-op after a normal quit
+    if recipe is not None:
+        # The screen is gone: the results stay on the terminal (the table `run` prints
+        # headless; arm names are the recipe's words, never markup).
+        from knobtop.recipes.results import results_table
+
+        results = app.recipe_results or recipe_results_so_far(app, recipe)
+        if results is not None:
+            console.print(results_table(results))
+            write_markdown(options.markdown, results, console)
+    return app.return_code or 0
+
+
+def write_markdown(path: Path | None, results: Results | None, console: Console) -> None:
+    """`knobtop run --markdown FILE`: the results table as Markdown (none: nothing)."""
+    if path is None or results is None:
+        return
+    from knobtop.recipes.results import results_markdown
+
+    path.write_text(results_markdown(results))
+    console.print(f"Markdown: {path}", markup=False)

@@ -1,0 +1,324 @@
+"""The command line's parser: every command, flag and help text, and the handler each runs.
+
+Nothing heavy is imported here (`knobtop --version` and `--help` build the whole parser):
+values that live in heavy modules are read when first used (:class:`Later`), and each
+command's handler is imported only when that command runs (:func:`handler`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from knobtop import __version__
+
+if TYPE_CHECKING:
+    from knobtop.session.options import ScheduledChange
+
+_SET = r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$"
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def handler(module: str, name: str) -> Handler:
+    """The command function ``name`` of ``knobtop.cli.<module>``, imported when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        func: Handler = getattr(importlib.import_module(f"knobtop.cli.{module}"), name)
+        return func(args)
+
+    return run
+
+
+def parse_set(text: str) -> ScheduledChange:
+    import re
+
+    from knobtop.session.options import ScheduledChange
+
+    m = re.match(_SET, text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"--set {text!r}: write KNOB=VALUE or KNOB=VALUE@SECONDS, "
+            "e.g. innodb_flush_log_at_trx_commit=2@10"
+        )
+    return ScheduledChange(float(m.group(3) or 0), m.group(1).lower(), m.group(2))
+
+
+def workload_arg(text: str) -> str:
+    if text == "none" or text in workloads() or text.endswith(".lua"):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown workload '{text}'; choose one of {', '.join(workloads())}, a .lua path, or none"
+    )
+
+
+class Later:
+    """A value of the parser worked out only when it is used (a help shown, a choice
+    checked): its module is heavy, and `knobtop --version` and `--help` need none of it."""
+
+    def __init__(self, get: Callable[[], object]) -> None:
+        self.get = get
+
+    def __str__(self) -> str:
+        return str(self.get())
+
+
+class LaterChoices(Sequence[str]):
+    """``choices=`` for the parser, read from their module when first checked or shown."""
+
+    def __init__(self, get: Callable[[], tuple[str, ...]]) -> None:
+        self.get = get
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return self.get()[i]
+
+    def __len__(self) -> int:
+        return len(self.get())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.get())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.get()
+
+
+def lab_dir() -> str:
+    from knobtop.lab import default_lab_dir
+
+    return str(default_lab_dir())
+
+
+def workloads() -> tuple[str, ...]:
+    from knobtop.load.base import WORKLOADS
+
+    return WORKLOADS
+
+
+def rand_types() -> tuple[str, ...]:
+    from knobtop.load.base import RAND_TYPES
+
+    return RAND_TYPES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="knobtop", description="Live tuning experiments on MySQL-family servers."
+    )
+    parser.add_argument("--version", action="version", version=f"knobtop {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    connect = sub.add_parser(
+        "connect",
+        help="open the live screen on a server reached over SSH (a profile, or --target)",
+        description="Reach the target server (directly or through an SSH tunnel) and the "
+        "client hosts, then open the live screen. PROFILE is a name in "
+        "~/.config/knobtop/profiles/ or a path to a .toml file.",
+    )
+    connect.add_argument("profile", nargs="?", help="profile name or path")
+    connect.add_argument("--target", help="SSH destination of the server host (no profile)")
+    connect.add_argument("--client", action="append", default=[],
+                         help="SSH destination of a client host (repeatable; no profile)")
+    connect.add_argument("--mysql-user", default="root", help="MySQL user (no profile)")
+    connect.add_argument("--mysql-port", type=int, default=3306, help="MySQL port (no profile)")
+    connect.add_argument("--mysql-socket", help="MySQL socket on the target (no profile)")
+    connect.add_argument("--password-env", metavar="VAR",
+                         help="read the MySQL password from this environment variable")
+    connect.add_argument("--accept-new", action="store_true",
+                         help="trust unknown SSH host keys and add them to known_hosts "
+                         "(a changed key is always refused)")
+    connect.add_argument("--known-hosts", metavar="FILE",
+                         help="known_hosts file (default ~/.ssh/known_hosts)")
+    connect.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
+                         help="SSH private key (repeatable; default: agent and ~/.ssh/id_*)")
+    connect.add_argument("--ssh-config", metavar="FILE",
+                         help="ssh config file, or 'none' (default ~/.ssh/config)")
+    connect.add_argument("--client-tables", choices=("shared", "own"), default="shared",
+                         help="with several clients: all on the sbtest tables (shared) or "
+                         "each on its own database sbtest_NAME (own)")
+    add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
+                        default_load="none")
+    follow = sub.add_parser(
+        "follow", help="watch a journal another knobtop is writing (read-only live view)",
+        description="Tail a journal that another knobtop process (lab, connect) is writing: "
+        "the same graphs and panels, read-only; says how far behind it is; survives the "
+        "writer restarting or the file being replaced. Given a folder (or --latest), it "
+        "follows the newest *.knobtop.jsonl there and moves at once to a newer one when "
+        "one appears (the lab quit and started again).",
+    )
+    follow.add_argument("journal", type=Path, nargs="?", default=None, metavar="PATH",
+                        help="a *.knobtop.jsonl file being written, or a folder of them")
+    follow.add_argument("--latest", action="store_true",
+                        help="follow the newest journal in the folder PATH (default: the "
+                        "lab's journals folder) and each newer one that appears")
+    follow.add_argument("--history", type=float, default=900.0, metavar="S",
+                        help="seconds of history to load first (default 900)")
+    serve = sub.add_parser(
+        "serve", help="show `knobtop follow JOURNAL` to browsers (pairing in a browser)",
+        description="Serve the read-only live view of a journal another knobtop is writing "
+        "over HTTP with textual-serve: each browser that opens the page gets its own "
+        "`knobtop follow JOURNAL`. Listens on 127.0.0.1 unless --public is given.",
+    )
+    serve.add_argument("journal", type=Path, nargs="?", default=None, metavar="PATH",
+                       help="a *.knobtop.jsonl file being written, or a folder of them "
+                       "(each viewer follows the newest, and each newer one)")
+    serve.add_argument("--latest", action="store_true",
+                       help="as with follow: the newest journal in the folder PATH "
+                       "(default: the lab's journals folder)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1; a non-loopback "
+                       "address needs --public)")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    serve.add_argument("--public", action="store_true",
+                       help="allow a non-loopback --host: anyone who can reach the port "
+                       "watches the session")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the address browsers use, when it is not http://HOST:PORT "
+                       "(e.g. with --host 0.0.0.0, or behind a proxy)")
+    serve.add_argument("--history", type=float, default=900.0, metavar="S",
+                       help="seconds of history each viewer loads first (default 900)")
+    serve.add_argument("--max-viewers", type=int, default=8, metavar="N",
+                       help="browsers watching at once (default 8); one more is refused")
+    replay = sub.add_parser(
+        "replay", help="replay a saved journal: play, pause, seek, jump between changes",
+        description="The live screen's graphs and panels driven by a virtual clock over a "
+        "journal: space plays/pauses, +/- change the speed (1x-100x), left/right seek 10 s, "
+        "[ and ] seek a minute, . and , jump to the next/previous change, note or mark, "
+        "n adds a note (to a side file next to the journal, which is never rewritten).",
+    )
+    replay.add_argument("journal", type=Path, help="a *.knobtop.jsonl file")
+    replay.add_argument("--at", metavar="TIME", help="start at this time from the journal's "
+                        "start (seconds, m:ss or h:mm:ss), or 'end'")
+    replay.add_argument("--speed", type=float, default=1.0, help="1, 2, 5, 10, 20, 50 or 100")
+    replay.add_argument("--play", action="store_true", help="start playing at once")
+    report = sub.add_parser(
+        "report", help="write a Markdown or CSV report of a journal (no server needed)",
+        description="Setup, baseline knobs, a timeline of changes and notes, and a table per "
+        "load phase (Markdown); or one row of metrics per sample (CSV).",
+    )
+    report.add_argument("journal", type=Path, help="a *.knobtop.jsonl file")
+    report.add_argument("--format", choices=("md", "csv", "steps-csv"), default="md",
+                        help="md: the report (with recipe results); csv: one row per "
+                        "sample; steps-csv: one row per measured recipe step")
+    report.add_argument("--range", dest="span", metavar="FROM-TO",
+                        help="only this time range (seconds or m:ss from the start), e.g. 60-300")
+    report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
+    compare = sub.add_parser(
+        "compare", help="compare two journals, or two time ranges of one",
+        description="Per load phase: median TPS, p95, hit ratio and dirty %% with B/A ratios; "
+        "and what differs in server version and knob values.",
+    )
+    compare.add_argument("a", type=Path, help="journal A")
+    compare.add_argument("b", type=Path, nargs="?", help="journal B (default: A again)")
+    compare.add_argument("--range-a", metavar="FROM-TO", help="time range of A")
+    compare.add_argument("--range-b", metavar="FROM-TO", help="time range of B")
+    compare.add_argument("--format", choices=("tui", "text", "md"), default=None,
+                         help="tui: overlaid graphs and tables on screen (default on a "
+                         "terminal); text (default when output is not a terminal) or md")
+    run = sub.add_parser(
+        "run", help="run an experiment recipe (arms, thread sweep, replicates) and print "
+        "the results table",
+        description="Run a recipe (TOML, see experiments/) on the sandbox (--lab) or a "
+        "profile's server: every arm at every thread count, replicated and interleaved, "
+        "with waits and a steady-state check before each measured step; then a table of "
+        "median TPS, spread, p95 and a verdict per cell. Ctrl+C aborts and restores the "
+        "baseline knobs. Everything goes to the journal.",
+    )
+    run.add_argument("recipe", type=Path, help="a recipe file, e.g. experiments/doublewrite.toml")
+    where = run.add_mutually_exclusive_group(required=True)
+    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
+    where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
+    run.add_argument("--tui", action="store_true",
+                     help="run inside the live screen with a progress panel (a aborts)")
+    run.add_argument("--journal", type=Path, default=None, help="journal file to write")
+    run.add_argument("--interval", type=float, default=1.0, help="sampling interval (s)")
+    run.add_argument("--dir", type=Path, default=None, help="lab: sandbox directory")
+    run.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
+                     help="lab: load generator")
+    run.add_argument("--accept-new", action="store_true", help="trust unknown SSH host keys")
+    run.add_argument("--known-hosts", metavar="FILE", help="known_hosts file")
+    run.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
+                     help="SSH private key (repeatable)")
+    run.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
+    run.add_argument("--replicates", type=int, metavar="N", help="override [run] replicates")
+    run.add_argument("--duration", dest="step_duration", type=int, metavar="S",
+                     help="override [load] duration (measured seconds per step)")
+    run.add_argument("--warmup", type=int, metavar="S", help="override [load] warmup")
+    run.add_argument("--threads", dest="step_threads", metavar="LIST",
+                     help="override [load] threads, e.g. 4,8")
+    run.add_argument("--pause", type=float, metavar="S", help="override [run] pause")
+    run.add_argument("--wait-timeout", type=float, metavar="S",
+                     help="override [wait] timeout")
+    run.add_argument("--markdown", type=Path, metavar="FILE",
+                     help="also write the results as Markdown to FILE")
+    lab = sub.add_parser(
+        "lab",
+        help="start a sandbox MariaDB on this machine and open the live screen on it",
+        description="Start (or reuse) a private sandbox server from this machine's "
+        "mariadbd, load sysbench tables the first time, and open the live screen.",
+    )
+    sandbox_dir = lab.add_argument("--dir", type=Path, default=None,
+                                   help="sandbox directory (default %(lab_dir)s)")
+    vars(sandbox_dir)["lab_dir"] = Later(lab_dir)
+    lab.add_argument("--fresh", action="store_true", help="wipe the sandbox and start anew")
+    lab.add_argument("--keep-running", action="store_true",
+                     help="leave the sandbox server running on exit")
+    lab.add_argument("--stop", action="store_true",
+                     help="stop the sandbox server (left running by --keep-running) cleanly "
+                     "and exit; says so if none is running")
+    lab.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
+                     help="load generator: sysbench, or knobtop's built-in one (auto: sysbench "
+                     "when installed, else built-in)")
+    add_session_options(lab, journal_default="the lab's journals/",
+                        default_load="oltp_read_write")
+    for command, module, func in (
+        (connect, "live", "run_connect"), (follow, "views", "run_follow"),
+        (serve, "views", "run_serve"), (replay, "views", "run_replay"),
+        (report, "views", "run_report"), (compare, "views", "run_compare"),
+        (run, "live", "run_recipe"), (lab, "live", "run_lab"),
+    ):
+        command.set_defaults(func=handler(module, func))
+    return parser
+
+
+def add_session_options(
+    p: argparse.ArgumentParser, *, journal_default: str, default_load: str
+) -> None:
+    p.add_argument("--headless", action="store_true",
+                   help="record a session without a screen (needs --duration)")
+    p.add_argument("--duration", type=float, default=None, help="headless: seconds to record")
+    p.add_argument("--journal", type=Path, default=None,
+                   help=f"journal file to write (default: a new file in {journal_default})")
+    p.add_argument("--interval", type=float, default=1.0,
+                   help="sampling interval in seconds, 0.1 to 60 (default 1)")
+    load = p.add_argument("--load", default=default_load, type=workload_arg, metavar="WORKLOAD",
+                          help="workload to start with: %(workloads)s, the absolute path "
+                          "of a .lua script, or none (default %(default)s)")
+    vars(load)["workloads"] = Later(lambda: ", ".join(workloads()))
+    p.add_argument("--threads", type=int, default=4, help="sysbench threads (default 4)")
+    p.add_argument("--tables", type=int, default=4, help="sysbench tables (default 4)")
+    p.add_argument("--table-size", type=int, default=10000,
+                   help="rows per sysbench table (default 10000)")
+    p.add_argument("--rate", type=int, default=0,
+                   help="sysbench --rate: transactions per second in total (default 0 = max)")
+    rand_type = p.add_argument("--rand-type", default="uniform",
+                               help="sysbench --rand-type (default uniform)")
+    rand_type.choices = LaterChoices(rand_types)  # after add_argument, which would read them
+    p.add_argument("--percentile", type=int, default=95,
+                   help="latency percentile sysbench reports (default 95)")
+    p.add_argument("--no-ps", action="store_true",
+                   help="run sysbench without prepared statements (--db-ps-mode=disable)")
+    p.add_argument("--phase-seconds", type=int, default=0, metavar="S",
+                   help="each load phase runs S seconds and ends with sysbench's own summary "
+                   "(default 0: until stopped; sysbench prints no summary when stopped)")
+    p.add_argument("--no-statements", dest="statements", action="store_false",
+                   help="the incident page (key 4) never reads statement texts: for "
+                   "sensitive systems (default: read, shortened, secrets redacted)")
+    p.add_argument("--cleanup", action="store_true",
+                   help="drop the sysbench tables when the session ends")
+    p.add_argument("--set", dest="changes", action="append", type=parse_set, default=[],
+                   metavar="KNOB=VALUE[@S]",
+                   help="headless: set a knob at S seconds (repeatable; "
+                   "static knobs restart the server)")

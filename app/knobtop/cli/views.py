@@ -1,0 +1,267 @@
+"""The commands over journals, no server needed: follow, serve, replay, report, compare."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from knobtop.config import UiConfig
+    from knobtop.journal.replay import Replay
+    from knobtop.ui.app import KnobtopApp
+
+
+def stderr_console() -> Console:
+    """Where knobtop speaks: stderr, each message a whole line in logs (no wrapping)."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)
+
+
+def ui_config() -> UiConfig:
+    """The person's config file, its key remapping checked against every binding id
+    (a ConfigError names the file, the key and the fix before any screen opens)."""
+    from knobtop.config import load_config
+    from knobtop.ui.look import binding_ids, check_keymap
+
+    config = load_config()
+    if config.keys:
+        check_keymap(config.keys, binding_ids(), str(config.path))
+    return config
+
+
+def following_app(path: Path, history: float, folder: Path | None = None) -> KnobtopApp:
+    """The live screen over a journal being written: its knob state from the start,
+    the last ``history`` seconds of events, then whatever is appended (with ``folder``:
+    then the newer journals that appear there)."""
+    import time
+
+    from knobtop.journal.events import Error
+    from knobtop.journal.follow import JournalFollower
+    from knobtop.journal.follow_dir import DirectoryFollower
+    from knobtop.journal.index import JournalIndex
+    from knobtop.ui.app import KnobtopApp
+
+    index = JournalIndex(path)
+    index.build()
+    lo, hi = index.t_range or (0.0, 0.0)
+    early = sorted({i for kind in ("knobs", "change") for i in index.lines_of(kind)})
+    first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
+    recent = index.events_between(max(lo, hi - history), hi + 1)
+    # Lines that are not events (or hold a field of the wrong type) are shown, not dropped.
+    skipped = [Error(t=hi, wall=time.time(), source="journal",
+                     message=f"{path}:{line}: {reason}; line skipped")
+               for line, reason in index.problems]
+    return KnobtopApp(header=index.header, events=[*first, *recent, *skipped],
+                      config=ui_config(),
+                      follow=JournalFollower.after(index) if folder is None else
+                      DirectoryFollower(folder, current=path, offset=index.end_offset))
+
+
+def follow_target(path: Path | None, latest: bool) -> Path:
+    """The file or folder ``knobtop follow [PATH] [--latest]`` follows; ValueError naming
+    the fix for a missing one, or for --latest with a file."""
+    if path is None:
+        if not latest:
+            raise ValueError("give the journal to follow (a *.knobtop.jsonl file or a folder "
+                             "of them), or --latest for the newest one in the lab's journals "
+                             "folder")
+        from knobtop.lab import default_lab_dir
+
+        folder = default_lab_dir() / "journals"
+        if not folder.is_dir():
+            raise ValueError(f"{folder}: no lab journals folder yet (start `knobtop lab` "
+                             "first, or give the folder to follow: knobtop follow --latest DIR)")
+        return folder
+    path = path.expanduser()
+    if path.is_dir():
+        return path
+    if not path.exists():
+        raise ValueError(f"{path}: no such file or folder (give a *.knobtop.jsonl journal, or "
+                         "a folder of them)")
+    if latest:
+        raise ValueError(f"{path} is a file; --latest follows the newest journal in a folder: "
+                         f"give the folder ({path.parent}) or leave out --latest")
+    return path
+
+
+def folder_following_app(folder: Path, history: float) -> KnobtopApp:
+    """The live screen over the newest journal in ``folder``, moving to newer ones."""
+    from knobtop.journal.follow_dir import DirectoryFollower, JournalFolder
+    from knobtop.ui.app import KnobtopApp
+
+    newest = JournalFolder(folder).newest()
+    if newest is None:  # nothing yet: the screen waits for the first journal
+        return KnobtopApp(config=ui_config(), follow=DirectoryFollower(folder))
+    return following_app(newest[0], history, folder=folder)
+
+
+def run_follow(args: argparse.Namespace) -> int:
+    target = follow_target(args.journal, args.latest)
+    if target.is_dir():
+        app = folder_following_app(target, args.history)
+    else:
+        app = following_app(target, args.history)
+    app.run()
+    return app.return_code or 0
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when every address ``host`` stands for is a loopback one (127/8, ::1)."""
+    import ipaddress
+    import socket
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ValueError(f"--host {host}: cannot resolve it ({exc.strerror or exc})") from None
+    return bool(infos) and all(
+        ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
+    )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port something already listens on, before the web server says more."""
+    import socket
+
+    for family, kind, proto, _, addr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(addr)
+            except OSError as exc:
+                raise ValueError(
+                    f"cannot listen on {host} port {port}: {exc.strerror or exc} "
+                    "(choose another with --port)"
+                ) from None
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """`knobtop serve JOURNAL`: `knobtop follow JOURNAL` in browsers, via textual-serve."""
+
+    from knobtop.journal.reader import JournalReader
+
+    path = follow_target(args.journal, args.latest)
+    header = None  # a folder: each viewer follows its newest journal
+    if not path.is_dir():
+        if not path.is_file():
+            raise ValueError(f"{path}: not a file (give a *.knobtop.jsonl journal)")
+        header = JournalReader(path).header  # a JournalFormatError names the file and line
+    else:
+        try:
+            next(path.iterdir(), None)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read this folder ({exc.strerror or exc}); "
+                             "give a folder of journals you can read") from None
+    if not 1 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: choose a port between 1 and 65535")
+    if args.history <= 0:
+        raise ValueError(f"--history {args.history:g}: give a number of seconds above 0")
+    if args.max_viewers < 1:
+        raise ValueError(f"--max-viewers {args.max_viewers}: give 1 or more")
+    if not is_loopback_host(args.host) and not args.public:
+        raise ValueError(
+            f"--host {args.host} is not a loopback address: anyone who can reach port "
+            f"{args.port} there would watch this session (server, knob values, notes) "
+            "without a password. Serve on 127.0.0.1 (the default), or add --public if "
+            "that is what you want."
+        )
+    check_port_free(args.host.strip("[]"), args.port)  # --host '[::1]': the address inside
+
+    from knobtop.ui.serve import serve_follow
+
+    serve_follow(path, header, host=args.host, port=args.port, public=args.public,
+                 public_url=args.public_url, history=args.history, console=stderr_console(),
+                 max_viewers=args.max_viewers)
+    return 0
+
+
+def replay_for(path: Path, at: str | None = None, speed: float = 1.0) -> Replay:
+    """A Replay over ``path`` whose index builds in the background; the first chunk is
+    indexed before this returns (so the first frame has data), the rest keeps coming."""
+    from knobtop.journal.index import JournalIndex
+    from knobtop.journal.replay import SPEEDS, Replay
+    from knobtop.recipes.report import parse_time
+
+    if speed not in SPEEDS:
+        raise ValueError(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
+    index = JournalIndex(path)
+    index.build_in_background()
+    while index.t_range is None and not index.ready.wait(0.005):
+        pass
+    replay = Replay(index)
+    replay.speed = speed
+    if at is not None:
+        index.ready.wait()  # a time anywhere in the file: the whole index is needed
+        if at.strip().lower() == "end":
+            replay.seek_to(replay.indexed_to)
+        else:
+            replay.seek_to(replay.start + parse_time(at))
+    return replay
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from knobtop.ui.replay_app import ReplayApp
+
+    replay = replay_for(args.journal, args.at, args.speed)
+    try:
+        app = ReplayApp(replay, play=args.play, config=ui_config())
+        app.run()
+    finally:
+        replay.index.close()
+    return app.return_code or 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from knobtop.recipes.report import (
+        csv_report,
+        load_journal,
+        markdown_report,
+        parse_range,
+        steps_csv,
+    )
+
+    t_from, t_to = parse_range(args.span) if args.span else (None, None)
+    data = load_journal(args.journal, t_from=t_from, t_to=t_to)
+    formats = {"md": markdown_report, "csv": csv_report, "steps-csv": steps_csv}
+    text = formats[args.format](data)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from knobtop.recipes.compare import compare, comparison_markdown, comparison_text
+    from knobtop.recipes.report import load_journal, parse_range
+
+    span_a = parse_range(args.range_a) if args.range_a else (None, None)
+    span_b = parse_range(args.range_b) if args.range_b else (None, None)
+    if args.b is None and not (args.range_a or args.range_b):
+        raise ValueError("give journal B, or --range-a/--range-b to compare parts of A")
+    a = load_journal(args.a, t_from=span_a[0], t_to=span_a[1])
+    b = load_journal(args.b or args.a, t_from=span_b[0], t_to=span_b[1])
+    result = compare(a, b)
+    fmt = args.format or ("tui" if sys.stdout.isatty() else "text")
+    if fmt == "tui":
+        from knobtop.ui.compare_app import CompareApp
+
+        app = CompareApp(result, config=ui_config())
+        app.run()
+        return app.return_code or 0
+    if fmt == "md":
+        sys.stdout.write(comparison_markdown(result))
+    else:
+        from rich.console import Console
+
+        Console().print(comparison_text(result))
+    return 0

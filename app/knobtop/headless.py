@@ -1,0 +1,256 @@
+"""The plain-terminal front end: `--headless` sessions and `knobtop run` without --tui.
+
+It uses a session only through its port (subscribe, state, commands), like the live screen.
+One place turns Ctrl+C/SIGTERM into a stop and a run's end into an exit code and the reason
+the journal's ``end`` event gives.  Text from servers, files and recipes is never markup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from knobtop.errors import KnobtopError
+from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample
+
+if TYPE_CHECKING:
+    from knobtop.load.base import LoadSpec
+    from knobtop.load.sysbench_output import PrepareProgress
+    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.results import Results
+    from knobtop.session.core import Session
+    from knobtop.session.options import ScheduledChange
+    from knobtop.session.port import SessionPort
+
+
+def labelled(label: str, message: str) -> Text:
+    """A red label and a message that is printed as it is (file names, server errors and
+    profile fields may hold ``[``: they are never read as markup)."""
+    return Text.assemble((label, "bold red"), " ", message)
+
+
+class ConsoleFeedback:
+    """What a session's set-up shows on the terminal (knobtop.session.build.Feedback)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def status(self, text: str) -> contextlib.AbstractContextManager[object]:
+        return self.console.status(Text(text))
+
+    def say(self, text: str, *, highlight: bool = True) -> None:
+        self.console.print(text, markup=False, highlight=highlight)
+
+    async def prepare(
+        self,
+        spec: LoadSpec,
+        prepare: Callable[[Callable[[PrepareProgress], None]], Awaitable[bool]],
+    ) -> None:
+        """Load sysbench tables (unless already there) behind a progress bar."""
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(),
+            TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+            console=self.console, transient=True,
+        ) as progress:
+            task = progress.add_task("Checking sysbench tables", total=spec.tables * 3)
+
+            def on_progress(step: PrepareProgress) -> None:
+                progress.update(task, advance=1,
+                                description=escape(f"Loading {step.table}: {step.stage}"))
+
+            loaded = await prepare(on_progress)
+        if loaded:
+            self.console.print(f"Loaded {spec.tables} sysbench tables x {spec.table_size} rows")
+
+
+def describe(event: Event) -> str | None:
+    """One line for the headless log, for the events a person watching cares about."""
+    if isinstance(event, Change):
+        text = f"change {event.knob}: {event.old} -> {event.new} [{event.result}]"
+        return f"{text} {event.message}".rstrip()
+    if isinstance(event, Phase):
+        return f"load {event.action}: {event.workload} x{event.threads} {event.message}".rstrip()
+    if isinstance(event, Error):
+        return f"error ({event.source}): {event.message}"
+    if isinstance(event, Restart):
+        return f"{event.node}: {event.step} {event.result} in {event.seconds:.1f} s {event.message}"
+    return None
+
+
+def log_line(console: Console, event: Event) -> None:
+    line = describe(event)
+    if line:
+        console.print(f"[{event.t:8.2f}s] {line}", highlight=False, markup=False)
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
+    """Ctrl+C and SIGTERM call ``stop`` (the run ends cleanly) while the block runs."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+class Tally:
+    """Samples and load phases as the events say (the summary line at the end)."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.phases = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Sample):
+            self.samples += 1
+        elif isinstance(event, Phase):
+            self.phases = max(self.phases, event.phase)
+        elif isinstance(event, End):
+            self.samples = event.samples
+
+
+async def restore_baseline(session: SessionPort, console: Console) -> None:
+    """Headless --set changes go back at the end (as a recipe's do): the next session
+    must not take them for its baseline.  The load stops first, so a static revert does
+    not start a new phase; what was done is journaled as the quit choice."""
+    try:
+        if session.state().load_running:
+            await session.stop_load()
+        diff = await session.baseline_diff()
+        if not diff:
+            return
+        failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+        session.quit_choice("revert", diff)
+    except (KnobtopError, TimeoutError) as exc:
+        console.print(f"could not restore the baseline knobs: {exc}", markup=False)
+        return
+    for change in failed:
+        console.print(f"could not restore {change.knob}: {change.message}", markup=False)
+
+
+async def run_headless(
+    session: SessionPort,
+    duration: float,
+    changes: Sequence[ScheduledChange],
+    start_load: bool,
+    console: Console,
+) -> int:
+    """Record ``duration`` seconds, making ``changes`` on their schedule; the exit code."""
+    stop = asyncio.Event()
+    tally = Tally()
+
+    def log(event: Event) -> None:
+        tally(event)
+        log_line(console, event)
+        if isinstance(event, Error) and event.source == "journal":
+            stop.set()  # nothing can be recorded any more: end the run
+
+    session.subscribe(log)
+    reason = "duration reached"
+    code = 0
+    with stop_on_signals(stop.set):
+        try:
+            await session.open()
+            console.print(f"Recording {duration:g} s to {session.state().journal_path}",
+                          markup=False)
+            if start_load:
+                await session.start_load()
+            started = time.monotonic()
+            for change in sorted(changes, key=lambda c: c.at):
+                wait = started + change.at - time.monotonic()
+                if wait > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), wait)
+                if stop.is_set():
+                    break
+                # On the command line, --set is the confirmation: static knobs restart.
+                result = await session.set_knob(change.knob, change.value, restart_ok=True)
+                if result.result != "ok":
+                    code = 1
+            remaining = started + duration - time.monotonic()
+            if remaining > 0 and not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), remaining)
+            if session.state().journal_error is not None:
+                reason, code = "the journal could not be written", 1
+            elif stop.is_set():
+                reason = "interrupted"
+        finally:
+            state = session.state()
+            if changes and state.journal_path is not None and state.journal_error is None:
+                await restore_baseline(session, console)
+            await session.close(reason)
+    console.print(f"{tally.samples} samples, {tally.phases} load phase(s); {reason}",
+                  markup=False)
+    return code
+
+
+async def run_recipe_headless(
+    session: Session, recipe: Recipe, console: Console
+) -> tuple[int, Results | None]:
+    """Run the recipe with progress bars and print the results table.  Returns the exit
+    code (0 when it finished) and the results (None when no step ran).
+
+    Only port methods are used here; ``session`` is typed ``Session`` because that is what
+    RecipeRunner takes until it is moved onto the port (issue 15, session/)."""
+    from knobtop.recipes.recipe import RecipeError
+    from knobtop.recipes.results import build, results_table
+    from knobtop.recipes.runner import Progress as RunProgress
+    from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed, short_duration
+
+    code, reason = 0, "recipe finished"
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                  TextColumn("{task.fields[left]}"), console=console) as bars:
+        task = bars.add_task(escape(recipe.name), total=len(recipe.schedule()), left="")
+
+        def on_progress(p: RunProgress) -> None:
+            wait = f" ({p.waiting_for})" if p.waiting_for else ""
+            bars.update(task, completed=p.done, description=escape(f"{p.label}{wait}"),
+                        left=f"~{short_duration(p.seconds_left)} left")
+
+        runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True)
+        session.subscribe(lambda event: log_line(bars.console, event))
+        with stop_on_signals(runner.abort):
+            try:
+                await session.open()
+                bars.console.print(f"Journal: {session.state().journal_path}", markup=False)
+                await runner.run()
+            except RecipeError as exc:
+                code, reason = 2, "recipe refused"
+                bars.console.print(labelled("knobtop:", str(exc)), highlight=False)
+            except RunAborted:
+                code, reason = 130, "recipe aborted"
+                bars.console.print("Aborted: the load was stopped and the baseline knobs "
+                                   "restored.")
+            except RunFailed as exc:
+                code, reason = 1, "recipe failed"
+                bars.console.print(labelled("Recipe failed:", f"{exc} (the baseline knobs "
+                                            "were restored)"), highlight=False)
+            finally:
+                await session.close(reason)
+    for warning in runner.warnings:
+        console.print(f"warning: {warning}", highlight=False, markup=False)
+    if not runner.results:
+        return code, None
+    outcome = {0: "end", 130: "aborted"}.get(code, "failed")
+    results = build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                    runner.results, outcome, "", len(runner.steps))
+    console.print(results_table(results))
+    return code, results
+
+
+__all__ = ["ConsoleFeedback", "describe", "labelled", "restore_baseline", "run_headless",
+           "run_recipe_headless"]

@@ -1,0 +1,72 @@
+"""SessionOptions: what a live session is asked to be, whichever command asked (lab, connect, run).
+
+Plain data, built by the command line from its arguments (or from a recipe and its arguments)
+and turned into a running session by :func:`knobtop.session.build.build_session`.  No field has
+a default: a field added here must be given a value by every command that builds options, or
+mypy (and the first test that builds them) says so, instead of ``knobtop run`` crashing later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from knobtop.connect import SshOptions
+    from knobtop.load.base import LoadSpec
+    from knobtop.recipes.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class ScheduledChange:
+    """A headless ``--set KNOB=VALUE@SECONDS``: set ``knob`` to ``value`` at ``at`` s."""
+
+    at: float
+    knob: str
+    value: str
+
+
+@dataclass(frozen=True)
+class LabPlace:
+    """The sandbox server on this machine (``knobtop lab``, ``knobtop run --lab``)."""
+
+    dir: Path | None  # the sandbox directory; None: the default one
+    fresh: bool  # wipe the sandbox first
+    keep_running: bool  # leave a sandbox started here running on exit
+    driver: str  # "auto", "sysbench" or "builtin"
+
+
+@dataclass(frozen=True)
+class ServerPlace:
+    """A server reached from a profile, or from --target/--client (``knobtop connect``,
+    ``knobtop run --profile``)."""
+
+    profile: str | None  # a profile name or path; None: the fields below say where
+    target: str | None
+    clients: tuple[str, ...]
+    mysql_user: str
+    mysql_port: int
+    mysql_socket: str | None
+    password_env: str | None
+    ssh: SshOptions
+    own_tables: bool  # several clients: each on its own sbtest_NAME database
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    where: LabPlace | ServerPlace
+    load: LoadSpec  # the load to prepare and start (checked)
+    start_load: bool  # start ``load`` at once (False for --load none)
+    journal: Path | None  # None: a new timestamped file in the place's journals folder
+    interval: float  # sampling interval, seconds
+    statements: bool  # the incident page reads statement texts
+    cleanup: bool  # drop the sysbench tables when the session ends
+    headless: bool  # plain terminal output instead of the live screen
+    duration: float | None  # headless: seconds to record
+    changes: tuple[ScheduledChange, ...]  # headless: --set changes
+    recipe: Recipe | None  # ``knobtop run``: the recipe that drives the session
+    markdown: Path | None  # ``knobtop run --markdown``: the results as Markdown here
+
+
+__all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

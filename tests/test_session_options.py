@@ -1,0 +1,123 @@
+"""SessionOptions: `knobtop run` gets every option `lab` and `connect` get, from the recipe.
+
+No server here: the options are built from parsed arguments and compared, field by field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knobtop.cli.live import recipe_options, server_place, session_options
+from knobtop.cli.parser import build_parser
+from knobtop.load.base import LoadSpec
+from knobtop.recipes.recipe import Recipe, load_recipe
+from knobtop.session.options import LabPlace, ScheduledChange, SessionOptions
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def lab_options(argv: list[str]) -> SessionOptions:
+    args = build_parser().parse_args(["lab", *argv])
+    return session_options(args, lambda: LabPlace(dir=args.dir, fresh=args.fresh,
+                                                  keep_running=args.keep_running,
+                                                  driver=args.driver))
+
+
+def run_options(argv: list[str], recipe: Recipe) -> SessionOptions:
+    return recipe_options(build_parser().parse_args(["run", "x.toml", *argv]), recipe)
+
+
+def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path) -> None:
+    recipe = load_recipe(EXPERIMENTS / "doublewrite.toml")
+    journal = tmp_path / "j.knobtop.jsonl"
+    run = run_options(["--lab", "--journal", str(journal), "--interval", "0.5",
+                       "--dir", str(tmp_path), "--driver", "builtin"], recipe)
+    lab = lab_options([
+        "--headless", "--duration", str(recipe.planned_seconds), "--journal", str(journal),
+        "--interval", "0.5", "--dir", str(tmp_path), "--driver", "builtin",
+        "--load", recipe.workload, "--threads", str(recipe.threads[0]),
+        "--tables", str(recipe.tables), "--table-size", str(recipe.table_size),
+        "--rate", str(recipe.rate), "--rand-type", recipe.rand_type,
+        "--percentile", str(recipe.percentile),
+    ])
+    names = [f.name for f in dataclasses.fields(SessionOptions)]
+    differ = [n for n in names if getattr(run, n) != getattr(lab, n)]
+    assert differ == ["recipe"]  # all else is the same session
+    assert run.recipe == recipe and lab.recipe is None
+
+
+def test_every_option_has_a_value_for_run() -> None:
+    # No field has a default: a new one that `run` does not fill is a TypeError here
+    # (and a mypy error in recipe_options), never an AttributeError mid-run.
+    assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(SessionOptions))
+    recipe = load_recipe(EXPERIMENTS / "doublewrite.toml")
+    for where in (["--lab"], ["--profile", "somewhere"]):
+        options = run_options([*where, "--tui", "--markdown", "out.md"], recipe)
+        assert not options.headless and options.markdown == Path("out.md")
+        assert options.load == LoadSpec(workload=recipe.workload, threads=recipe.threads[0],
+                                        tables=recipe.tables, table_size=recipe.table_size,
+                                        rate=recipe.rate, rand_type=recipe.rand_type,
+                                        percentile=recipe.percentile)
+    profile = run_options(["--profile", "p", "--accept-new", "-i", "k"], recipe).where
+    assert not isinstance(profile, LabPlace)
+    assert profile.profile == "p" and profile.ssh.accept_new and profile.ssh.identities == ("k",)
+
+
+def test_connect_options_from_flags() -> None:
+    args = build_parser().parse_args([
+        "connect", "--target", "db1", "--client", "c1", "--client", "c2", "--headless",
+        "--duration", "5", "--load", "none", "--set", "sort_buffer_size=1M@2",
+        "--client-tables", "own", "--no-statements",
+    ])
+    options = session_options(args, lambda: server_place(args))
+    assert not options.start_load and options.load.workload == "oltp_read_write"
+    assert options.changes == (ScheduledChange(2.0, "sort_buffer_size", "1M"),)
+    assert not options.statements
+    where = options.where
+    assert not isinstance(where, LabPlace)
+    assert where.clients == ("c1", "c2") and where.own_tables and where.mysql_user == "root"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["connect", "p", "--target", "t"], "not both"),
+    (["connect"], "say where the server is"),
+    (["connect", "p", "--headless"], "--headless needs --duration"),
+    (["connect", "p", "--set", "a=1"], "--set is for --headless"),
+])
+def test_connect_refusals(argv: list[str], message: str) -> None:
+    args = build_parser().parse_args(argv)
+    with pytest.raises(ValueError, match=message):
+        session_options(args, lambda: server_place(args))
+
+
+def test_version_and_help_import_nothing_heavy() -> None:
+    # The whole process: what `knobtop --version` and `--help` load before they answer.
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['knobtop', '{arg}']\n"
+             "try:\n    runpy.run_module('knobtop', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    for arg in ("--version", "--help"):
+        run = subprocess.run([sys.executable, "-c", probe.format(arg=arg)],
+                             capture_output=True, text=True, timeout=60, check=True)
+        loaded = set(run.stderr.split())
+        heavy = {"asyncio", "asyncssh", "aiomysql", "textual", "rich", "psutil", "orjson",
+                 "dataclasses", "knobtop.session", "knobtop.load.base"}
+        assert not loaded & heavy, (arg, loaded & heavy)
+
+
+def test_report_imports_no_server_or_screen_library(tmp_path: Path) -> None:
+    journal = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
+    probe = ("import sys\nfrom knobtop.cli import main\n"
+             f"main(['report', {str(journal)!r}, '-o', {str(tmp_path / 'r.md')!r}])\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    loaded = {m.split(".")[0] for m in run.stderr.split()}
+    assert not loaded & {"asyncssh", "aiomysql", "pymysql", "textual"}
