@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from knobtop.cli.live import recipe_options, server_place, session_options
+from knobtop.cli.live import lab_place, recipe_options, server_place, session_options
 from knobtop.cli.parser import build_parser
 from knobtop.load.base import LoadSpec
 from knobtop.recipes.recipe import Recipe, load_recipe
@@ -23,9 +23,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 def lab_options(argv: list[str]) -> SessionOptions:
     args = build_parser().parse_args(["lab", *argv])
-    return session_options(args, lambda: LabPlace(dir=args.dir, fresh=args.fresh,
-                                                  keep_running=args.keep_running,
-                                                  driver=args.driver))
+    return session_options(args, lambda: lab_place(args))
 
 
 def run_options(argv: list[str], recipe: Recipe) -> SessionOptions:

@@ -67,7 +67,6 @@ def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
                  runner.results, "aborted", "quit before the end", len(runner.steps))
 
 
-
 def run_lab(args: argparse.Namespace) -> int:
     console = stderr_console()
     if args.stop:
@@ -77,11 +76,15 @@ def run_lab(args: argparse.Namespace) -> int:
             said = stop_lab(args.dir or default_lab_dir())
         console.print(said, markup=False, highlight=False)
         return 0
+    return run_session(session_options(args, lambda: lab_place(args)), console)
+
+
+def lab_place(args: argparse.Namespace) -> LabPlace:
+    """Where `knobtop lab` goes: the sandbox in --dir, maybe --fresh, with --driver."""
     from knobtop.session.options import LabPlace
 
-    return run_session(session_options(args, lambda: LabPlace(
-        dir=args.dir, fresh=args.fresh, keep_running=args.keep_running, driver=args.driver)),
-        console)
+    return LabPlace(dir=args.dir, fresh=args.fresh, keep_running=args.keep_running,
+                    driver=args.driver)
 
 
 def run_connect(args: argparse.Namespace) -> int:
@@ -161,10 +164,10 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
 
 def run_recipe(args: argparse.Namespace) -> int:
-    console = stderr_console()
     """`knobtop run`: the lab or a profile's session, driven by a recipe."""
     from knobtop.recipes.runner import short_duration
 
+    console = stderr_console()
     recipe = recipe_from_args(args)
     steps = len(recipe.schedule())
     console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
