@@ -258,9 +258,13 @@ def ndb_restarter(profile: Profile, hosts: Hosts, ssh: SshOptions) -> NdbRolling
     return restarter
 
 
+def tunnel(hosts: Hosts, via: bool) -> SshHost | None:
+    """The target's SSH connection when the server is reached through it (``via``)."""
+    return hosts.target if via and isinstance(hosts.target, SshHost) else None
+
+
 def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
-    tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
-    return ServerLink(info, via=tunnel)
+    return ServerLink(info, via=tunnel(hosts, via))
 
 
 async def preflight(
@@ -310,4 +314,5 @@ __all__ = [
     "resolve_password",
     "server_link",
     "server_nodes",
+    "tunnel",
 ]

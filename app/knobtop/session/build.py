@@ -28,6 +28,7 @@ from knobtop.connect import (
     resolve_password,
     server_link,
     server_nodes,
+    tunnel,
 )
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
@@ -146,9 +147,8 @@ def _server_session(options: SessionOptions, place: ServerPlace,
     config = _config(options, profile.name, info, journal,
                      server_nodes(profile, hosts, info, place.ssh, via=via),
                      ndb=ndb_restarter(profile, hosts, place.ssh))
-    tunnel = hosts.target if via and isinstance(hosts.target, SshHost) else None
     return LiveSession(_session(config, hosts, load_driver(profile, hosts, info, own_tables=own),
-                                via=tunnel), journal)
+                                via=tunnel(hosts, via)), journal)
 
 
 def _session(config: SessionConfig, hosts: Hosts, driver: LoadDriver | None,
