@@ -53,7 +53,7 @@ from common import (
     server_versions,
     temp_dir,
 )
-from knobtop.recipes.stats import NOISE
+from knobtop.analysis.stats import NOISE
 from watch_cost import busy_since, per_sample_cost, server_cost
 
 ARM_NAMES = {"none": "none", "k1": "knobtop 1 Hz", "k10": "knobtop 10 Hz",
@@ -466,7 +466,7 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   1 s refresh in a 160x48 tmux pane; the watchers' order rotates each round (none k1 none
   k10 none dolphie none k10 ... none). A watcher is seen sampling before its run starts.
   Ratio = watcher run's TPS / mean TPS of the two no-watcher runs around it: median over
-  the rounds and the range; `knobtop.recipes.stats.compare_runs` (bootstrap CI of the
+  the rounds and the range; `knobtop.analysis.stats.compare_runs` (bootstrap CI of the
   ratio of medians + Mann-Whitney, watcher runs against all no-watcher runs) gives the
   verdict: "noise" means indistinguishable from no watcher. The details also give
   mariadbd's own CPU time per transaction for each kind of run.

@@ -42,7 +42,7 @@ from common import (
     log,
     tree_cpu,
 )
-from knobtop.recipes.stats import compare_runs
+from knobtop.analysis.stats import compare_runs
 
 ARMS = ("none", "k1", "k10", "dolphie")
 COUNTERS = ("Questions", "Bytes_sent", "Bytes_received", "Created_tmp_tables")

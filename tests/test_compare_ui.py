@@ -14,8 +14,9 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from knobtop.recipes.compare import RATIO_METRICS, Comparison, compare, compare_ranges, fmt_ratio
-from knobtop.recipes.report import fmt_num, load_journal
+from knobtop.analysis.compare import RATIO_METRICS, Comparison, compare, compare_ranges, fmt_ratio
+from knobtop.analysis.journaldata import load_journal
+from knobtop.analysis.report import fmt_num
 from knobtop.ui.compare_app import (
     COMPARE_GRAPHS,
     CompareApp,

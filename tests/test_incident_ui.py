@@ -11,11 +11,11 @@ import pytest
 from textual.pilot import Pilot
 
 from harness.ui import until, widget_text
+from knobtop.analysis.replay import Replay
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident
 from knobtop.journal.index import JournalIndex
-from knobtop.journal.replay import Replay
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session import Session, SessionConfig

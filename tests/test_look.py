@@ -15,11 +15,11 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from harness.ui import until, widget_text
+from knobtop.analysis.compare import compare
+from knobtop.analysis.journaldata import load_journal
 from knobtop.cli import replay_for
 from knobtop.config import ConfigError, UiConfig, load_config
 from knobtop.journal import Change, JournalReader
-from knobtop.recipes.compare import compare
-from knobtop.recipes.report import load_journal
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.compare_app import CompareApp
 from knobtop.ui.look import BUNDLED_THEMES, binding_ids, load_themes

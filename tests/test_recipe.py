@@ -940,7 +940,7 @@ def test_time_left_learns_from_the_finished_steps() -> None:
 
 
 def test_latencies_keep_the_digits_that_matter() -> None:
-    from knobtop.recipes.results import fmt_ms
+    from knobtop.analysis.results import fmt_ms
     from knobtop.recipes.runner import short_duration
 
     # sysbench's p95 for point selects on a small table is a few hundredths of a ms.

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.ui import until, widget_text
+from knobtop.analysis.replay import Replay, clock_text, notes_path_for
 from knobtop.cli import replay_for
 from knobtop.journal import Change, JournalReader, JournalWriter, Phase, Sample
 from knobtop.journal.index import JournalIndex
-from knobtop.journal.replay import Replay, clock_text, notes_path_for
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.replay_app import ReplayApp

@@ -14,16 +14,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from knobtop.analysis.compare import compare, compare_ranges, comparison_markdown, comparison_text
+from knobtop.analysis.journaldata import CSV_FIELDS, load_journal, phase_table
+from knobtop.analysis.report import csv_report, markdown_report
+from knobtop.analysis.times import parse_range
 from knobtop.journal import JournalFormatError
-from knobtop.recipes.compare import compare, compare_ranges, comparison_markdown, comparison_text
-from knobtop.recipes.report import (
-    CSV_FIELDS,
-    csv_report,
-    load_journal,
-    markdown_report,
-    parse_range,
-    phase_table,
-)
 
 JOURNALS = Path(__file__).parent / "data" / "journals"
 LAB_80S = JOURNALS / "lab-80s.knobtop.jsonl"
@@ -345,7 +340,7 @@ def test_csv_names_the_load_phase_of_each_sample(tmp_path: Path) -> None:
 
 
 def _stats(number: int, workload: str, threads: int, start: float) -> Any:
-    from knobtop.recipes.report import PhaseStats
+    from knobtop.analysis.journaldata import PhaseStats
 
     return PhaseStats(number=number, workload=workload, threads=threads, driver="sysbench",
                       host="local", start=start, end=start + 10, duration=10, ended_by="stop",
@@ -356,7 +351,7 @@ def _stats(number: int, workload: str, threads: int, start: float) -> Any:
 def test_phases_pair_by_workload_and_threads_in_order_within_each_key() -> None:
     """Twelve thread steps on each side, B in another order: every phase finds its partner
     (the n-th A phase of a key with the n-th B phase of that key), none is left alone."""
-    from knobtop.recipes.compare import pair_phases
+    from knobtop.analysis.compare import pair_phases
 
     keys = [("oltp_read_write", t) for t in (1, 2, 4, 8, 16, 32)] * 2
     a = [_stats(i + 1, w, t, 10.0 * i) for i, (w, t) in enumerate(keys)]

@@ -14,14 +14,14 @@ import pytest
 from conftest import EventCollector, show_global
 from harness.procs import sysbench_processes
 from harness.ui import until, widget_text
+from knobtop.analysis.results import build, collect, results_csv, results_markdown
+from knobtop.analysis.stats import NOISE
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, RecipeRun, StepResult
 from knobtop.lab import Sandbox
 from knobtop.load.sysbench import Sysbench
 from knobtop.recipes.recipe import Recipe, RecipeError, load_recipe
-from knobtop.recipes.results import build, collect, results_csv, results_markdown
 from knobtop.recipes.runner import RecipeRunner, RunAborted
-from knobtop.recipes.stats import NOISE
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session import Session, SessionConfig

@@ -14,9 +14,9 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from harness.ui import until, widget_text
+from knobtop.analysis.results import build, results_table
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import StepResult
-from knobtop.recipes.results import build, results_table
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.widgets.journal_pane import JournalPane

@@ -1,4 +1,4 @@
-"""knobtop.recipes.stats against scipy/numpy/statistics and hand math: medians and spread,
+"""knobtop.analysis.stats against scipy/numpy/statistics and hand math: medians and spread,
 Mann-Whitney U (exact and asymptotic paths), the bootstrap CI of the median ratio, verdicts and
 their cell text, and the steady-state detector."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from knobtop.recipes.stats import (
+from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
     NOISE,

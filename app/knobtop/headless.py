@@ -23,10 +23,10 @@ from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample
 
 if TYPE_CHECKING:
+    from knobtop.analysis.results import Results
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.recipes.recipe import Recipe
-    from knobtop.recipes.results import Results
     from knobtop.session.core import Session
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
@@ -205,8 +205,8 @@ async def run_recipe_headless(
 
     Only port methods are used here; ``session`` is typed ``Session`` because that is what
     RecipeRunner takes until it is moved onto the port (issue 15, session/)."""
+    from knobtop.analysis.results import build, results_table
     from knobtop.recipes.recipe import RecipeError
-    from knobtop.recipes.results import build, results_table
     from knobtop.recipes.runner import Progress as RunProgress
     from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed, short_duration
 

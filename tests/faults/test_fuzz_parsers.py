@@ -18,6 +18,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.ui import until
+from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
+from knobtop.analysis.journaldata import load_journal
+from knobtop.analysis.replay import Replay
+from knobtop.analysis.report import csv_report, markdown_report, steps_csv
+from knobtop.analysis.times import parse_range, parse_time
 from knobtop.cli import following_app, main, replay_for
 from knobtop.journal.events import (
     EVENT_TYPES,
@@ -31,7 +36,6 @@ from knobtop.journal.events import (
 from knobtop.journal.follow import JournalFollower
 from knobtop.journal.index import JournalIndex, decode_line, scan_line
 from knobtop.journal.reader import JournalFormatError, JournalReader
-from knobtop.journal.replay import Replay
 from knobtop.load.sysbench_output import (
     SysbenchOutputParser,
     parse_interval,
@@ -40,16 +44,7 @@ from knobtop.load.sysbench_output import (
 )
 from knobtop.metrics.board import MetricBoard
 from knobtop.profiles import EXAMPLE_PATH, ProfileError, load_profile
-from knobtop.recipes.compare import compare, comparison_markdown, comparison_text
 from knobtop.recipes.recipe import RecipeError, bundled_recipes, load_recipe
-from knobtop.recipes.report import (
-    csv_report,
-    load_journal,
-    markdown_report,
-    parse_range,
-    parse_time,
-    steps_csv,
-)
 from knobtop.server.knobs import KnobError, KnobFacts, validate
 from knobtop.ui.replay_app import ReplayApp
 

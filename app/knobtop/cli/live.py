@@ -12,9 +12,9 @@ from knobtop.cli.views import stderr_console, ui_config
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from knobtop.analysis.results import Results
     from knobtop.connect import SshOptions
     from knobtop.recipes.recipe import Recipe
-    from knobtop.recipes.results import Results
     from knobtop.session.core import Session
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
     from knobtop.ui.app import KnobtopApp
@@ -58,7 +58,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
 def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
     """A recipe the screen quit before its end: the steps it measured ("aborted"), or
     None when none was."""
-    from knobtop.recipes.results import build
+    from knobtop.analysis.results import build
 
     runner = app.recipe_runner
     if runner is None or not runner.results:
@@ -217,7 +217,7 @@ def front_end(options: SessionOptions, session: Session, console: Console) -> in
     if recipe is not None:
         # The screen is gone: the results stay on the terminal (the table `run` prints
         # headless; arm names are the recipe's words, never markup).
-        from knobtop.recipes.results import results_table
+        from knobtop.analysis.results import results_table
 
         results = app.recipe_results or recipe_results_so_far(app, recipe)
         if results is not None:
@@ -230,7 +230,7 @@ def write_markdown(path: Path | None, results: Results | None, console: Console)
     """`knobtop run --markdown FILE`: the results table as Markdown (none: nothing)."""
     if path is None or results is None:
         return
-    from knobtop.recipes.results import results_markdown
+    from knobtop.analysis.results import results_markdown
 
     path.write_text(results_markdown(results))
     console.print(f"Markdown: {path}", markup=False)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from knobtop.analysis.replay import Replay
     from knobtop.config import UiConfig
-    from knobtop.journal.replay import Replay
     from knobtop.ui.app import KnobtopApp
 
 
@@ -187,9 +187,9 @@ def run_serve(args: argparse.Namespace) -> int:
 def replay_for(path: Path, at: str | None = None, speed: float = 1.0) -> Replay:
     """A Replay over ``path`` whose index builds in the background; the first chunk is
     indexed before this returns (so the first frame has data), the rest keeps coming."""
+    from knobtop.analysis.replay import SPEEDS, Replay
+    from knobtop.analysis.times import parse_time
     from knobtop.journal.index import JournalIndex
-    from knobtop.journal.replay import SPEEDS, Replay
-    from knobtop.recipes.report import parse_time
 
     if speed not in SPEEDS:
         raise ValueError(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
@@ -221,13 +221,9 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from knobtop.recipes.report import (
-        csv_report,
-        load_journal,
-        markdown_report,
-        parse_range,
-        steps_csv,
-    )
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.report import csv_report, markdown_report, steps_csv
+    from knobtop.analysis.times import parse_range
 
     t_from, t_to = parse_range(args.span) if args.span else (None, None)
     data = load_journal(args.journal, t_from=t_from, t_to=t_to)
@@ -241,8 +237,9 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from knobtop.recipes.compare import compare, comparison_markdown, comparison_text
-    from knobtop.recipes.report import load_journal, parse_range
+    from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.times import parse_range
 
     span_a = parse_range(args.range_a) if args.range_a else (None, None)
     span_b = parse_range(args.range_b) if args.range_b else (None, None)

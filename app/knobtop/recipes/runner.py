@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from knobtop.analysis.stats import SteadyState
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
@@ -43,7 +44,6 @@ from knobtop.load.base import LoadError
 from knobtop.load.multi import ALL, MultiLoad
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
-from knobtop.recipes.stats import SteadyState
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError, ServerLink
 from knobtop.session import Session

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from textual.binding import Binding
 
+from knobtop.analysis.results import Results, build
 from knobtop.config import UiConfig
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, End, Error, Event, Header, Incident, Knobs
@@ -19,7 +20,6 @@ from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS, LoadError
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
-from knobtop.recipes.results import Results, build
 from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, validate

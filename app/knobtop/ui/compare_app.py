@@ -20,16 +20,18 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from knobtop.config import UiConfig
-from knobtop.recipes.compare import (
+from knobtop.analysis.compare import (
     RATIO_METRICS,
     Comparison,
     PhasePair,
     fmt_ratio,
     ratio_verdict,
 )
-from knobtop.recipes.report import JournalData, PhaseStats, fmt_knob, fmt_num, fmt_rel
-from knobtop.recipes.report import report_warnings as journal_warnings
+from knobtop.analysis.journaldata import JournalData, PhaseStats
+from knobtop.analysis.report import fmt_knob, fmt_num
+from knobtop.analysis.report import report_warnings as journal_warnings
+from knobtop.analysis.times import fmt_rel
+from knobtop.config import UiConfig
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.look import apply_look
 from knobtop.ui.widgets.graph_grid import GRAPHS, GraphSpec

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from textual.binding import Binding
 
+from knobtop.analysis.replay import MARKER_KINDS, SPEEDS, Frame, Replay, clock_text
 from knobtop.config import UiConfig
 from knobtop.journal.events import Incident
-from knobtop.journal.replay import MARKER_KINDS, SPEEDS, Frame, Replay, clock_text
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.screens.live import LiveScreen

@@ -11,8 +11,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from knobtop.analysis.replay import wall_clock
 from knobtop.journal.events import Incident
-from knobtop.journal.replay import wall_clock
 
 PROCESS_SHOWN = 25
 

@@ -11,7 +11,7 @@ from textual import events
 from textual.markup import escape
 from textual.widgets import RichLog
 
-from knobtop.recipes.results import Results, results_table
+from knobtop.analysis.results import Results, results_table
 from knobtop.recipes.runner import Progress, short_duration
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
+from knobtop.analysis.stats import HIGHER, LOWER, NOISE, Verdict, compare_runs, cv, iqr, median
 from knobtop.journal.events import Event, RecipeRun, StepResult
-from knobtop.recipes.stats import HIGHER, LOWER, NOISE, Verdict, compare_runs, cv, iqr, median
 
 NONE = "\u2013"  # an en dash: no value
 

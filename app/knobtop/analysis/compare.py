@@ -11,21 +11,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from knobtop.recipes.report import (
+from knobtop.analysis.journaldata import (
     JournalData,
     KnobValues,
     PhaseStats,
     _apply_change,
-    fmt_knob,
-    fmt_num,
-    fmt_rel,
-    fmt_utc,
     load_journal,
-    md_table,
     phase_table,
-    report_warnings,
-    server_label,
 )
+from knobtop.analysis.report import fmt_knob, fmt_num, md_table, report_warnings, server_label
+from knobtop.analysis.times import fmt_rel, fmt_utc
 
 # (PhaseStats attribute, label, digits, +1 when higher is better / -1 when lower is / 0)
 RATIO_METRICS: tuple[tuple[str, str, int, int], ...] = (

@@ -1,0 +1,289 @@
+"""Reports from a recorded journal: setup, baseline knobs, timeline, per-phase statistics, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator, Mapping
+
+from knobtop.analysis.journaldata import CSV_FIELDS, ROW_FIELDS, JournalData, phase_table
+from knobtop.analysis.results import collect, results_csv, results_markdown
+from knobtop.analysis.times import fmt_rel, fmt_utc
+from knobtop.journal import (
+    Change,
+    Header,
+)
+
+
+def fmt_num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_knob(value: str | None) -> str:
+    return "—" if value is None else value
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def md_table(head: Iterable[str], rows: Iterable[Iterable[object]]) -> list[str]:
+    head = list(head)
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+    return out
+
+
+def server_label(header: Header) -> str:
+    server = header.server
+    flavor = str(server.get("flavor") or "server")
+    version = str(server.get("version") or "?")
+    text = f"{flavor} {version}"
+    version_text = server.get("version_text")
+    if version_text and version_text != version:
+        text += f" ({version_text})"
+    return text
+
+
+def _server_setup(header: Header) -> str:
+    text = server_label(header)
+    host, port, socket = (header.server.get(k) for k in ("host", "port", "socket"))
+    if socket:
+        text += f" on {socket}"
+    elif host:
+        text += f" on {host}:{port}" if port else f" on {host}"
+    return text
+
+
+def _hosts_setup(hosts: Mapping[str, object]) -> str:
+    parts = []
+    for name, facts in hosts.items():
+        if not isinstance(facts, Mapping):
+            parts.append(str(name))
+            continue
+        bits = []
+        if facts.get("cpus"):
+            bits.append(f"{facts['cpus']} CPUs")
+        memory = facts.get("memory")
+        if isinstance(memory, int | float) and memory > 0:
+            bits.append(f"{memory / 2**30:.1f} GiB RAM")
+        if facts.get("os"):
+            bits.append(str(facts["os"]))
+        hostname = facts.get("hostname")
+        label = f"{name} ({hostname})" if hostname and hostname != name else str(name)
+        parts.append(f"{label}: {', '.join(bits)}" if bits else label)
+    return "; ".join(parts) or "—"
+
+
+def report_warnings(data: JournalData) -> list[str]:
+    """Things the reader of a report must know about the journal itself."""
+    out = []
+    if data.skipped_unknown:
+        kinds = ", ".join(sorted(data.unknown_types))
+        noun = "event" if data.skipped_unknown == 1 else "events"
+        out.append(
+            f"skipped {data.skipped_unknown} {noun} of unknown type ({kinds}); "
+            "the journal may have been written by a newer knobtop"
+        )
+    if data.torn_tail:
+        out.append("the last line was cut off mid-write (the writer was killed); it was left out")
+    if data.end is None and data.t_to is None:
+        out.append("the journal has no end event: the session was killed or is still running")
+    return out
+
+
+def _change_row(change: Change) -> list[str]:
+    detail = f"{change.knob}: {fmt_knob(change.old)} → {fmt_knob(change.new)}"
+    if change.requested != change.new:
+        detail += f" (asked {change.requested})"
+    detail += f" via {change.method}"
+    extras = [
+        f"{k}: {fmt_knob(v[0])} → {fmt_knob(v[1])}"
+        for k, v in change.side_effects.items()
+        if isinstance(v, list | tuple) and len(v) == 2
+    ]
+    if extras:
+        detail += "; also " + ", ".join(extras)
+    if change.message:
+        detail += f" — {change.message}"
+    if change.warnings:
+        detail += " — " + "; ".join(change.warnings)
+    return ["change", detail, change.result, change.reason or "by hand"]
+
+
+def _timeline(data: JournalData) -> Iterator[tuple[float, float, list[str]]]:
+    """(t, wall, [what, detail, result, reason]) of changes, restarts, notes, marks, errors."""
+    for c in data.changes:
+        yield c.t, c.wall, _change_row(c)
+    for r in data.restarts:
+        detail = f"{r.node}: {r.step} ({r.seconds:.1f} s)"
+        if r.message:
+            detail += f" — {r.message}"
+        yield r.t, r.wall, ["restart", detail, r.result, ""]
+    for n in data.notes:
+        yield n.t, n.wall, ["note", n.text, "", ""]
+    for m in data.marks:
+        yield m.t, m.wall, ["mark", m.label, "", ""]
+    for e in data.errors:
+        yield e.t, e.wall, ["error", f"{e.source}: {e.message}", "gap" if e.gap else "", ""]
+
+
+def markdown_report(data: JournalData) -> str:
+    """A Markdown report of one journal (or one time range of it)."""
+    h = data.header
+    lines = [f"# knobtop report: {data.label}", ""]
+    for warning in report_warnings(data):
+        lines.append(f"> **Warning:** {warning}")
+    if lines[-1]:
+        lines.append("")
+
+    lines += ["## Setup", ""]
+    setup: list[tuple[str, str]] = [
+        ("knobtop", h.knobtop),
+        ("server", _server_setup(h)),
+        ("hosts", _hosts_setup(h.hosts)),
+        ("interval", f"{h.interval:g} s"),
+        ("profile", h.profile or "—"),
+        ("started", fmt_utc(h.started_wall, with_date=True)),
+    ]
+    if data.t_from is not None or data.t_to is not None:
+        lo = fmt_rel(data.t_from) if data.t_from is not None else "start"
+        hi = fmt_rel(data.t_to) if data.t_to is not None else "end"
+        setup.append(("range", f"{lo} to {hi} (from inclusive, to exclusive)"))
+    setup.append(("length", f"{data.duration:.1f} s, {len(data.rows)} samples"))
+    if data.end is not None:
+        setup.append(("ended", data.end.reason))
+    lines += md_table(["", ""], setup)
+    lines.append("")
+
+    lines += ["## Baseline knobs", ""]
+    if data.knobs_start:
+        lines += md_table(
+            ["knob", "value"], ((k, fmt_knob(v)) for k, v in sorted(data.knobs_start.items()))
+        )
+        changed = sorted(
+            k
+            for k in set(data.knobs_start) | set(data.knobs_end)
+            if data.knobs_start.get(k) != data.knobs_end.get(k)
+        )
+        if changed:
+            lines += ["", "Changed by the end:", ""]
+            lines += md_table(
+                ["knob", "start", "end"],
+                (
+                    (k, fmt_knob(data.knobs_start.get(k)), fmt_knob(data.knobs_end.get(k)))
+                    for k in changed
+                ),
+            )
+    else:
+        lines.append("The journal has no knob snapshot.")
+    lines.append("")
+
+    lines += ["## Timeline", ""]
+    events = sorted(_timeline(data), key=lambda item: item[0])
+    if events:
+        start_day = fmt_utc(h.started_wall, with_date=True)[:10]
+        rows = []
+        for t, wall, cells in events:
+            utc = fmt_utc(wall, with_date=True)
+            rows.append([fmt_rel(t), utc[11:19] if utc[:10] == start_day else utc, *cells])
+        lines += md_table(["time", "UTC", "event", "detail", "result", "reason"], rows)
+    else:
+        lines.append("No changes, restarts, notes or marks.")
+    lines.append("")
+
+    lines += ["## Load phases", ""]
+    stats = phase_table(data)
+    if stats:
+        lines += md_table(
+            [
+                "#",
+                "workload",
+                "threads",
+                "start",
+                "end",
+                "duration",
+                "TPS (load)",
+                "TPS (server)",
+                "p95 ms",
+                "hit ratio %",
+                "dirty %",
+                "samples",
+            ],
+            (
+                [
+                    s.number,
+                    s.workload,
+                    s.threads,
+                    fmt_rel(s.start),
+                    fmt_rel(s.end),
+                    f"{s.duration:.1f} s",
+                    fmt_num(s.load_tps),
+                    fmt_num(s.server_tps),
+                    fmt_num(s.p95, 2),
+                    fmt_num(s.hit_ratio, 2),
+                    fmt_num(s.dirty_pct),
+                    s.samples,
+                ]
+                for s in stats
+            ),
+        )
+        lines += [
+            "",
+            "Medians over the phase's intervals; p95 is the median of the "
+            "load driver's per-interval p95.",
+        ]
+    else:
+        lines.append("No load phases.")
+    lines.append("")
+    runs = collect(data.recipe_events)
+    if runs:
+        lines += ["## Recipe results", ""]
+        for results in runs:
+            lines.append(results_markdown(results))
+    return "\n".join(lines)
+
+
+def steps_csv(data: JournalData) -> str:
+    """One row per measured recipe step (all recipe runs in the journal)."""
+    runs = collect(data.recipe_events)
+    if not runs:
+        raise ValueError(f"{data.path}: no recipe steps in this journal (knobtop run records "
+                         "them); use --format csv for per-interval metrics")
+    text = results_csv(runs[0])
+    for results in runs[1:]:
+        text += results_csv(results).split("\n", 1)[1]
+    return text
+
+
+def _csv_num(value: float | None) -> str:
+    if value is None:
+        return ""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def csv_report(data: JournalData) -> str:
+    """One row per sample interval (header row first; empty cells for missing values), with
+    the load phase it fell in (number, workload, threads; empty while no load ran).
+
+    Every sample is a row, including the first, whose rates are empty because
+    there is no earlier sample to take a difference from.
+    """
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    spans = iter(data.phases)  # both in time order: one pass
+    span = next(spans, None)
+    for row in data.rows:
+        while span is not None and span.end < row.t:
+            span = next(spans, None)
+        inside = span is not None and span.start <= row.t
+        phase = [str(span.number), span.workload, str(span.threads)] if span and inside else [
+            "", "", ""]
+        writer.writerow(
+            [f"{row.t:.4f}", f"{row.wall:.3f}"]
+            + [_csv_num(getattr(row, name)) for name in ROW_FIELDS[2:]]
+            + phase
+        )
+    return buf.getvalue()
