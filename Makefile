@@ -8,12 +8,12 @@ LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
 TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
 
-.PHONY: lab test check lint typecheck pytest bench setup deps-lab deps-test deps-bench clean
+.PHONY: lab test check lint layers typecheck pytest bench setup deps-lab deps-test deps-bench clean
 
 lab: deps-lab $(STAMP)
 	$(VENV)/bin/knobtop lab $(LAB_ARGS)
 
-test: deps-test $(STAMP) lint typecheck pytest
+test: deps-test $(STAMP) lint layers typecheck pytest
 
 check: test
 
@@ -22,6 +22,10 @@ pytest: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests bench
+
+# DESIGN.md's Parts table as import-linter contracts (pyproject.toml [tool.importlinter]).
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

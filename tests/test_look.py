@@ -22,7 +22,8 @@ from knobtop.config import ConfigError, UiConfig, load_config
 from knobtop.journal import Change, JournalReader
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.compare_app import CompareApp
-from knobtop.ui.look import BUNDLED_THEMES, binding_ids, load_themes
+from knobtop.ui.keymap import binding_ids
+from knobtop.ui.look import BUNDLED_THEMES, load_themes
 from knobtop.ui.replay_app import ReplayApp
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid

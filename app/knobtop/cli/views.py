@@ -26,7 +26,7 @@ def ui_config() -> UiConfig:
     """The person's config file, its key remapping checked against every binding id
     (a ConfigError names the file, the key and the fix before any screen opens)."""
     from knobtop.config import load_config
-    from knobtop.ui.look import binding_ids, check_keymap
+    from knobtop.ui.keymap import binding_ids, check_keymap
 
     config = load_config()
     if config.keys:

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from textual.binding import Binding
 
@@ -31,6 +31,7 @@ from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.messages import JournalEvent, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
+from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
@@ -59,6 +60,9 @@ class KnobtopApp(KnobtopBase):
     session the app shows ``events`` under ``header`` (tests, later replay).
     """
 
+    # The screens and widgets whose bindings this app shows (one keymap serves all).
+    BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (
+        ConfirmScreen, HelpScreen, PromptScreen, KnobPanel)
     TITLE = "knobtop"
     COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
     BINDINGS = [

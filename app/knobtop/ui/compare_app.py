@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -586,6 +586,8 @@ class CompareScreen(Screen[None]):
 class CompareApp(App[int]):
     """`knobtop compare --format tui`: the comparison on one screen; q quits."""
 
+    # The screens and widgets whose bindings this app shows (one keymap serves all).
+    BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (CompareScreen,)
     TITLE = "knobtop compare"
     BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
         Binding("q", "quit", "Quit", id="app.quit"),

@@ -3,14 +3,12 @@ applied to any knobtop app at mount."""
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from textual.app import App
-from textual.binding import Binding
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -98,41 +96,6 @@ def load_themes(dirs: Iterable[Path] | None = None) -> tuple[list[Theme], list[s
     return list(themes.values()), problems
 
 
-def _binding_classes() -> list[type[Any]]:
-    """Every knobtop class that declares key bindings (one keymap serves all screens)."""
-    from knobtop.ui.app import KnobtopApp
-    from knobtop.ui.compare_app import CompareApp, CompareScreen
-    from knobtop.ui.replay_app import ReplayApp
-    from knobtop.ui.screens.confirm import ConfirmScreen
-    from knobtop.ui.screens.help import HelpScreen
-    from knobtop.ui.screens.prompt import PromptScreen
-    from knobtop.ui.widgets.knob_panel import KnobPanel
-
-    return [KnobtopApp, ReplayApp, CompareApp, CompareScreen, ConfirmScreen, HelpScreen,
-            PromptScreen, KnobPanel]
-
-
-def binding_ids(classes: Iterable[type[Any]] | None = None) -> dict[str, Binding]:
-    """Every binding with an id that knobtop's apps, screens and widgets declare."""
-    found: dict[str, Binding] = {}
-    for cls in _binding_classes() if classes is None else classes:
-        for klass in cls.__mro__:
-            for binding in getattr(klass, "BINDINGS", ()):
-                if isinstance(binding, Binding) and binding.id:
-                    found.setdefault(binding.id, binding)
-    return found
-
-
-def check_keymap(keys: dict[str, str], known: Iterable[str], file: str) -> None:
-    known = sorted(set(known))
-    for binding in keys:
-        if binding not in known:
-            close = difflib.get_close_matches(binding, known, n=1)
-            hint = (f"did you mean '{close[0]}'?" if close
-                    else "see the help screen (?) for every binding id")
-            raise ConfigError(file, f"keys.{binding}", "no key binding has this id", hint)
-
-
 def apply_look(app: App[Any], config: UiConfig) -> list[str]:
     """Register the themes, pick the configured one (mono under NO_COLOR), remap keys.
     Returns the problems to show (skipped theme files, an unknown theme name)."""
@@ -148,8 +111,6 @@ def apply_look(app: App[Any], config: UiConfig) -> list[str]:
                         f"(knobtop themes: {names})")
         if DEFAULT_THEME in app.available_themes:
             app.theme = DEFAULT_THEME
-    if config.keys:
-        file = str(config.path) if config.path else "config"
-        check_keymap(config.keys, binding_ids(), file)
+    if config.keys:  # checked against every binding id by knobtop.ui.keymap at start-up
         app.set_keymap(config.keys)
     return problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from textual.binding import Binding
 
@@ -12,6 +13,7 @@ from knobtop.config import UiConfig
 from knobtop.journal.events import Incident
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.base import KnobtopBase
+from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
@@ -29,6 +31,8 @@ SEEK_LONG = 60.0
 class ReplayApp(KnobtopBase):
     """Play, pause, seek and jump through a journal; the screen is the live one's."""
 
+    # The screens and widgets whose bindings this app shows (one keymap serves all).
+    BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (HelpScreen, PromptScreen, KnobPanel)
     TITLE = "knobtop replay"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
