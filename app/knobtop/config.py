@@ -15,66 +15,16 @@ checked by the screen that applies the keys (``knobtop.ui.look``).
 from __future__ import annotations
 
 import os
-import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knobtop.errors import KnobtopError
+from knobtop.tomlcheck import FileError, read_toml, too_deep
 
-__all__ = ["ConfigError", "UiConfig", "config_dir", "config_path", "load_config", "read_toml",
-           "too_deep"]
+__all__ = ["ConfigError", "UiConfig", "config_dir", "config_path", "load_config"]
 
-# What a TOML file nested past Python's recursion limit gets (tomllib reads arrays and
-# inline tables recursively; a checker or a message may walk any nesting again).
-TOO_DEEP = ("tables or arrays are nested too deeply to read (hundreds of levels)",
-            "write the settings as flat tables and plain values")
-
-
-def too_deep(error: Callable[[str | None, str, str], Exception]) -> Exception:
-    """The error for a file nested too deeply, from ``error(key, problem, fix)``."""
-    return error(None, *TOO_DEEP)
-
-
-def read_toml(
-    path: Path, error: Callable[[str | None, str, str], Exception]
-) -> dict[str, Any]:
-    """A TOML file's table; ``error(key, problem, fix)`` for what a person can fix: bytes
-    that are not UTF-8, a syntax error, nesting too deep to read, a huge number, a file
-    that cannot be read. FileNotFoundError is left to the caller (a missing file may be
-    fine)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise
-    except IsADirectoryError:
-        raise error(None, "is a directory, not a TOML file", "give a .toml file") from None
-    except OSError as exc:
-        raise error(None, f"cannot be read ({exc.strerror or exc})",
-                    "check the file's permissions") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(None, f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(None, f"not valid TOML ({exc})", "fix the syntax at that line") from None
-    except RecursionError:
-        raise too_deep(error) from None
-    except ValueError:  # tomllib's int() of a number with more than 4300 digits
-        raise error(None, "a number in the file has thousands of digits",
-                    "write the value as a plain number") from None
-
-
-class ConfigError(KnobtopError, ValueError):
+class ConfigError(FileError):
     """The config file cannot be used; ``file``, ``key``, ``problem`` and ``fix`` say why."""
-
-    def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:
-        self.file, self.key, self.problem, self.fix = file, key, problem, fix
-        where = f"{file}: {key}" if key else file
-        super().__init__(f"{where}: {problem}\n  fix: {fix}")
 
 
 @dataclass(frozen=True)

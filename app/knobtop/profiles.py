@@ -41,26 +41,21 @@ honoured) or at any path.  Layout (``knobtop/profile_example.toml`` is a complet
 Unknown keys, wrong types, bad values and an inline password in a file that group or
 others can read raise ``ProfileError`` naming the file, the dotted key and the fix.
 """
-# Over 500 lines for now: the profile file and its TOML checker; #12 (issue 15) moves the
-# checker into tomlcheck.py.
+# Over 500 lines: every key of the profile format with its own fix line (the reading,
+# parsing and generic checks are tomlcheck.py's); split it by section if it grows.
 
 from __future__ import annotations
 
-import datetime as _dt
-import difflib
 import math
 import os
 import re
 import shlex
 import stat
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from knobtop.config import too_deep
-from knobtop.errors import KnobtopError
 from knobtop.hosts.base import parse_destination
+from knobtop.tomlcheck import FileError, Reader, Table, parse, read_text_file, too_deep
 
 __all__ = [
     "EXAMPLE_PATH",
@@ -89,23 +84,14 @@ FLAVORS = ("mariadb", "mysql")
 COMMAND_LINE = "command line"
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _DEST_FIX = (
     "use an alias from ~/.ssh/config, host, user@host or user@host:port "
     "(IPv6 in brackets: user@[::1]:2222)"
 )
 
 
-class ProfileError(KnobtopError, ValueError):
+class ProfileError(FileError):
     """A profile cannot be used; ``file``, ``key``, ``problem`` and ``fix`` say why and how."""
-
-    def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:
-        self.file = file
-        self.key = key
-        self.problem = problem
-        self.fix = fix
-        where = f"{file}: {key}" if key else file
-        super().__init__(f"{where}: {problem}\n  fix: {fix}")
 
 
 # --------------------------------------------------------------------------- dataclasses
@@ -331,64 +317,20 @@ def password_from_mycnf(text: str) -> str | None:
 # --------------------------------------------------------------------------- TOML reader
 
 
-def _toml_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, _dt.date | _dt.time):
-        return "datetime"
-    return type(value).__name__
-
-
-def _found(value: object, *, secret: bool = False) -> str:
-    kind = _toml_type(value)
-    if secret or isinstance(value, dict | list):
-        return kind
-    shown = repr(value)
-    return f"{kind} {shown}" if len(shown) <= 40 else kind
-
-
-_Table = Mapping[str, object]
-
-
-def unknown_key_fix(key: str, known: Sequence[str]) -> str:
-    """The fix for an unknown key in a TOML file: the close match, and the known keys."""
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}? Known keys here: {', '.join(known)}"
-    return f"remove it; known keys here: {', '.join(known)}"
-
-
-def check_keys(table: Mapping[str, object], known: Sequence[str], prefix: str,
-               error: Callable[[str | None, str, str], Exception]) -> None:
-    """Raise ``error(dotted key, problem, fix)`` for the first key not in ``known``."""
-    for key in table:
-        if key not in known:
-            dotted = f"{prefix}.{key}" if prefix else key
-            raise error(dotted, "unknown key", unknown_key_fix(key, known))
-
-
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 _OTHERS_RW = stat.S_IRGRP | stat.S_IROTH | _OTHERS_WRITE
 
 
-class _Reader:
+class _Reader(Reader):
     """Checks one parsed TOML document and builds a Profile, raising ProfileError."""
 
+    error_type = ProfileError
+
     def __init__(self, file: str, mode: int | None) -> None:
-        self.file = file
+        super().__init__(file)
         self.mode = mode
 
-    def command(self, table: _Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
+    def command(self, table: Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
         """A command knobtop will run (a restart, ndb_mgmd, sysbench): refused from a file
         that group or others can change, since whoever edits it chooses what runs (often
         with sudo)."""
@@ -402,17 +344,7 @@ class _Reader:
             )
         return value
 
-    def error(self, key: str | None, problem: str, fix: str) -> ProfileError:
-        return ProfileError(self.file, key, problem, fix)
-
-    def check_keys(self, table: _Table, known: tuple[str, ...], prefix: str) -> None:
-        check_keys(table, known, prefix, self.error)
-
-    def wrong_type(self, dotted: str, expected: str, value: object, fix: str) -> ProfileError:
-        secret = dotted.endswith("password") or ".password." in dotted
-        return self.error(dotted, f"expected {expected}, found {_found(value, secret=secret)}", fix)
-
-    def opt_str(self, table: _Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
+    def opt_str(self, table: Table, key: str, prefix: str, *, empty_fix: str) -> str | None:
         if key not in table:
             return None
         value = table[key]
@@ -427,7 +359,7 @@ class _Reader:
             raise self.error(dotted, "is empty", empty_fix)
         return value
 
-    def opt_int(self, table: _Table, key: str, prefix: str) -> int | None:
+    def opt_int(self, table: Table, key: str, prefix: str) -> int | None:
         if key not in table:
             return None
         value = table[key]
@@ -440,7 +372,7 @@ class _Reader:
             fix = f"write {key} = 3306 (a whole number, no quotes)"
         raise self.wrong_type(dotted, "an integer", value, fix)
 
-    def opt_seconds(self, table: _Table, key: str, prefix: str) -> float | None:
+    def opt_seconds(self, table: Table, key: str, prefix: str) -> float | None:
         if key not in table:
             return None
         value = table[key]
@@ -456,7 +388,7 @@ class _Reader:
         fix = f"write {key} = 600 (seconds, a number, no quotes)"
         raise self.wrong_type(dotted, "a number of seconds", value, fix)
 
-    def req_str(self, table: _Table, key: str, prefix: str, *, example: str) -> str:
+    def req_str(self, table: Table, key: str, prefix: str, *, example: str) -> str:
         value = self.opt_str(table, key, prefix, empty_fix=f"write {key} = {example}")
         if value is None:
             raise self.error(f"{prefix}.{key}", f"missing {key}", f"add {key} = {example}")
@@ -467,7 +399,7 @@ class _Reader:
             raise self.error(dotted, f"{value!r} is not an absolute path", fix)
         return value
 
-    def opt_table(self, table: _Table, key: str, prefix: str, fix: str) -> _Table | None:
+    def opt_table(self, table: Table, key: str, prefix: str, fix: str) -> Table | None:
         if key not in table:
             return None
         value = table[key]
@@ -486,7 +418,7 @@ class _Reader:
 
     # ---- sections
 
-    def profile(self, doc: _Table, name: str, path: Path | None) -> Profile:
+    def profile(self, doc: Table, name: str, path: Path | None) -> Profile:
         self.check_keys(doc, ("target", "client", "node", "ndb"), "")
         target_table = self.opt_table(doc, "target", "", "write the target as a [target] table")
         if target_table is None:
@@ -502,7 +434,7 @@ class _Reader:
         ndb = None if ndb_table is None else self.ndb(ndb_table, target)
         return Profile(name=name, path=path, target=target, clients=clients, nodes=nodes, ndb=ndb)
 
-    def target(self, table: _Table) -> TargetSpec:
+    def target(self, table: Table) -> TargetSpec:
         p = "target"
         self.check_keys(
             table, ("ssh", "jump", "mysql", "restart_command", "dropin_path", "flavor"), p
@@ -557,7 +489,7 @@ class _Reader:
         )
 
     def endpoint(
-        self, table: _Table, p: str, where: str
+        self, table: Table, p: str, where: str
     ) -> tuple[str | None, int | None, str | None]:
         """host, port and socket of a MySQL table (None = not given)."""
         host = self.opt_str(table, "host", p, empty_fix='remove it, or write host = "127.0.0.1"')
@@ -578,7 +510,7 @@ class _Reader:
         )
         return host, port, socket
 
-    def mysql(self, table: _Table) -> MysqlSpec:
+    def mysql(self, table: Table) -> MysqlSpec:
         p = "target.mysql"
         self.check_keys(table, ("host", "port", "socket", "user", "password"), p)
         host, port, socket = self.endpoint(table, p, "the target")
@@ -713,7 +645,7 @@ class _Reader:
             )
         return tuple(out)
 
-    def node(self, table: _Table, p: str, target: TargetSpec) -> NodeSpec:
+    def node(self, table: Table, p: str, target: TargetSpec) -> NodeSpec:
         self.check_keys(table, ("name", "ssh", "mysql", "restart_command", "dropin_path"), p)
         name = self.req_str(table, "name", p, example='"db1" (a unique label for this server)')
         ssh = self.destination(
@@ -756,7 +688,7 @@ class _Reader:
             dropin_path=dropin,
         )
 
-    def ndb(self, table: _Table, target: TargetSpec) -> NdbSpec:
+    def ndb(self, table: Table, target: TargetSpec) -> NdbSpec:
         p = "ndb"
         self.check_keys(
             table, ("ssh", "config_ini", "connect_string", "mgmd_command", "node_timeout"), p
@@ -824,48 +756,6 @@ def list_profiles(config_dir: Path | None = None) -> list[str]:
         return []
 
 
-def _syntax_key(text: str, line: int) -> str:
-    """Best guess at the dotted key a TOML syntax error at ``line`` (1-based) belongs to."""
-    lines = text.splitlines()
-    table = ""
-    header = re.compile(r"\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?\Z")
-    for previous in lines[: max(line - 1, 0)]:
-        m = header.match(previous)
-        if m:
-            table = m.group(1).replace(" ", "").replace('"', "")
-    key = ""
-    if 0 < line <= len(lines):
-        m = re.match(r"\s*([A-Za-z0-9_.-]+)\s*=", lines[line - 1])
-        if m:
-            key = m.group(1)
-    dotted = ".".join(part for part in (table, key) if part)
-    return dotted or "(top level)"
-
-
-def read_text_file(
-    path: Path, error: Callable[[str | None, str, str], Exception], what: str, dir_fix: str
-) -> tuple[str, int]:
-    """A TOML file's text and mode; ``error(key, problem, fix)`` for a directory, an
-    unreadable file or non-UTF-8 bytes.  FileNotFoundError is left to the caller, whose
-    fix depends on what it looked for."""
-    try:
-        with path.open("rb") as fh:
-            mode = os.fstat(fh.fileno()).st_mode
-            data = fh.read()
-    except FileNotFoundError:
-        raise
-    except IsADirectoryError:
-        raise error(None, f"is a directory, not a {what}", dir_fix) from None
-    except OSError as exc:
-        raise error(None, f"cannot read: {exc.strerror}",
-                    "check the path and its permissions") from None
-    try:
-        return data.decode("utf-8"), mode
-    except UnicodeDecodeError as exc:
-        raise error(None, f"not UTF-8 text (byte {exc.start})",
-                    "save the file as UTF-8") from None
-
-
 def _read(path: Path, shown: str, name: str) -> tuple[str, int]:
     def error(key: str | None, problem: str, fix: str) -> ProfileError:
         return ProfileError(shown, key, problem, fix)
@@ -901,29 +791,7 @@ def load_profile(name_or_path: str, *, config_dir: Path | None = None) -> Profil
     def error(key: str | None, problem: str, fix: str) -> ProfileError:
         return ProfileError(shown, key, problem, fix)
 
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        m = _TOML_POS.search(message)
-        if m:
-            line, col = int(m.group(1)), int(m.group(2))
-            where = f"line {line}, column {col}"
-            key = _syntax_key(text, line)
-        else:
-            where = "end of file"
-            key = _syntax_key(text, len(text.splitlines()) + 1)
-        problem = f"TOML syntax error at {where}: {_TOML_POS.sub('', message).strip()}"
-        fix = (
-            f"correct the TOML at {where} (strings need quotes, each key once per table); "
-            f"see {EXAMPLE_PATH}"
-        )
-        raise ProfileError(shown, key, problem, fix) from None
-    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
-        raise too_deep(error) from None
-    except ValueError:  # tomllib's int() of a number with more than 4300 digits
-        raise ProfileError(shown, None, "a number in the file has thousands of digits",
-                           "write the value as a plain number") from None
+    doc = parse(text, error, EXAMPLE_PATH)
     try:
         return _Reader(shown, mode).profile(doc, name, path)
     except RecursionError:  # a check or a message walking a deeply nested value

@@ -60,8 +60,8 @@ load stopped, before each step starts; then the load runs ``warmup`` seconds; wi
 ``duration`` follows. Each wait gives up after ``timeout`` seconds, is journaled as a
 timeout, and the step is measured anyway.
 """
-# Over 500 lines for now: the recipe file and its TOML checker; #12 (issue 15) moves the
-# checker into tomlcheck.py.
+# Over 500 lines: every key of the recipe format with its own fix line, and the checks of a
+# recipe against one server (the reading, parsing and generic checks are tomlcheck.py's).
 
 from __future__ import annotations
 
@@ -69,21 +69,18 @@ import difflib
 import math
 import random
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from knobtop.bundled import bundled_dir
-from knobtop.config import too_deep
-from knobtop.errors import KnobtopError
 from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
-from knobtop.profiles import _TOML_POS, _found, _syntax_key, check_keys, read_text_file
 from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
+from knobtop.tomlcheck import FileError, Reader, Table, parse, read_text_file, too_deep
 
 __all__ = [
     "APPLIES_FLAVORS",
@@ -140,20 +137,12 @@ _EQUIVALENT_RECIPES: dict[str, str] = {
 }
 
 
-class RecipeError(KnobtopError, ValueError):
+class RecipeError(FileError):
     """A recipe cannot be used; ``file``, ``key`` (dotted), ``problem`` and ``fix`` say why.
 
     ``str()`` is ``"FILE: KEY: problem\\n  fix: ..."`` (``"FILE: problem ..."`` without a
     key), the same shape as ``profiles.ProfileError``.
     """
-
-    def __init__(self, file: str, key: str | None, problem: str, fix: str) -> None:
-        self.file = file
-        self.key = key
-        self.problem = problem
-        self.fix = fix
-        where = f"{file}: {key}" if key else file
-        super().__init__(f"{where}: {problem}\n  fix: {fix}")
 
 
 # --------------------------------------------------------------------------- versions
@@ -413,8 +402,6 @@ class Recipe:
 
 # --------------------------------------------------------------------------- TOML reader
 
-_Table = Mapping[str, object]
-
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm")
 _APPLIES_KEYS = (*APPLIES_FLAVORS, "why")
 _LOAD_KEYS = (
@@ -455,26 +442,12 @@ class _Load(NamedTuple):
     percentile: int
 
 
-class _Reader:
+class _Reader(Reader):
     """Checks one parsed recipe document and builds a Recipe, raising RecipeError."""
 
-    def __init__(self, file: str) -> None:
-        self.file = file
+    error_type = RecipeError
 
-    def error(self, key: str | None, problem: str, fix: str) -> RecipeError:
-        return RecipeError(self.file, key, problem, fix)
-
-    def check_keys(self, table: _Table, known: tuple[str, ...], prefix: str) -> None:
-        check_keys(table, known, prefix, self.error)
-
-    def wrong_type(self, dotted: str, expected: str, value: object, fix: str) -> RecipeError:
-        return self.error(dotted, f"expected {expected}, found {_found(value)}", fix)
-
-    @staticmethod
-    def dotted(prefix: str, key: str) -> str:
-        return f"{prefix}.{key}" if prefix else key
-
-    def table(self, doc: _Table, key: str, prefix: str = "") -> _Table | None:
+    def table(self, doc: Table, key: str, prefix: str = "") -> Table | None:
         if key not in doc:
             return None
         value = doc[key]
@@ -483,7 +456,7 @@ class _Reader:
             raise self.wrong_type(dotted, "a table", value, f"write it as a [{dotted}] table")
         return value
 
-    def string(self, table: _Table, key: str, prefix: str, example: str) -> str | None:
+    def string(self, table: Table, key: str, prefix: str, example: str) -> str | None:
         if key not in table:
             return None
         value = table[key]
@@ -494,14 +467,14 @@ class _Reader:
             raise self.error(dotted, "is empty", f"write {key} = {example}")
         return value.strip()
 
-    def req_string(self, table: _Table, key: str, prefix: str, example: str) -> str:
+    def req_string(self, table: Table, key: str, prefix: str, example: str) -> str:
         value = self.string(table, key, prefix, example)
         if value is None:
             raise self.error(self.dotted(prefix, key), f"missing {key}", f"add {key} = {example}")
         return value
 
     def integer(
-        self, table: _Table, key: str, prefix: str, *, lo: int, hi: int, unit: str = ""
+        self, table: Table, key: str, prefix: str, *, lo: int, hi: int, unit: str = ""
     ) -> int | None:
         if key not in table:
             return None
@@ -524,7 +497,7 @@ class _Reader:
         return value
 
     def number(
-        self, table: _Table, key: str, prefix: str, *, lo: float, hi: float, lo_open: bool
+        self, table: Table, key: str, prefix: str, *, lo: float, hi: float, lo_open: bool
     ) -> float | None:
         if key not in table:
             return None
@@ -547,7 +520,7 @@ class _Reader:
             )
         return number
 
-    def boolean(self, table: _Table, key: str, prefix: str) -> bool | None:
+    def boolean(self, table: Table, key: str, prefix: str) -> bool | None:
         if key not in table:
             return None
         value = table[key]
@@ -558,7 +531,7 @@ class _Reader:
 
     # ---- sections
 
-    def recipe(self, doc: _Table, path: Path) -> Recipe:
+    def recipe(self, doc: Table, path: Path) -> Recipe:
         self.check_keys(doc, _TOP_KEYS, "")
         name = self.req_string(doc, "name", "", '"doublewrite" (letters, digits, . _ -)')
         if not _NAME.match(name):
@@ -623,7 +596,7 @@ class _Reader:
             raise self.error("load", str(exc), f"correct [load] (see {README})") from None
         return recipe
 
-    def applies(self, doc: _Table) -> tuple[dict[str, str], str]:
+    def applies(self, doc: Table) -> tuple[dict[str, str], str]:
         table = self.table(doc, "applies")
         if table is None:
             return {}, ""
@@ -653,7 +626,7 @@ class _Reader:
             )
         return out, why or ""
 
-    def load(self, table: _Table) -> _Load:
+    def load(self, table: Table) -> _Load:
         p = "load"
         self.check_keys(table, _LOAD_KEYS, p)
         workload = self.req_string(table, "workload", p, '"oltp_read_write"')
@@ -702,7 +675,7 @@ class _Reader:
             percentile=spec.percentile if percentile is None else percentile,
         )
 
-    def threads(self, table: _Table) -> tuple[int, ...]:
+    def threads(self, table: Table) -> tuple[int, ...]:
         key = "load.threads"
         fix = "write threads = 8 (one level) or threads = [4, 8, 16] (a sweep)"
         if "threads" not in table:
@@ -727,7 +700,7 @@ class _Reader:
             out.append(item)
         return tuple(out)
 
-    def waits(self, table: _Table) -> Waits:
+    def waits(self, table: Table) -> Waits:
         p = "wait"
         self.check_keys(table, _WAIT_KEYS, p)
         history = self.integer(table, "history_below", p, lo=1, hi=2**63 - 1)
@@ -763,7 +736,7 @@ class _Reader:
             timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
         )
 
-    def steady(self, table: _Table, waits: Waits) -> Steady:
+    def steady(self, table: Table, waits: Waits) -> Steady:
         p = "steady"
         self.check_keys(table, _STEADY_KEYS, p)
         window = self.integer(table, "window", p, lo=5, hi=3600, unit="seconds")
@@ -815,7 +788,7 @@ class _Reader:
         self.same_knobs(arms)
         return tuple(arms)
 
-    def arm(self, table: _Table, p: str) -> Arm:
+    def arm(self, table: Table, p: str) -> Arm:
         self.check_keys(table, _ARM_KEYS, p)
         name = self.req_string(table, "name", p, '"A" (short and unique)')
         if not _ARM_NAME.match(name):
@@ -953,29 +926,7 @@ def load_recipe(path: Path | str) -> Recipe:
         if bundled:
             fix += f", or the name of a bundled one: {bundled}"
         raise RecipeError(shown, None, "recipe file not found", fix) from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        m = _TOML_POS.search(message)
-        if m:
-            where = f"line {m.group(1)}, column {m.group(2)}"
-            key = _syntax_key(text, int(m.group(1)))
-        else:
-            where = "end of file"
-            key = _syntax_key(text, len(text.splitlines()) + 1)
-        raise RecipeError(
-            shown,
-            key,
-            f"TOML syntax error at {where}: {_TOML_POS.sub('', message).strip()}",
-            f"correct the TOML at {where} (strings need quotes, each key once per table); "
-            f"see {README}",
-        ) from None
-    except RecursionError:  # tomllib reads nested arrays and inline tables recursively
-        raise too_deep(lambda key, problem, fix: RecipeError(shown, key, problem, fix)) from None
-    except ValueError:  # tomllib's int() of a number with more than 4300 digits
-        raise RecipeError(shown, None, "a number in the file has thousands of digits",
-                          "write the value as a plain number") from None
+    doc = parse(text, lambda key, problem, fix: RecipeError(shown, key, problem, fix), README)
     try:
         return _Reader(shown).recipe(doc, resolved)
     except RecursionError:  # a check or a message walking a deeply nested value

@@ -13,8 +13,8 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from knobtop.bundled import bundled_dir
-from knobtop.config import ConfigError, UiConfig, config_dir, read_toml, too_deep
-from knobtop.profiles import check_keys
+from knobtop.config import ConfigError, UiConfig, config_dir
+from knobtop.tomlcheck import check_keys, read_toml, too_deep
 
 BUNDLED_THEMES = bundled_dir("themes")
 DEFAULT_THEME = "knobtop-dark"
