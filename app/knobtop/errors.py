@@ -13,4 +13,9 @@ class KnobtopError(Exception):
     """A failure knobtop can explain to its user: the message names the thing and the fix."""
 
 
-__all__ = ["KnobtopError"]
+class BadValue(KnobtopError, ValueError):
+    """A value a person gave (a flag, a destination, a time) that cannot be used; the message
+    names it and the form that works."""
+
+
+__all__ = ["BadValue", "KnobtopError"]

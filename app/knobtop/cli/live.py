@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knobtop.cli.views import stderr_console, ui_config
+from knobtop.errors import BadValue
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,15 +31,15 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     changes: dict[str, object] = {}
     if args.replicates is not None:
         if args.replicates < 1:
-            raise ValueError("--replicates must be at least 1")
+            raise BadValue("--replicates must be at least 1")
         changes["replicates"] = args.replicates
     if args.step_duration is not None:
         if args.step_duration < 1:
-            raise ValueError("--duration must be at least 1 second")
+            raise BadValue("--duration must be at least 1 second")
         changes["duration"] = args.step_duration
     if args.warmup is not None:
         if args.warmup < 0:
-            raise ValueError("--warmup cannot be negative")
+            raise BadValue("--warmup cannot be negative")
         changes["warmup"] = args.warmup
     if args.pause is not None:
         changes["pause"] = max(0.0, args.pause)
@@ -46,9 +47,9 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         try:
             threads = tuple(int(t) for t in args.step_threads.split(","))
         except ValueError:
-            raise ValueError(f"--threads {args.step_threads}: give numbers like 4,8,16") from None
+            raise BadValue(f"--threads {args.step_threads}: give numbers like 4,8,16") from None
         if any(not 1 <= t <= 1024 for t in threads):
-            raise ValueError("--threads: each count must be 1 to 1024")
+            raise BadValue("--threads: each count must be 1 to 1024")
         changes["threads"] = threads
     if args.wait_timeout is not None:
         changes["waits"] = dataclasses.replace(recipe.waits, timeout=max(1.0, args.wait_timeout))
@@ -58,13 +59,10 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
 def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
     """A recipe the screen quit before its end: the steps it measured ("aborted"), or
     None when none was."""
-    from knobtop.analysis.results import build
-
     runner = app.recipe_runner
     if runner is None or not runner.results:
         return None
-    return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
-                 runner.results, "aborted", "quit before the end", len(runner.steps))
+    return runner.results_so_far("aborted", "quit before the end")
 
 
 def run_lab(args: argparse.Namespace) -> int:
@@ -96,9 +94,9 @@ def server_place(args: argparse.Namespace) -> ServerPlace:
     from knobtop.session.options import ServerPlace
 
     if args.profile and (args.target or args.client):
-        raise ValueError("give a PROFILE or --target/--client, not both")
+        raise BadValue("give a PROFILE or --target/--client, not both")
     if not (args.profile or args.target or args.client):
-        raise ValueError("say where the server is: knobtop connect PROFILE, or --target DEST")
+        raise BadValue("say where the server is: knobtop connect PROFILE, or --target DEST")
     return ServerPlace(
         profile=args.profile, target=args.target, clients=tuple(args.client),
         mysql_user=args.mysql_user, mysql_port=args.mysql_port,
@@ -122,9 +120,9 @@ def session_options(
     from knobtop.session.options import SessionOptions
 
     if args.headless and args.duration is None:
-        raise ValueError("--headless needs --duration SECONDS")
+        raise BadValue("--headless needs --duration SECONDS")
     if args.changes and not args.headless:
-        raise ValueError("--set is for --headless runs; in the live screen press k to edit knobs")
+        raise BadValue("--set is for --headless runs; in the live screen press k to edit knobs")
     load = LoadSpec(workload=args.load if args.load != "none" else "oltp_read_write",
                     threads=args.threads, tables=args.tables, table_size=args.table_size,
                     rate=args.rate, rand_type=args.rand_type, percentile=args.percentile,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Protocol, runtime_checkable
 
-from knobtop.errors import KnobtopError
+from knobtop.errors import BadValue, KnobtopError
 
 # Cumulative CPU seconds per field, in this order, as ``Host.cpu_times`` returns them.
 HOST_CPU_FIELDS: tuple[str, ...] = (
@@ -36,38 +36,38 @@ def parse_destination(text: str) -> tuple[str | None, str, int | None]:
     """
     text = text.removeprefix("ssh://")
     if not text:
-        raise ValueError("empty destination")
+        raise BadValue("empty destination")
     if any(ch.isspace() for ch in text):
-        raise ValueError(f"destination {text!r} contains whitespace")
+        raise BadValue(f"destination {text!r} contains whitespace")
     user: str | None = None
     rest = text
     if "@" in text:
         user, _, rest = text.rpartition("@")
         if not user:
-            raise ValueError(f"destination {text!r} has an empty user before '@'")
+            raise BadValue(f"destination {text!r} has an empty user before '@'")
         if not _USER.match(user):
-            raise ValueError(f"destination {text!r}: {user!r} is not a valid user name")
+            raise BadValue(f"destination {text!r}: {user!r} is not a valid user name")
     port_text: str | None = None
     if rest.startswith("["):
         close = rest.find("]")
         if close < 0:
-            raise ValueError(f"destination {text!r}: '[' without a closing ']'")
+            raise BadValue(f"destination {text!r}: '[' without a closing ']'")
         host = rest[1:close]
         after = rest[close + 1 :]
         if after:
             if not after.startswith(":"):
-                raise ValueError(f"destination {text!r}: unexpected {after!r} after ']'")
+                raise BadValue(f"destination {text!r}: unexpected {after!r} after ']'")
             port_text = after[1:]
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise ValueError(f"destination {text!r}: {host!r} is not an IPv6 address") from None
+            raise BadValue(f"destination {text!r}: {host!r} is not an IPv6 address") from None
     elif rest.count(":") > 1:
         # A bare IPv6 address, as OpenSSH takes it: no port (brackets are needed for one).
         try:
             host = str(ipaddress.IPv6Address(rest))
         except ValueError:
-            raise ValueError(
+            raise BadValue(
                 f"destination {text!r}: not an IPv6 address; write [v6addr]:port"
             ) from None
     else:
@@ -75,16 +75,16 @@ def parse_destination(text: str) -> tuple[str | None, str, int | None]:
         if sep:
             port_text = port_part
         if not host:
-            raise ValueError(f"destination {text!r} has no host")
+            raise BadValue(f"destination {text!r} has no host")
         if not _HOST.match(host):
-            raise ValueError(f"destination {text!r}: {host!r} is not a valid host name or alias")
+            raise BadValue(f"destination {text!r}: {host!r} is not a valid host name or alias")
     port: int | None = None
     if port_text is not None:
         if not port_text.isascii() or not port_text.isdigit():
-            raise ValueError(f"destination {text!r}: port {port_text!r} is not a number")
+            raise BadValue(f"destination {text!r}: port {port_text!r} is not a number")
         port = int(port_text)
         if not 1 <= port <= 65535:
-            raise ValueError(f"destination {text!r}: port {port} is out of range 1-65535")
+            raise BadValue(f"destination {text!r}: port {port} is out of range 1-65535")
     return user, host, port
 
 
@@ -119,9 +119,12 @@ class RunningCommand(Protocol):
 
 @runtime_checkable
 class Host(Protocol):
-    """Where commands run: this machine or, later, an SSH destination."""
+    """Where commands run: this machine or an SSH destination."""
 
     name: str
+    local: bool  # this machine: its facts and files are read directly
+    # Called with ("down" | "up", reason) when the way to the host is lost or back.
+    on_state: Callable[[str, str], None] | None
 
     async def run(self, argv: Sequence[str], *, limit: float = 60.0) -> CommandResult: ...
 

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import CommandResult, Host, HostError
+from knobtop.server.knobs import KnobError
 
 PARAMETER = "DiskPageBufferMemory"
 
@@ -116,10 +117,10 @@ def set_ndbd_default(config_ini: str, name: str, value: str) -> str:
     Comments and every other line are left untouched.
     """
     if not _NAME.match(name):
-        raise ValueError(f"{name!r} is not an NDB parameter name")
+        raise KnobError(f"{name!r} is not an NDB parameter name")
     value = value.strip()
     if not value or any(ch in value for ch in "\r\n#"):
-        raise ValueError(f"{value!r} is not a usable config.ini value (empty, newline or '#')")
+        raise KnobError(f"{value!r} is not a usable config.ini value (empty, newline or '#')")
     newline = "\r\n" if "\r\n" in config_ini else "\n"
     lines = config_ini.splitlines(keepends=True)
     in_target = False

@@ -29,6 +29,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server
 from yarl import URL
 
+from knobtop.errors import BadValue
 from knobtop.journal.events import Header
 
 # The browser's terminal size, in cells: textual-serve takes it from the page's query string
@@ -98,7 +99,7 @@ def served_endpoints(host: str, port: int, public_url: str | None) -> list[Endpo
         except ValueError:
             ok = False
         if not ok or url.host is None or url.port is None:
-            raise ValueError(f"--public-url {public_url!r}: give the address browsers use, "
+            raise BadValue(f"--public-url {public_url!r}: give the address browsers use, "
                              "as http://HOST:PORT or https://HOST")
         endpoints.append((url.scheme, _norm_host(url.host), url.port))
     return endpoints
