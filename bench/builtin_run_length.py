@@ -25,7 +25,7 @@ from pathlib import Path
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadExit, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
-from knobtop.session import prepare_tables
+from knobtop.load.prepare import prepare_tables
 
 SPEC = LoadSpec(workload="oltp_point_select", threads=4, tables=1, table_size=1000)
 SLACK = 1.5  # seconds past the deadline the goal allows

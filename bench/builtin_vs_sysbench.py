@@ -25,9 +25,9 @@ from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadDriver, LoadExit, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport
-from knobtop.session import prepare_tables
 
 TABLES = LoadSpec(workload="oltp_point_select", threads=8, tables=4, table_size=10000)
 

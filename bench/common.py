@@ -30,8 +30,8 @@ import pymysql
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
-from knobtop.session import prepare_tables
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

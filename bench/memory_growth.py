@@ -41,7 +41,7 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalWriter, Load, Sample
 from knobtop.load.sysbench_output import IntervalReport
 from knobtop.server.link import ConnectionInfo
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 
 SECRET = "not-a-real-password-but-redacted-like-one"
@@ -82,7 +82,7 @@ async def simulate(seconds: int, paint_every: int, tmp: Path,
         for event in events:
             clock[0], clock[1] = event.t, event.wall
             if isinstance(event, Load) and phase_reports:
-                session._on_report(event.src, report_of(event))
+                session.loads.on_report(event.src, report_of(event))
                 continue
             session.emit(event)
             if isinstance(event, Sample):
@@ -102,8 +102,8 @@ async def simulate(seconds: int, paint_every: int, tmp: Path,
         if board.samples != samples:
             raise RuntimeError(f"the app's board saw {board.samples} of {samples} samples")
         out["board_samples"] = board.samples
-        out["phase_reports"] = len(session._phase_reports)
-        kept = session._phase_reports  # two float arrays (PhaseNumbers)
+        out["phase_reports"] = len(session.loads.phase_reports)
+        kept = session.loads.phase_reports  # two float arrays (PhaseNumbers)
         out["phase_report_bytes"] = (sys.getsizeof(kept.tps) + sys.getsizeof(kept.lat)) / max(
             len(kept), 1)
         out["journal_bytes"] = config.journal_path.stat().st_size

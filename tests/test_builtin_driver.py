@@ -18,10 +18,10 @@ from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadExit, LoadSpec
 from knobtop.load.builtin import BuiltinDriver, bucket, percentile_ms
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, parse_interval
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import prepare_tables
 
 pytestmark = pytest.mark.integration
 # The same tables as tests/test_session.py, so the two modules share one prepared set.

@@ -484,7 +484,7 @@ async def test_rolling_restart_of_a_static_knob_through_the_session(
     from knobtop.hosts.local import LocalHost
     from knobtop.journal import Restart
     from knobtop.server.static import ServerNode
-    from knobtop.session import Session, SessionConfig
+    from knobtop.session.core import Session, SessionConfig
 
     cluster = galera_cluster
     nodes = tuple(

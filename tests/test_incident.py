@@ -22,7 +22,7 @@ from knobtop.journal.events import Incident, event_from_dict, to_dict
 from knobtop.lab import Sandbox
 from knobtop.server.incident import REDACTED, IncidentReader, IncidentSnapshot, redact, shorten
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 DB = "incident_t"
 SECRET = "hunter2-incident-secret"

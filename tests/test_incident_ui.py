@@ -18,7 +18,7 @@ from knobtop.journal.events import Incident
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.replay_app import ReplayApp
 from knobtop.ui.widgets.graph_grid import GraphGrid

@@ -18,7 +18,7 @@ from harness.ui import until
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.screens.prompt import PromptScreen

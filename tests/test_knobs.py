@@ -11,7 +11,7 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.server.knobs import KnobError, KnobFacts, load_facts, validate
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

@@ -23,10 +23,11 @@ from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import LAG_LIMIT, MultiLoad, _Run, aggregate
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import parse_interval
 from knobtop.server.link import ConnectionInfo
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session.core import Session, SessionConfig
 
 DATA = Path(__file__).parent / "data" / "sysbench"
 SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000)
@@ -256,7 +257,7 @@ async def session_on_empty_database(
     collector = EventCollector()
     session.listeners.append(collector)
     await session.open()
-    await session._action_link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")
+    await session.knobs.link.query(f"CREATE DATABASE IF NOT EXISTS `{driver.database}`")
     return session, collector
 
 
@@ -365,8 +366,8 @@ async def test_sysbench_failures_say_what_to_fix(
 @pytest.mark.integration
 async def test_cleanup_drops_the_tables(mariadb: Sandbox, tmp_path: Path,
                                         sysbench_path: str) -> None:
+    from knobtop.load.prepare import tables_ready
     from knobtop.server.link import ServerLink
-    from knobtop.session import tables_ready
 
     info = mariadb.connection()
     driver = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,

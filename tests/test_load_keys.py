@@ -13,9 +13,10 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import WORKLOADS, LoadSpec
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.choice import ChoiceScreen
 

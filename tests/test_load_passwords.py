@@ -22,9 +22,9 @@ from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadExit, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import PASSWORD_MAX_BYTES, Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import prepare_tables
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.builtin import BuiltinDriver
+from knobtop.load.prepare import prepare_tables, tables_ready
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import prepare_tables, tables_ready
 from knobtop.sqlquote import is_sysbench_table, quote_ident
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from knobtop.journal import Change, JournalReader, Knobs, Note
 from knobtop.journal.events import Error, Event
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel

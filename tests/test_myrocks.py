@@ -17,10 +17,11 @@ from knobtop.journal import JournalReader, Load, Phase, Sample
 from knobtop.lab import LabError, Sandbox, missing_plugin, server_plugin_dir
 from knobtop.load.base import LoadSpec
 from knobtop.load.builtin import BuiltinDriver
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.metrics.derive import ROCKS_COUNTERS
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Restart
 from knobtop.server.link import ConnectionInfo
 from knobtop.server.ndb import get_ndbd_default
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from test_ndb import CONFIG, DOWN, RELOAD, SHOW, STARTED_MGMD, STOP, doc, make, status
 
 pytestmark = pytest.mark.integration

@@ -28,7 +28,8 @@ from knobtop.lab import LabError, Sandbox, previous_baseline
 from knobtop.server.catalog import datadir_refusal
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
-from knobtop.session import BaselineDiff, Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
+from knobtop.session.knobs import BaselineDiff
 from knobtop.ui.app import KnobtopApp, quit_details
 from knobtop.ui.knob_picker import describe
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
@@ -503,7 +504,7 @@ def test_quit_text_mentions_a_restart_in_progress_only_while_one_runs() -> None:
     assert "innodb_buffer_pool_size: 256M → 128M" in idle
     assert "restart" not in idle.replace("Nothing restarts", "").replace("no restart", "")
     assert "the next session starts from them" in idle
-    session._restarting = True  # what _restart_with sets while the restarter runs
+    session.restarts.restarting = True  # what _restart_with sets while the restarter runs
     assert quit_details(session, diff, lab=False).endswith(
         "A restart is in progress: it finishes first.")
     assert "as they are now" in quit_details(session, diff, lab=False)

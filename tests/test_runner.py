@@ -24,7 +24,7 @@ from knobtop.recipes.recipe import Recipe, RecipeError, load_recipe
 from knobtop.recipes.runner import RecipeRunner, RunAborted
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 
@@ -129,7 +129,7 @@ async def test_buffer_pool_climb_shows_the_hit_ratio_rising_with_the_pool(
     baseline = await show_global(lab[1], "innodb_buffer_pool_size")
     await session.open()
     try:
-        results = await RecipeRunner(session, recipe).run()
+        results = (await RecipeRunner(session, recipe).run()).steps
     finally:
         await session.close()
     small, large = (r for r in results)
@@ -190,7 +190,7 @@ async def test_gates_wait_for_dirty_pages_and_checkpoint_age_and_journal_it(
     session.listeners.append(collector)
     await session.open()
     try:
-        results = await RecipeRunner(session, recipe).run()
+        results = (await RecipeRunner(session, recipe).run()).steps
     finally:
         await session.close()
     assert [sorted(r.waits) for r in results] == [["checkpoint", "dirty"]] * 2

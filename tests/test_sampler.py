@@ -16,7 +16,7 @@ from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
 from knobtop.metrics import SERVER_COUNTERS, MetricBoard
 from knobtop.server.link import ConnectionInfo, ServerError
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from knobtop.journal import Sample
 from knobtop.metrics import SERVER_COUNTERS
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.status import METRIC_PREFIX
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

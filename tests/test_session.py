@@ -16,9 +16,10 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 SMALL = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)
@@ -102,20 +103,20 @@ async def test_close_while_opening_leaves_nothing_running(
 ) -> None:
     session = make(mariadb_info, tmp_path)
     connecting = asyncio.Event()
-    connect = session._sampler_link.connect
+    connect = session.sampler.link.connect
 
     async def connect_seen() -> ServerVersion:
         connecting.set()
         return await connect()
 
-    session._sampler_link.connect = connect_seen  # type: ignore[method-assign]
+    session.sampler.link.connect = connect_seen  # type: ignore[method-assign]
     opening = asyncio.create_task(session.open())
     await asyncio.wait_for(connecting.wait(), 10)  # open() has started connecting
     await session.close()
     with pytest.raises(ServerError):
         await opening
-    assert session._sampler is None
-    assert not session._sampler_link.connected and not session._action_link.connected
+    assert session.sampler.task is None
+    assert not session.sampler.link.connected and not session.knobs.link.connected
 
 
 async def test_connect_to_a_port_that_never_greets_times_out() -> None:

@@ -13,7 +13,7 @@ from knobtop.journal import Change, Error, JournalReader, Restart, Sample
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode, parse_dropin, render_dropin, same_value
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 
@@ -191,8 +191,8 @@ async def test_load_is_paused_for_the_restart_and_resumes(
 ) -> None:
     from knobtop.journal import Phase
     from knobtop.load.base import LoadSpec
+    from knobtop.load.prepare import prepare_tables
     from knobtop.load.sysbench import Sysbench
-    from knobtop.session import prepare_tables
 
     sandbox, info = lab
     small = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=1000)

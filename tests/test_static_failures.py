@@ -16,7 +16,7 @@ from knobtop.journal import Change, JournalReader, Restart
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import DROPIN_HEADER, ServerNode, parse_dropin, render_dropin
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

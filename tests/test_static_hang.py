@@ -28,7 +28,7 @@ from knobtop.server.link import (
     statement_kind,
 )
 from knobtop.server.static import RestartApplier, ServerNode, parse_dropin, render_dropin
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,11 @@ from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Change, JournalReader, Note, Phase, Restart
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
+from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
-from knobtop.session import Session, SessionConfig, prepare_tables
+from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.prompt import PromptScreen

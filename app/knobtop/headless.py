@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.recipes.recipe import Recipe
-    from knobtop.session.core import Session
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
 
@@ -198,14 +197,13 @@ async def run_headless(
 
 
 async def run_recipe_headless(
-    session: Session, recipe: Recipe, console: Console
+    session: SessionPort, recipe: Recipe, console: Console
 ) -> tuple[int, Results | None]:
     """Run the recipe with progress bars and print the results table.  Returns the exit
     code (0 when it finished) and the results (None when no step ran).
 
-    Only port methods are used here; ``session`` is typed ``Session`` because that is what
-    RecipeRunner takes until it is moved onto the port (issue 15, session/)."""
-    from knobtop.analysis.results import build, results_table
+    Only port methods are used here."""
+    from knobtop.analysis.results import results_table
     from knobtop.recipes.recipe import RecipeError
     from knobtop.recipes.runner import Progress as RunProgress
     from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed, short_duration
@@ -245,9 +243,7 @@ async def run_recipe_headless(
         console.print(f"warning: {warning}", highlight=False, markup=False)
     if not runner.results:
         return code, None
-    outcome = {0: "end", 130: "aborted"}.get(code, "failed")
-    results = build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
-                    runner.results, outcome, "", len(runner.steps))
+    results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
     console.print(results_table(results))
     return code, results
 

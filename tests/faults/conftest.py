@@ -15,7 +15,7 @@ import pytest
 
 from faults.helpers import SMALL, SmallDisk, mount_tmpfs, sysbench_on, unmount
 from knobtop.lab import Sandbox
-from knobtop.session import prepare_tables
+from knobtop.load.prepare import prepare_tables
 
 
 @pytest.fixture

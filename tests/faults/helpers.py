@@ -20,7 +20,7 @@ from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000)
 

@@ -18,7 +18,7 @@ from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Error, JournalReader, Sample
 from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
-from knobtop.session import Session, SessionConfig
+from knobtop.session.core import Session, SessionConfig
 
 pytestmark = pytest.mark.integration
 

@@ -145,8 +145,8 @@ async def test_disk_full_mid_run_stops_the_session(
         # Sampling ends and the load stops on their own, before anyone closes the session.
         await collector.wait_for(lambda ev: any(
             isinstance(e, Phase) and e.action == "stop" for e in ev), timeout=30)
-        assert session._sampler is not None
-        done, _ = await asyncio.wait({session._sampler}, timeout=30)
+        assert session.sampler.task is not None
+        done, _ = await asyncio.wait({session.sampler.task}, timeout=30)
         assert done and session.driver is not None and not session.driver.running
         assert sysbench_processes(marker) == {}
         refused = await session.set_knob("innodb_io_capacity", "4321")

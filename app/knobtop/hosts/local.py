@@ -10,7 +10,7 @@ import shutil
 import signal
 import tempfile
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -90,6 +90,9 @@ class LocalProcess:
 
 class LocalHost:
     """This machine."""
+
+    local = True
+    on_state: Callable[[str, str], None] | None = None  # this machine is never out of reach
 
     def __init__(self, name: str = "local") -> None:
         self.name = name

@@ -382,6 +382,8 @@ class _Metrics:
 class SshHost:
     """A remote machine reached over SSH: one connection, many channels."""
 
+    local = False
+
     def __init__(
         self,
         destination: str,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -114,6 +114,18 @@ class TableDriver(Protocol):
 class LoadDriver(Protocol):
     name: str
     host_name: str
+    @property
+    def version(self) -> str:
+        """The load program's version for the phase's summary ("" when unknown)."""
+        ...
+
+    def parts(self) -> Sequence[LoadDriver]:
+        """The drivers that report on their own: this one, or each client's."""
+        ...
+
+    def table_drivers(self) -> list[TableDriver]:
+        """The drivers behind this one that own tables (for prepare and cleanup)."""
+        ...
 
     @property
     def running(self) -> bool: ...

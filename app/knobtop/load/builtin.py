@@ -27,10 +27,12 @@ from typing import Any
 from knobtop.load.base import (
     TIME_CAP,
     ExitCallback,
+    LoadDriver,
     LoadError,
     LoadExit,
     LoadSpec,
     ReportCallback,
+    TableDriver,
 )
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, describe_error
@@ -844,6 +846,12 @@ class BuiltinDriver:
             self.version = self.library
         self._run: _Run | None = None
         self.worker_pids: list[int] = []
+
+    def parts(self) -> list[LoadDriver]:
+        return [self]
+
+    def table_drivers(self) -> list[TableDriver]:
+        return [self]
 
     @property
     def running(self) -> bool:

@@ -14,6 +14,7 @@ from knobtop.load.base import (
     LoadExit,
     LoadSpec,
     ReportCallback,
+    TableDriver,
 )
 from knobtop.load.sysbench_output import IntervalReport
 
@@ -74,6 +75,16 @@ class MultiLoad:
         self.drivers = list(drivers)
         self.host_name = ",".join(d.host_name for d in drivers)
         self._run: _Run | None = None
+
+    @property
+    def version(self) -> str:
+        return ",".join(sorted({d.version for d in self.drivers if d.version}))
+
+    def parts(self) -> list[LoadDriver]:
+        return list(self.drivers)
+
+    def table_drivers(self) -> list[TableDriver]:
+        return [t for d in self.drivers for t in d.table_drivers()]
 
     @property
     def running(self) -> bool:

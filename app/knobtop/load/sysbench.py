@@ -13,10 +13,12 @@ from knobtop.hosts.base import Host, HostError, RunningCommand
 from knobtop.load.base import (
     TIME_CAP,
     ExitCallback,
+    LoadDriver,
     LoadError,
     LoadExit,
     LoadSpec,
     ReportCallback,
+    TableDriver,
 )
 from knobtop.load.sysbench_output import (
     IntervalReport,
@@ -145,6 +147,12 @@ class Sysbench:
         self._proc: RunningCommand | None = None
         self._reader: asyncio.Task[None] | None = None
         self._stopping = False
+
+    def parts(self) -> list[LoadDriver]:
+        return [self]
+
+    def table_drivers(self) -> list[TableDriver]:
+        return [self]
 
     @property
     def running(self) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from knobtop.analysis.results import Results, build
 from knobtop.analysis.stats import SteadyState
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
@@ -34,23 +35,21 @@ from knobtop.journal.events import (
     Error,
     Event,
     Load,
-    Mark,
     Phase,
-    RecipeRun,
     Sample,
     StepResult,
 )
 from knobtop.load.base import LoadError
-from knobtop.load.multi import ALL, MultiLoad
+from knobtop.load.multi import ALL
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
 from knobtop.server.knobs import KnobError, validate
-from knobtop.server.link import ServerError, ServerLink
-from knobtop.session import Session
+from knobtop.server.link import ServerError
+from knobtop.server.variables import PURGE_WAIT
+from knobtop.session.port import SessionPort
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between checks of a gate or the abort flag
-PURGE_WAIT = "innodb_max_purge_lag_wait"
 
 
 class RunAborted(KnobtopError):
@@ -112,7 +111,7 @@ class RecipeRunner:
 
     def __init__(
         self,
-        session: Session,
+        session: SessionPort,
         recipe: Recipe,
         *,
         on_progress: Callable[[Progress], None] | None = None,
@@ -139,6 +138,7 @@ class RecipeRunner:
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
         self._step_began: float | None = None
         self._purge_refused = False
+        self._multi = False  # several clients: only their per-second sums count
 
     # -- control -------------------------------------------------------------------------
 
@@ -157,8 +157,9 @@ class RecipeRunner:
             raise RunAborted(f"recipe {self.recipe.name} aborted")
         if self._load_failed:
             raise RunFailed(f"the load failed: {self._load_failed}")
-        if self.session.journal_error is not None:  # an unrecorded run is not worth finishing
-            raise RunFailed(self.session.journal_error)
+        error = self.session.state().journal_error
+        if error is not None:  # an unrecorded run is not worth finishing
+            raise RunFailed(error)
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep unless aborted; raises RunAborted / RunFailed as soon as that happens."""
@@ -180,7 +181,7 @@ class RecipeRunner:
             self.on_progress(p)
 
     def _mark(self, label: str) -> None:
-        self.session.emit(Mark(t=self.session.now(), wall=self.session.wall(), label=label))
+        self.session.mark(label)
 
     # -- events from the session -------------------------------------------------------------
 
@@ -190,7 +191,7 @@ class RecipeRunner:
             return
         board.apply(event)
         if isinstance(event, Load):
-            if isinstance(self.session.driver, MultiLoad) and event.src != ALL:
+            if self._multi and event.src != ALL:
                 return  # several clients: the per-second sum is the step's TPS
             self._tps.append((event.t, event.tps))
             self._p95.append((event.t, event.lat))
@@ -209,20 +210,22 @@ class RecipeRunner:
 
     # -- the run ---------------------------------------------------------------------------
 
-    async def run(self) -> list[StepResult]:
-        """Run every step; returns the step results.  RunAborted / RunFailed after the
+    async def run(self) -> Results:
+        """Run every step; returns the results table.  RunAborted / RunFailed after the
         baseline was restored; RecipeError before anything changed if the server does
         not suit the recipe."""
         session = self.session
-        if session.catalog is None or session.journal is None:
+        state = session.state()
+        if state.catalog is None or state.header is None:
             raise RunFailed("open the session before running a recipe")
-        self.warnings = check_for_server(self.recipe, session.catalog)
+        self.warnings = check_for_server(self.recipe, state.catalog)
+        self._multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
         self._loop = asyncio.get_running_loop()
         self._abort_event = asyncio.Event()
         if self._aborted:
             self._abort_event.set()
-        self._board = MetricBoard(session.journal.header)
-        session.listeners.append(self._on_event)
+        self._board = MetricBoard(state.header)
+        unsubscribe = session.subscribe(self._on_event)
         recipe = self.recipe
         plan = {
             "path": str(recipe.path), "description": recipe.description.strip(),
@@ -232,14 +235,13 @@ class RecipeRunner:
             "workload": recipe.workload, "steps": len(self.steps),
             "warnings": self.warnings,
         }
-        session.emit(RecipeRun(t=session.now(), wall=session.wall(), action="start",
-                               name=recipe.name, plan=plan))
+        session.recipe_event("start", recipe.name, plan)
         outcome, message = "end", ""
         try:
             if self.prepare:
                 self._check()
                 self._report("preparing tables")
-                session.load_spec = recipe.load_spec(recipe.threads[0], 0)
+                session.use_load(recipe.load_spec(recipe.threads[0], 0))
                 await self._abortable(session.prepare_load())
             current: str | None = None
             for step in self.steps:
@@ -269,9 +271,14 @@ class RecipeRunner:
             try:
                 await self._restore(outcome, message)
             finally:
-                with contextlib.suppress(ValueError):
-                    session.listeners.remove(self._on_event)
-        return self.results
+                unsubscribe()
+        return self.results_so_far("end")
+
+    def results_so_far(self, outcome: str = "running", message: str = "") -> Results:
+        """The results table of the steps measured so far (all of them after ``run()``)."""
+        recipe = self.recipe
+        return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                     self.results, outcome, message, len(self.steps))
 
     async def _abortable(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` unless an abort comes first (then it is cancelled)."""
@@ -308,42 +315,30 @@ class RecipeRunner:
             message = f"{message}; could not restore {names}".lstrip("; ")
             outcome = "failed"
         with contextlib.suppress(OSError, ValueError):
-            session.emit(RecipeRun(t=session.now(), wall=session.wall(), action=outcome,
-                                   name=self.recipe.name, message=message,
-                                   plan={"steps_done": self.progress.done}))
+            session.recipe_event(outcome, self.recipe.name, {"steps_done": self.progress.done},
+                                 message)
         self._report("done" if outcome == "end" else outcome)
-
-    async def _current_value(self, link: ServerLink, knob: str) -> str | None:
-        """The global value (SHOW GLOBAL VARIABLES: information_schema's table is gone
-        from MySQL 8.0 and off by default in 5.7)."""
-        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (knob,))
-        for name, value in rows:
-            if str(name).lower() == knob.lower():
-                return None if value is None else str(value)
-        return None
 
     async def _apply_arm(self, step: Step) -> None:
         session = self.session
-        assert session.catalog is not None
+        catalog = session.state().catalog
+        assert catalog is not None
         self._report(f"applying arm {step.arm.name}")
         with contextlib.suppress(LoadError):
             await session.stop_load()
-        link = ServerLink(session.config.connection, via=session.via)
-        await link.connect()
+        self._check()
+        present = [k for k in step.arm.knobs if catalog.get(k).present]
+        values = await session.global_values(present)
         todo: dict[str, str] = {}
-        try:
-            for knob, value in step.arm.knobs.items():
-                self._check()
-                facts = session.catalog.get(knob)
-                now = await self._current_value(link, knob) if facts.present else None
-                try:
-                    wanted = str(validate(facts, value, static_ok=True))
-                except KnobError:
-                    wanted = value
-                if now is None or now.upper() != wanted.upper():
-                    todo[knob] = value
-        finally:
-            await link.close()
+        for knob, value in step.arm.knobs.items():
+            facts = catalog.get(knob)
+            now = values.get(knob)
+            try:
+                wanted = str(validate(facts, value, static_ok=True))
+            except KnobError:
+                wanted = value
+            if now is None or now.upper() != wanted.upper():
+                todo[knob] = value
         if not todo:
             return
         # All of the arm's static knobs go in through one restart.
@@ -365,7 +360,7 @@ class RecipeRunner:
         self._steady = SteadyState(recipe.steady.window, recipe.steady.cv_max,
                                    recipe.steady.slope_max)
         self._load_failed = ""
-        session.load_spec = recipe.load_spec(step.threads, 0)
+        session.use_load(recipe.load_spec(step.threads, 0))
         self._report("starting the load")
         await session.start_load()
         self._report("warming up")
@@ -382,9 +377,7 @@ class RecipeRunner:
         with contextlib.suppress(LoadError):
             await session.stop_load()
         self._check()
-        result = self._result(step, start, end, waits, steady)
-        self.results.append(result)
-        session.emit(result)
+        self.results.append(self._result(step, start, end, waits, steady))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
@@ -411,9 +404,8 @@ class RecipeRunner:
         tps = inside(self._tps)
         hits = [h for t, h, _ in self._samples if start < t <= end and h is not None]
         dirty = [d for t, _, d in self._samples if start < t <= end and d is not None]
-        session = self.session
-        return StepResult(
-            t=session.now(), wall=session.wall(), recipe=self.recipe.name, index=step.index,
+        return self.session.step_result(
+            recipe=self.recipe.name, index=step.index,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
             err=_median(inside(self._err)), hit_ratio=_median(hits),
@@ -503,13 +495,9 @@ class RecipeRunner:
 
     async def _dirty_lwm(self) -> float:
         """innodb_max_dirty_pages_pct_lwm, or innodb_max_dirty_pages_pct when it is 0."""
-        link = ServerLink(self.session.config.connection, via=self.session.via)
-        await link.connect()
-        try:
-            lwm = await self._current_value(link, "innodb_max_dirty_pages_pct_lwm")
-            top = await self._current_value(link, "innodb_max_dirty_pages_pct")
-        finally:
-            await link.close()
+        values = await self.session.global_values(
+            ["innodb_max_dirty_pages_pct_lwm", "innodb_max_dirty_pages_pct"])
+        lwm, top = values["innodb_max_dirty_pages_pct_lwm"], values["innodb_max_dirty_pages_pct"]
         value = float(lwm or 0)
         return value if value > 0 else float(top or 90)
 
@@ -517,56 +505,25 @@ class RecipeRunner:
         """MariaDB 10.5.7+: SET GLOBAL innodb_max_purge_lag_wait blocks until the history
         is below ``below``.  Killed (KILL QUERY) on timeout or abort.  False when the server
         has no such variable or refuses it (then the caller polls the samples)."""
-        catalog = self.session.catalog
+        catalog = self.session.state().catalog
         if self._purge_refused or catalog is None or not catalog.get(PURGE_WAIT).present:
             return False
-        conn = self.session.config.connection
-        link = ServerLink(conn, via=self.session.via)
-        try:
-            await link.connect()
-            cid = (await link.query("SELECT CONNECTION_ID()"))[0][0]
-        except ServerError:
-            await link.close()
-            return False
         self._report("waiting for purge", f"{PURGE_WAIT} = {below}")
-        began = time.monotonic()
-        task = asyncio.create_task(
-            link.query(f"SET GLOBAL {PURGE_WAIT} = %s", (int(below),)))
-        try:
-            deadline = began + self.recipe.waits.timeout
-            while not task.done() and time.monotonic() < deadline and not self._aborted:
-                await asyncio.wait({task}, timeout=POLL)
-            if not task.done():
-                killer = ServerLink(conn, via=self.session.via)
-                try:
-                    await killer.connect()
-                    await killer.query(f"KILL QUERY {int(cid)}")
-                except ServerError:
-                    pass  # the statement is cancelled below either way
-                finally:
-                    await killer.close()
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(10):
-                        await asyncio.wait({task})
-                self._check()
-                self._mark(f"wait for history length < {below} ({PURGE_WAIT}) timed out after "
-                           f"{time.monotonic() - began:.0f} s; measuring anyway")
-                return True
-            try:
-                task.result()
-            except ServerError as exc:
-                self._purge_refused = True
-                self.warnings.append(f"{PURGE_WAIT} refused ({exc}); polling instead")
-                return False
-            self._mark(f"waited {time.monotonic() - began:.1f} s for history length < {below} "
+        waited = await self.session.wait_for_purge(below, self.recipe.waits.timeout,
+                                                   lambda: self._aborted)
+        if waited.outcome == "unreachable":
+            return False
+        if waited.outcome == "refused":  # the server will not run it: poll from now on
+            self._purge_refused = True
+            self.warnings.append(f"{PURGE_WAIT} refused ({waited.message}); polling instead")
+            return False
+        if waited.outcome in ("timeout", "stopped"):
+            self._check()
+            self._mark(f"wait for history length < {below} ({PURGE_WAIT}) timed out after "
+                       f"{waited.seconds:.0f} s; measuring anyway")
+        else:
+            self._mark(f"waited {waited.seconds:.1f} s for history length < {below} "
                        f"({PURGE_WAIT})")
-            return True
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-            await link.close()
-
+        return True
 
 __all__ = ["Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]

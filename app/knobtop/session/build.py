@@ -35,13 +35,14 @@ from knobtop.journal.writer import cannot_create, check_journal_path, default_jo
 from knobtop.lab import LAB_DB, Sandbox, default_lab_dir, find_program, previous_baseline
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
+from knobtop.load.prepare import prepare_all
 from knobtop.load.sysbench import INSTALL_HINT
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.profiles import Profile, lab_profile, load_profile, profile_from_args
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import ServerNode
-from knobtop.session.core import Session, SessionConfig, SessionError, prepare_all
+from knobtop.session.core import Session, SessionConfig, SessionError
 from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
 
 CONNECT_JOURNALS = Path("~/.local/share/knobtop/journals")

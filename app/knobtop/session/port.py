@@ -9,17 +9,28 @@ business: its attributes, links and drivers are private to ``session/``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase
+    from knobtop.journal.events import (
+        Change,
+        Event,
+        Header,
+        JsonDict,
+        Mark,
+        Note,
+        Phase,
+        RecipeRun,
+        StepResult,
+    )
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.server.catalog import Catalog
-    from knobtop.session.core import BaselineDiff
+    from knobtop.server.variables import PurgeWait
+    from knobtop.session.knobs import BaselineDiff
 
 Listener = Callable[["Event"], None]
 
@@ -34,7 +45,7 @@ class SessionState:
     header: Header | None  # the journal's header (server, hosts) once open
     catalog: Catalog | None  # every server variable, for the knob picker
     history: tuple[Change, ...]  # applied changes, newest last (what undo takes back)
-    load: LoadSpec | None  # the load P/L/T act on: the one running or planned, else the profile's
+    load: LoadSpec  # the load P/L/T act on: the one running or planned, else the profile's
     load_running: bool
     load_sources: tuple[str, ...]  # the client hosts driving load; >1: Load events per host + "all"
     restart_in_progress: bool
@@ -92,6 +103,19 @@ class SessionPort(Protocol):
     def mark(self, label: str) -> Mark: ...
 
     async def incident_sampling(self, on: bool) -> None: ...
+
+    # -- what a recipe run needs
+    def use_load(self, spec: LoadSpec) -> LoadSpec: ...
+
+    async def global_values(self, names: Sequence[str]) -> dict[str, str | None]: ...
+
+    async def wait_for_purge(self, below: int, timeout: float,
+                             stopped: Callable[[], bool]) -> PurgeWait: ...
+
+    def recipe_event(self, action: str, name: str, plan: JsonDict | None = None,
+                     message: str = "") -> RecipeRun: ...
+
+    def step_result(self, **fields: Any) -> StepResult: ...
 
 
 __all__ = ["Listener", "SessionPort", "SessionState"]

@@ -1,4 +1,5 @@
-"""KnobtopApp: the live screen over a Session running on its own thread, or over given events."""
+"""KnobtopApp: the live screen over a session (its port) running on its own thread, or over given
+events."""
 
 from __future__ import annotations
 
@@ -11,21 +12,22 @@ from typing import Any, ClassVar, TypeVar
 
 from textual.binding import Binding
 
-from knobtop.analysis.results import Results, build
+from knobtop.analysis.results import Results
 from knobtop.config import UiConfig
-from knobtop.hosts.base import HostError
+from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, End, Error, Event, Header, Incident, Knobs
 from knobtop.journal.follow import JournalFollower
 from knobtop.journal.follow_dir import DirectoryFollower
-from knobtop.load.base import WORKLOADS, LoadError
+from knobtop.load.base import WORKLOADS
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
 from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
-from knobtop.server.link import ServerError
-from knobtop.session import BaselineDiff, Session, SessionError, SessionThread, static_value
+from knobtop.session.knobs import BaselineDiff, static_value
+from knobtop.session.port import SessionPort
+from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.messages import JournalEvent, RecipeProgress
@@ -83,7 +85,7 @@ class KnobtopApp(KnobtopBase):
 
     def __init__(
         self,
-        session: Session | None = None,
+        session: SessionPort | None = None,
         *,
         start_load: bool = False,
         header: Header | None = None,
@@ -97,7 +99,8 @@ class KnobtopApp(KnobtopBase):
         self.recipe_runner: RecipeRunner | None = None
         self.recipe_results: Results | None = None
         self._recipe_future: asyncio.Future[Any] | None = None
-        self.session = session
+        self._unsubscribe: Callable[[], None] | None = None  # from the session's events
+        self.session: SessionPort | None = session
         self.start_load = start_load
         self.runner = SessionThread(session) if session is not None else None
         self.board: MetricBoard | None = MetricBoard(header) if header is not None else None
@@ -132,7 +135,7 @@ class KnobtopApp(KnobtopBase):
                 self._state = self._ended(ends[-1])
             self.run_worker(self._follow(), name="follow", exclusive=True)
         if self.runner is not None and self.session is not None:
-            self.session.listeners.append(self._from_session)
+            self._unsubscribe = self.session.subscribe(self._from_session)
             self.runner.start()
             self.run_worker(self._open(), name="open", exclusive=True)
 
@@ -173,6 +176,11 @@ class KnobtopApp(KnobtopBase):
             state += "; waiting for a newer journal"  # short: the file's name must fit
         return state
 
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
     def _from_session(self, event: Event) -> None:
         """Called on the session's thread; post_message is thread-safe."""
         self.post_message(JournalEvent(event))
@@ -181,12 +189,13 @@ class KnobtopApp(KnobtopBase):
         assert self.session is not None
         try:
             await self._submit(self.session.open())
-        except (ServerError, SessionError, HostError, OSError) as exc:
+        except (KnobtopError, OSError) as exc:
             self.exit(return_code=2, message=f"knobtop: {exc}")
             return
-        if self.session.journal is not None:
-            self._journal_name = self.session.journal.path.name
-            self.screenshot_dir = self.session.journal.path.parent
+        journal = self.session.state().journal_path
+        if journal is not None:
+            self._journal_name = journal.name
+            self.screenshot_dir = journal.parent
         if self.live.query_one(GraphGrid).page == "incident":  # 4 was pressed while opening
             await self._call(self.session.incident_sampling(True))
         if self.recipe is not None:
@@ -211,9 +220,7 @@ class KnobtopApp(KnobtopBase):
             outcome, message = "aborted", "the baseline knobs were restored"
         except Exception as exc:  # RunFailed, RecipeError (nothing changed), anything else
             outcome, message = "failed", str(exc) or type(exc).__name__
-        self.recipe_results = build(recipe.name, [a.name for a in recipe.arms],
-                                    list(recipe.threads), runner.results, outcome, message,
-                                    len(runner.steps))
+        self.recipe_results = runner.results_so_far(outcome, message)
         self.live.query_one(RecipePanel).show_results(self.recipe_results)
         self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
                     severity="information" if outcome == "end" else "error", timeout=12,
@@ -259,21 +266,21 @@ class KnobtopApp(KnobtopBase):
         if not self._quitting:
             self.run_worker(self._quit(), name="quit", group="quit", exclusive=True)
 
-    async def _ask_quit(self, session: Session) -> bool:
+    async def _ask_quit(self, session: SessionPort) -> bool:
         """Revert or keep what differs from the baseline; False when the person stays."""
-        if session.restart_in_progress:
+        if session.state().restart_in_progress:
             self._state = "quit: waiting for the restart in progress to finish ..."
             self.paint(force=True)
         try:
             diff = await self._call(session.baseline_diff())
-        except (TimeoutError, SessionError, OSError) as exc:
+        except (TimeoutError, KnobtopError, OSError) as exc:
             self.notify(f"cannot read the knobs to revert them: {exc}", severity="error",
                         markup=False)
             diff = None
         if not diff:  # nothing differs, or the server does not answer (said in a notice)
             return True
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        lab = session.config.profile == "lab"
+        lab = session.state().profile == "lab"
         self.push_screen(QuitScreen(quit_details(session, diff, lab=lab),
                                     default="revert" if lab else None),
                          answer.set_result)
@@ -295,7 +302,7 @@ class KnobtopApp(KnobtopBase):
         self._quitting = True
         try:
             if (not self.recipe_running and self.session is not None
-                    and self.runner is not None and self.session.journal is not None
+                    and self.runner is not None and self.session.state().journal_path is not None
                     and not await self._ask_quit(self.session)):
                 return
             await self._close_and_exit()
@@ -312,7 +319,7 @@ class KnobtopApp(KnobtopBase):
                 with contextlib.suppress(Exception):
                     await asyncio.wait({self._recipe_future}, timeout=900)
         if self.runner is not None:
-            busy = self.session is not None and self.session.restart_in_progress
+            busy = self.session is not None and self.session.state().restart_in_progress
             self._state = ("stopping (the restart in progress finishes first) ..." if busy
                            else "stopping ...")
             self.paint(force=True)
@@ -327,7 +334,7 @@ class KnobtopApp(KnobtopBase):
         """Run a session call on its thread; a failure becomes a visible notice."""
         try:
             return await self._submit(coro)
-        except (LoadError, ServerError, HostError, ValueError) as exc:
+        except KnobtopError as exc:
             self.notify(str(exc), title="knobtop", severity="error", timeout=8, markup=False)
             return None
 
@@ -344,10 +351,10 @@ class KnobtopApp(KnobtopBase):
 
     def _apply(self, event: Event) -> None:
         if self.board is None:
-            journal = self.session.journal if self.session else None
-            if journal is None:
+            header = self.session.state().header if self.session else None
+            if header is None:
                 return
-            self.board = MetricBoard(journal.header)
+            self.board = MetricBoard(header)
         self.board.apply(event)
         self._unshown.append(event)
         if self._live_ready:
@@ -417,7 +424,7 @@ class KnobtopApp(KnobtopBase):
     @property
     def knob_catalog(self) -> Catalog | None:
         """Every server variable, for the knob picker (built by the session at open)."""
-        return self.session.catalog if self.session is not None else None
+        return self.session.state().catalog if self.session is not None else None
 
     def on_knob_panel_edit_requested(self, message: KnobPanel.EditRequested) -> None:
         self.edit_knob(message.knob)
@@ -524,10 +531,11 @@ class KnobtopApp(KnobtopBase):
         session = self._need_session()
         if session is None:
             return
-        if not session.history:
+        history = session.state().history
+        if not history:
             self.notify("nothing to undo")
             return
-        last = session.history[-1]
+        last = history[-1]
 
         async def undo() -> None:
             change = await self._call(session.undo(last))
@@ -549,7 +557,7 @@ class KnobtopApp(KnobtopBase):
         if session is not None:
             self.run_worker(self._ask_revert(session), group="knobs")
 
-    async def _ask_revert(self, session: Session) -> None:
+    async def _ask_revert(self, session: SessionPort) -> None:
         """Read what differs first, so the dialog says what goes back live and what needs
         the restart (and promises a restart only when a static knob differs)."""
         diff = await self._call(session.baseline_diff())
@@ -578,7 +586,7 @@ class KnobtopApp(KnobtopBase):
 
     # -- load -------------------------------------------------------------------
 
-    def _need_session(self) -> Session | None:
+    def _need_session(self) -> SessionPort | None:
         if self.session is None:
             self.notify("this view is read-only", severity="warning")
         return self.session
@@ -593,7 +601,7 @@ class KnobtopApp(KnobtopBase):
         session = self._need_session()
         if session is None:
             return
-        spec = session.load_spec or session.config.load
+        spec = session.state().load
         choices = list(WORKLOADS)
         if spec.workload not in choices:  # the person's own .lua script
             choices.append(spec.workload)
@@ -609,7 +617,7 @@ class KnobtopApp(KnobtopBase):
         session = self._need_session()
         if session is None:
             return
-        spec = session.load_spec or session.config.load
+        spec = session.state().load
         threads = max(1, min(1024, round(spec.threads * factor)))
         if threads == spec.threads:  # a new phase for the same threads would only cut a gap
             self.notify(f"already at {spec.threads} thread{'s' if spec.threads > 1 else ''} "
@@ -621,7 +629,7 @@ class KnobtopApp(KnobtopBase):
         session = self._need_session()
         if session is None:
             return
-        spec = session.load_spec or session.config.load
+        spec = session.state().load
 
         def chosen(value: str | None) -> None:
             if value is None:
@@ -635,7 +643,7 @@ class KnobtopApp(KnobtopBase):
         self.push_screen(PromptScreen("sysbench threads", "1 to 1024", str(spec.threads)), chosen)
 
     def _change_load(
-        self, session: Session, workload: str | None = None, threads: int | None = None
+        self, session: SessionPort, workload: str | None = None, threads: int | None = None
     ) -> None:
         """Running load restarts as a new phase; stopped load just remembers the choice.
 
@@ -655,7 +663,7 @@ class KnobtopApp(KnobtopBase):
         session = self._need_session()
         if session is None:
             return
-        spec = session.load_spec or session.config.load
+        spec = session.state().load
         self.notify(f"preparing {spec.tables} sysbench tables x {spec.table_size} rows ...")
 
         async def prepare() -> None:
@@ -693,13 +701,13 @@ def differences(diff: list[BaselineDiff]) -> str:
                      f"{show_value(d.knob, d.baseline)}" for d in diff)
 
 
-def quit_details(session: Session, diff: list[BaselineDiff], *, lab: bool) -> str:
+def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
     """The quit dialog's text: what differs, what revert does, what keep leaves."""
     where = ("the sandbox" if lab else "the server")
     keep = (f"Keep leaves them on {where}: the next session starts from them and says so."
             if lab else f"Keep leaves them on {where} as they are now.")
     busy = ("\nA restart is in progress: it finishes first."
-            if session.restart_in_progress else "")
+            if session.state().restart_in_progress else "")
     return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}\n{keep}{busy}")
 
 

@@ -1,0 +1,523 @@
+"""The knob applier: every knob change of a session, journaled whatever its outcome.
+
+Dynamic knobs go in by SET GLOBAL, validated first against the server's own facts.  Static
+ones go through the drop-in file and a restart of the server nodes (waited for, verified,
+rolled back on failure), NDB's DiskPageBufferMemory through config.ini and a rolling restart.
+It keeps the session's baseline (the values at the start), the history undo takes back,
+and the dynamic values a restart would forget (put back after it).  One change at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knobtop.hosts.base import HostError
+from knobtop.journal.events import Change, Note
+from knobtop.load.base import LoadError
+from knobtop.server.catalog import Catalog, datadir_refusal, load_catalog
+from knobtop.server.knobs import (
+    KnobError,
+    KnobFacts,
+    SetGlobalApplier,
+    load_facts,
+    valid_name,
+    validate,
+)
+from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, Tunnel
+from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
+from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
+from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
+from knobtop.session.loadctl import LoadController
+from knobtop.session.recorder import Recorder
+from knobtop.session.sampler import RestartState
+
+# What NDB's documentation says of DiskPageBufferMemory (REFERENCE.md section 1).
+NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
+                      type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
+                      default="64M", note="config.ini [ndbd default]; rolling restart")
+KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    """One knob whose server value is not the session's baseline."""
+
+    knob: str
+    now: str | None
+    baseline: str | None
+    dynamic: bool
+
+
+def static_value(facts: KnobFacts, raw: str) -> str:
+    """``raw`` checked for the drop-in file; raises KnobError with the reason."""
+    value = str(validate(facts, raw, static_ok=True))
+    if any(ch in value for ch in "\r\n\0#;"):
+        # It goes into a config file: one line, no comment characters.
+        raise KnobError(f"{facts.name}: a value for the config file must be one line "
+                        "without '#' or ';'")
+    return value
+
+
+class KnobApplier:
+    def __init__(self, recorder: Recorder, connection: ConnectionInfo, *, via: Tunnel | None,
+                 knobs: tuple[str, ...], timeout: float, nodes: tuple[ServerNode, ...],
+                 ndb: NdbRollingRestart | None, loads: LoadController,
+                 restarts: RestartState) -> None:
+        self.recorder = recorder
+        self.link = ServerLink(connection, via=via)  # the actions' link (not the sampler's)
+        self.knobs = knobs  # the panel's knobs
+        self.timeout = timeout
+        self.nodes = nodes
+        self.ndb = ndb
+        self.loads = loads
+        self.restarts = restarts
+        self.restarter = RestartApplier(nodes, on_step=self._restart_step) if nodes else None
+        self.knob_facts: dict[str, KnobFacts] = {}
+        self.catalog: Catalog | None = None  # every server variable (the knob picker's list)
+        self.history: list[Change] = []  # applied changes, newest last (for undo)
+        # Dynamic values this session set (and still wants): a restart forgets SET GLOBAL.
+        self.dynamic_set: dict[str, str] = {}
+        self.baseline: dict[str, str | None] = {}
+        self.lock = asyncio.Lock()
+
+    async def load(self) -> None:
+        """The panel knobs' facts and the whole catalog, from the server."""
+        await self.link.connect()
+        self.knob_facts = await load_facts(self.link, self.knobs)
+        self.catalog = await load_catalog(self.link)
+        # The catalog knows more (flavor notes such as "ignored since 10.5.5").
+        self.knob_facts = {k: self.catalog.get(k) for k in self.knobs}
+
+    def start_baseline(self) -> dict[str, str | None]:
+        self.baseline = {k: f.value for k, f in self.knob_facts.items()}
+        return dict(self.baseline)
+
+    async def _link(self) -> ServerLink:
+        if not self.link.connected:
+            await self.link.connect()
+        return self.link
+
+    def _event(self, start: float, knob: str, requested: str, old: str | None,
+               new: str | None, method: str, result: str, message: str, reason: str,
+               **more: Any) -> Change:
+        """The one place a change event is built."""
+        return Change(t=start, wall=self.recorder.wall(), knob=knob, requested=requested,
+                      old=old, new=new, method=method, result=result, message=message,
+                      reason=reason, **more)
+
+    # -- one knob
+
+    async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
+                       reason: str = "") -> Change:
+        """Validate and apply a knob; refusals and failures are journaled like successes.
+
+        Dynamic knobs go through SET GLOBAL.  Static ones need ``restart_ok`` (the
+        person confirmed the restart) and server nodes with a restart command: they
+        go through the drop-in, a restart, a wait and a check, rolled back on failure.
+        """
+        async with self.lock:
+            error = self.recorder.journal_error
+            if error is not None:  # a change that cannot be recorded: refused
+                refused = self._event(self.recorder.now(), name, value, None, None,
+                                      "set_global", "refused", f"{error}. Nothing was changed",
+                                      reason)
+                self.recorder.emit(refused)
+                return refused
+            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
+
+    async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
+        start = self.recorder.now()
+        name = name.strip().lower()
+        try:
+            link = await self._link()
+            if name == NDB_PARAMETER.lower():
+                return await self._set_ndb(value, restart_ok=restart_ok, reason=reason,
+                                           start=start)
+            facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
+            if facts is not None and facts.present and not facts.dynamic:
+                return await self._set_static(facts, value, restart_ok=restart_ok,
+                                              reason=reason, start=start)
+            outcome = await asyncio.wait_for(
+                SetGlobalApplier(link, self.knobs).apply(name, value), self.timeout)
+        except (ServerError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError):
+                await self.link.close()
+                exc = ServerError(
+                    f"the server did not answer within {self.timeout:g} s; the change may or "
+                    "may not have been applied: check the knob panel"
+                )
+            event = self._event(start, name, value, None, None, "set_global", "failed",
+                                str(exc), reason)
+            self.recorder.emit(event)
+            return event
+        event = self._event(
+            start, outcome.knob, outcome.requested, outcome.old, outcome.new,
+            SetGlobalApplier.method, outcome.result, outcome.message, reason,
+            warnings=outcome.warnings, duration=round(outcome.duration, 4),
+            side_effects=outcome.side_effects,
+        )
+        self._record(event)
+        return event
+
+    async def _facts(self, link: ServerLink, names: list[str]) -> dict[str, KnobFacts]:
+        """The server's facts for ``names``, static where the catalog knows better."""
+        found = await asyncio.wait_for(load_facts(link, names), self.timeout)
+        for name, facts in found.items():
+            known = self.catalog.get(name) if self.catalog is not None else None
+            if facts.present and facts.dynamic and known is not None and known.present \
+                    and not known.dynamic and known.mode == "static":
+                # MySQL's variable tables do not say; the catalog's flavor table does.
+                found[name] = dataclasses.replace(facts, dynamic=False)
+        return found
+
+    # -- several knobs as one change
+
+    async def set_knobs(self, values: Mapping[str, str], *, restart_ok: bool = False,
+                        reason: str = "") -> list[Change]:
+        """Several knobs as one change (a recipe arm), all or nothing.
+
+        Every value is checked first; if one is refused, none is applied. Then the dynamic
+        ones go in by SET GLOBAL and all the static ones through a single drop-in rewrite and
+        restart (two static knobs cost one restart, not two). A dynamic one that fails puts
+        back those already set, and no restart follows.
+        """
+        if len(values) == 1:
+            ((name, value),) = values.items()
+            return [await self.set_knob(name, value, restart_ok=restart_ok, reason=reason)]
+        names = [n.strip().lower() for n in values]
+        wanted = dict(zip(names, values.values(), strict=True))
+        async with self.lock:
+            start = self.recorder.now()
+            found: dict[str, KnobFacts] = {}
+            problems: dict[str, str] = {}
+            if self.recorder.journal_error is not None:
+                problems = dict.fromkeys(names, self.recorder.journal_error)
+            else:
+                try:
+                    link = await self._link()
+                    found = await self._facts(link, [n for n in names if valid_name(n)])
+                except (ServerError, TimeoutError) as exc:
+                    await self.link.close()
+                    problems = dict.fromkeys(
+                        names, f"cannot read the knobs' facts from the server: {exc}")
+            dynamic: list[str] = []
+            static: dict[str, tuple[str | None, str]] = {}
+            for name in names if not problems else []:
+                facts = found.get(name)
+                try:
+                    if name == NDB_PARAMETER.lower() or facts is None:
+                        raise KnobError(f"{name} cannot be changed together with other knobs "
+                                        "(it is not a server variable): change it on its own")
+                    if facts.present and not facts.dynamic:
+                        static[name] = (facts.value,
+                                        self._static_checked(facts, wanted[name],
+                                                             restart_ok=restart_ok))
+                    else:
+                        validate(facts, wanted[name])
+                        dynamic.append(name)
+                except KnobError as exc:
+                    problems[name] = str(exc)
+            if problems:
+                return [self._refuse_in_group(name, wanted[name], found.get(name), problems,
+                                              start, reason) for name in names]
+            out: list[Change] = []
+            for name in dynamic:
+                out.append(await self._set_knob(name, wanted[name], restart_ok=False,
+                                                reason=reason))
+                if out[-1].result != "ok":
+                    for done in reversed(out[:-1]):  # nothing half-applied
+                        if done.old is not None:
+                            await self._set_knob(done.knob, done.old, restart_ok=False,
+                                                 reason="undo")
+                    return out
+            if static:
+                out.extend(await self._restart_with(static, {n: wanted[n] for n in static},
+                                                    reason=reason, start=start))
+            return out
+
+    def _refuse_in_group(self, name: str, requested: str, facts: KnobFacts | None,
+                         problems: dict[str, str], start: float, reason: str) -> Change:
+        """The refusal of one knob of a set_knobs call that is not applied."""
+        old = facts.value if facts is not None else None
+        static = facts is not None and facts.present and not facts.dynamic
+        why = problems.get(name) or (
+            f"not applied: {', '.join(problems)} in the same change was refused")
+        if "nothing was changed" not in why.lower():
+            why = f"{why}. Nothing was changed"
+        refused = self._event(start, name, requested, old, old,
+                              "dropin_restart" if static else "set_global", "refused", why,
+                              reason)
+        self.recorder.emit(refused)
+        return refused
+
+    def _record(self, event: Change) -> None:
+        if event.result == "ok" and event.knob not in self.baseline:
+            # A knob outside the panel's list: its value before the first change is its
+            # baseline, so revert-to-baseline brings it back too.
+            self.baseline[event.knob] = event.old
+        if event.result == "ok":
+            changed = {event.knob: event.new}
+            changed.update({k: v[1] for k, v in event.side_effects.items()})
+            for knob, new in changed.items():
+                if knob in self.knob_facts:
+                    self.knob_facts[knob] = dataclasses.replace(self.knob_facts[knob],
+                                                                value=new)
+            if event.reason not in ("undo", "re-applied after restart"):
+                self.history.append(event)
+            if event.method == SetGlobalApplier.method:
+                for knob, new in changed.items():
+                    if new is None or new == self.baseline.get(knob):
+                        self.dynamic_set.pop(knob, None)
+                    else:
+                        self.dynamic_set[knob] = new
+        self.recorder.emit(event)
+
+    # -- static knobs: the drop-in and a restart
+
+    @property
+    def restart_in_progress(self) -> bool:
+        """A static change's restart (or its rollback) is running now."""
+        return self.restarts.restarting
+
+    def expected_downtime(self) -> str:
+        last = self.restarter.last_downtime if self.restarter else None
+        if last is None:
+            return "unknown until the first restart (a few seconds for a small server)"
+        # Rounded up: a 0.4 s restart is not "about 0 s" of downtime.
+        return f"about {math.ceil(last)} s per node (the last restart took {last:.1f} s)"
+
+    def restart_plan(self) -> str:
+        """What a static change will do, in words, for the confirmation dialog."""
+        if not self.nodes:
+            return "no restart command is configured"
+        names = ", ".join(n.name for n in self.nodes)
+        how = "one after another, each healthy before the next" if len(
+            self.nodes) > 1 else "once"
+        return (f"restarts {names} {how} with `{self.nodes[0].restart_command}`; "
+                f"downtime {self.expected_downtime()}")
+
+    async def _set_static(self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str,
+                          start: float) -> Change:
+        try:
+            value = self._static_checked(facts, raw, restart_ok=restart_ok)
+        except KnobError as exc:
+            event = self._event(start, facts.name, raw, facts.value, facts.value,
+                                "dropin_restart", "refused", str(exc), reason)
+            self.recorder.emit(event)
+            return event
+        changed = await self._restart_with({facts.name: (facts.value, value)},
+                                           {facts.name: raw}, reason=reason, start=start)
+        return changed[-1]
+
+    def _static_checked(self, facts: KnobFacts, raw: str, *, restart_ok: bool) -> str:
+        """The drop-in value for a static knob, or KnobError saying why it cannot go in."""
+        if not self.nodes:
+            raise KnobError(
+                f"{facts.name} is static (read-only at runtime) and this profile has no "
+                "restart_command and dropin_path; add them to change static knobs. Nothing "
+                "was changed"
+            )
+        value = static_value(facts, raw)
+        pinned = datadir_refusal(facts.name, facts.value, value)
+        if pinned is not None:  # a restart would only fail (or lose tables) and roll back
+            raise KnobError(pinned)
+        if not restart_ok:
+            raise KnobError(
+                f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
+                "ahead; nothing was changed"
+            )
+        return value
+
+    async def _restart_with(
+        self, changes: dict[str, tuple[str | None, str]], requested: Mapping[str, str], *,
+        reason: str, start: float,
+    ) -> list[Change]:
+        """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
+        new); ``requested`` is what was typed per knob, where someone typed it."""
+        assert self.restarter is not None
+        began = time.monotonic()
+        result, message = "ok", ""
+        out: list[Change] = []
+        async with self.loads.paused():
+            self.restarts.restarting = True
+            self.restarts.count += 1
+            try:
+                await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
+            except StaticChangeError as exc:
+                result, message = "failed", str(exc)
+            finally:
+                self.restarts.restarting = False
+            await self.link.close()  # the server restarted under it
+            now: dict[str, KnobFacts] = {}
+            link: ServerLink | None = None
+            try:
+                link = await self._link()
+                now = await load_facts(link, list(changes))
+            except (ServerError, TimeoutError) as exc:
+                # Journal what happened even if the server is not back: never lose the story.
+                result = "failed"
+                message = f"{message}; the server does not answer after it: {exc}".lstrip("; ")
+            for knob, (old, new) in changes.items():
+                out.append(self._event(
+                    start, knob, requested.get(knob) or new, old,
+                    now[knob].value if knob in now else None, "dropin_restart", result,
+                    message, reason, duration=round(time.monotonic() - began, 3)))
+                self._record(out[-1])
+            if link is not None:
+                # Dynamic values first, so the resumed load runs with the session's settings.
+                with contextlib.suppress(ServerError, TimeoutError):
+                    await self._reapply_dynamic(link)
+                    self.catalog = await load_catalog(link)
+        return out
+
+    async def _reapply_dynamic(self, link: ServerLink) -> None:
+        """After a restart, put back the dynamic values this session had set."""
+        if not self.dynamic_set:
+            return
+        now = await load_facts(link, list(self.dynamic_set))
+        for knob, wanted in list(self.dynamic_set.items()):
+            if now[knob].present and now[knob].value != wanted:
+                await self._set_knob(knob, wanted, restart_ok=False,
+                                     reason="re-applied after restart")
+
+    def _restart_step(self, step: Step) -> None:
+        self.recorder.restart(step.node, step.step, step.result, step.seconds, step.message)
+
+    # -- NDB: config.ini and a rolling restart
+
+    async def _set_ndb(self, raw: str, *, restart_ok: bool, reason: str, start: float) -> Change:
+        """DiskPageBufferMemory: config.ini on the management host, then every data node
+        restarted one at a time (NDB has no SET GLOBAL for it)."""
+        ndb = self.ndb
+
+        def event(
+            result: str, message: str, old: str | None, new: str | None, took: float = 0.0
+        ) -> Change:
+            change = self._event(start, NDB_PARAMETER, raw, old, new, "ndb_rolling_restart",
+                                 result, message, reason, duration=round(took, 3))
+            self._record(change)
+            return change
+
+        if ndb is None:
+            return event("refused", f"{NDB_PARAMETER} is an NDB data node parameter in "
+                         "config.ini: add an [ndb] table (management host, config_ini) to "
+                         "the profile. Nothing was changed", None, None)
+        try:
+            value = validate(NDB_FACTS, raw, static_ok=True)
+        except KnobError as exc:
+            return event("refused", str(exc), None, None)
+        try:
+            text = (await ndb.host.read_file(ndb.config_path)).decode(errors="replace")
+        except (OSError, HostError) as exc:
+            return event("refused", f"cannot read {ndb.config_path} on {ndb.host.name}: "
+                         f"{exc}. Nothing was changed", None, None)
+        old = get_ndbd_default(text, NDB_PARAMETER)
+        if not restart_ok:
+            return event("refused", f"{NDB_PARAMETER} needs a rolling restart of every data "
+                         "node (each waits for STARTED before the next). Confirm to go "
+                         "ahead; nothing was changed", old, old)
+        ndb.on_step = self._ndb_step
+        began = time.monotonic()
+        try:
+            await ndb.run(str(value))
+        except NdbError as exc:
+            return event("failed", str(exc), old, old, time.monotonic() - began)
+        return event("ok", "", old, str(value), time.monotonic() - began)
+
+    def _ndb_step(self, step: str, node: int | None, status: str, seconds: float) -> None:
+        self.recorder.restart("cluster" if node is None else f"ndb node {node}", step, status,
+                              seconds)
+
+    # -- undo and the baseline
+
+    async def undo(self, expected: Change | None = None) -> Change | None:
+        """Put the last change (not itself an undo) back; static ones restart again.
+
+        ``expected`` is the change the person confirmed; if another one landed since,
+        nothing is done (they confirmed something else)."""
+        async with self.lock:
+            if not self.history:
+                return None
+            last = self.history[-1]
+            if expected is not None and last is not expected:
+                raise LoadError("the last change is not the one you confirmed; press u again")
+            if last.old is None:
+                return None
+            undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
+            if undone.result == "ok":
+                self.history.remove(last)
+            # What the server changed along with it (io_capacity_max after io_capacity).
+            for knob, (old, _new) in last.side_effects.items():
+                if old is not None and undone.result == "ok":
+                    await self._set_knob(knob, old, restart_ok=False, reason="undo")
+            return undone
+
+    async def _differ(self) -> dict[str, KnobFacts]:
+        """The knobs whose value on the server now is not this session's baseline."""
+        link = await self._link()
+        names = sorted(k for k in self.baseline if self.baseline[k] is not None)
+        if not names:
+            return {}
+        now = await load_facts(link, names)
+        return {k: now[k] for k in names if now[k].present and now[k].value != self.baseline[k]}
+
+    async def baseline_diff(self) -> list[BaselineDiff]:
+        """What differs from the session's baseline now (for the quit and revert dialogs)."""
+        async with self.lock:
+            differ = await self._differ()
+        return [BaselineDiff(k, f.value, self.baseline[k], f.dynamic) for k, f in differ.items()]
+
+    def revert_plan(self, diff: list[BaselineDiff]) -> str:
+        """What reverting ``diff`` does, in words: which knobs go back live, which need
+        the restart (a restart is promised only when a static knob differs)."""
+        live = [d.knob for d in diff if d.dynamic]
+        static = [d.knob for d in diff if not d.dynamic]
+        parts = []
+        if live:
+            parts.append(f"Back live with SET GLOBAL, no restart: {', '.join(live)}.")
+        if static:
+            parts.append(f"Static, back together with one restart: {', '.join(static)}; "
+                         f"knobtop {self.restart_plan()}.")
+        else:
+            parts.append("Nothing restarts.")
+        return " ".join(parts)
+
+    def quit_choice(self, choice: str, diff: list[BaselineDiff]) -> Note:
+        """Journal what was done at quit about the knobs that differ from the baseline."""
+        listed = ", ".join(f"{d.knob}={d.now} (baseline {d.baseline})" for d in diff)
+        verb = {"revert": "reverted to the baseline", "keep": "kept on the server"}[choice]
+        return self.recorder.note(f"quit: {verb}: {listed}" if diff
+                                  else f"quit: {verb}: nothing differed")
+
+    async def revert_to_baseline(self) -> list[Change]:
+        """Every knob this session changed back to its value at the start; all static
+        ones together, with a single restart."""
+        async with self.lock:
+            differ = await self._differ()
+            if not differ:
+                return []
+            out: list[Change] = []
+            static: dict[str, tuple[str | None, str]] = {}
+            for knob, facts in differ.items():
+                target = self.baseline[knob]
+                assert target is not None
+                if facts.dynamic:
+                    out.append(await self._set_knob(knob, target, restart_ok=False,
+                                                    reason="revert to baseline"))
+                else:
+                    static[knob] = (facts.value, target)
+            if static:
+                out.extend(await self._restart_with(static, {}, reason="revert to baseline",
+                                                    start=self.recorder.now()))
+            self.history.clear()
+            return out
+
+
+__all__ = ["KNOB_TIMEOUT", "NDB_FACTS", "BaselineDiff", "KnobApplier", "static_value"]

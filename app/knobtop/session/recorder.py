@@ -1,0 +1,164 @@
+"""The recorder: the one place a session's events are stamped, built and written.
+
+Each event goes to the journal first, then to every subscriber (the screen, headless, a
+recipe runner).  When the journal cannot be written (a full disk) recording ends: the
+subscribers hear it, the session's ``on_failure`` stops the load, and nothing more is
+written (no line may follow a torn one).  It needs no server and no screen, so it can run in
+a process of its own with the sampler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from knobtop.journal.events import (
+    Error,
+    Event,
+    Header,
+    JsonDict,
+    Mark,
+    Note,
+    RecipeRun,
+    Restart,
+    StepResult,
+)
+from knobtop.journal.writer import JournalWriter
+from knobtop.session.port import Listener
+
+
+class Recorder:
+    def __init__(self, journal_path: Path) -> None:
+        self.journal_path = journal_path
+        self.journal: JournalWriter | None = None
+        self.journal_error: str | None = None  # set when the journal cannot be written
+        self.listeners: list[Listener] = []
+        self._listeners_failed: set[int] = set()  # id() of each listener that raised
+        self.on_failure: Callable[[], None] = lambda: None  # the session stops the load
+        self._t0 = time.monotonic()
+
+    # -- time
+
+    def now(self) -> float:
+        """Seconds since the journal started (monotonic)."""
+        return round(time.monotonic() - self._t0, 4)
+
+    @staticmethod
+    def wall() -> float:
+        return round(time.time(), 3)
+
+    def since_start(self, monotonic: float) -> float:
+        """A ``time.monotonic()`` reading as journal time (a sample stamped when taken)."""
+        return round(monotonic - self._t0, 4)
+
+    # -- the journal
+
+    def start(self, header: Header, secrets: Sequence[str]) -> None:
+        """Open the journal (its clock starts now); OSError when it cannot be created."""
+        self._t0 = time.monotonic()
+        self.journal = JournalWriter(self.journal_path, header, secrets=tuple(secrets))
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Hand every event, once journaled, to ``listener``; returns the unsubscribe."""
+        self.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self.listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        if self.journal is not None and self.journal_error is None:
+            try:
+                self.journal.append(event)
+            except OSError as exc:
+                self._journal_failed(exc)
+        failed: list[str] = []
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception as exc:  # one broken view must not stop the others or the run
+                key = id(listener)
+                if key not in self._listeners_failed:
+                    self._listeners_failed.add(key)
+                    name = getattr(listener, "__qualname__", type(listener).__name__)
+                    failed.append(f"a listener ({name}) failed on a {event.kind} event: "
+                                  f"{type(exc).__name__}: {exc}; it was skipped for that "
+                                  "event (said once per listener)")
+        for message in failed:  # after every listener has this event, in order
+            self.emit(Error(t=self.now(), wall=self.wall(), source="listener", message=message))
+
+    def emit_quietly(self, event: Event) -> None:
+        """Emit an event; if even that fails (journal unwritable), the listeners (the
+        screen) still get it."""
+        try:
+            self.emit(event)
+        except Exception:
+            for listener in list(self.listeners):
+                with contextlib.suppress(Exception):
+                    listener(event)
+
+    def _journal_failed(self, exc: OSError) -> None:
+        """The journal cannot be written (full disk, I/O error).  An experiment that is
+        not recorded is not worth running: sampling ends, the load stops and knobs are no
+        longer changed.  The listeners (screen, headless log) hear it first, then what
+        follows (the load stopping), so they never show a stale state; the journal gets
+        nothing more (no line may follow a torn one)."""
+        self.journal_error = (
+            f"cannot write the journal {self.journal_path}: {exc.strerror or exc}. "
+            "Recording ended, the load is stopped and knobs are no longer changed; free "
+            "space on that disk, or start again with another --journal path"
+        )
+        self.emit(Error(t=self.now(), wall=self.wall(), source="journal",
+                        message=self.journal_error, gap=True))
+        self.on_failure()
+
+    # -- the events every part builds
+
+    def error(self, source: str, message: str, *, gap: bool = False, quietly: bool = True,
+              ) -> Error:
+        """An error event (quietly: reaching the screen even when the journal fails)."""
+        event = Error(t=self.now(), wall=self.wall(), source=source, message=message, gap=gap)
+        (self.emit_quietly if quietly else self.emit)(event)
+        return event
+
+    def note(self, text: str) -> Note:
+        event = Note(t=self.now(), wall=self.wall(), text=text)
+        self.emit(event)
+        return event
+
+    def mark(self, label: str) -> Mark:
+        event = Mark(t=self.now(), wall=self.wall(), label=label)
+        self.emit(event)
+        return event
+
+    def restart(self, node: str, step: str, result: str, seconds: float,
+                message: str = "") -> None:
+        """One step of a restart (a node going down, coming back, a rollback)."""
+        self.emit_quietly(Restart(t=self.now(), wall=self.wall(), node=node, step=step,
+                                  result=result, seconds=round(seconds, 3), message=message))
+
+    def recipe_run(self, action: str, name: str, plan: JsonDict | None = None,
+                   message: str = "") -> RecipeRun:
+        """A recipe run started, ended, was aborted or failed."""
+        event = RecipeRun(t=self.now(), wall=self.wall(), action=action, name=name,
+                          plan=plan or {}, message=message)
+        self.emit(event)
+        return event
+
+    def step_result(self, **fields: Any) -> StepResult:
+        """One measured recipe step (the fields of StepResult but its times)."""
+        event = StepResult(t=self.now(), wall=self.wall(), **fields)
+        self.emit(event)
+        return event
+
+
+__all__ = ["Recorder"]
