@@ -54,6 +54,7 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from knobtop.errors import BadValue
 from knobtop.hosts.base import parse_destination
 from knobtop.tomlcheck import FileError, Reader, Table, parse, read_text_file, too_deep
 
@@ -102,7 +103,7 @@ def _check_source(source: str) -> None:
         return
     if source.startswith("env:") and _ENV_NAME.match(source[4:]):
         return
-    raise ValueError(
+    raise BadValue(
         f"password_source {source!r}: expected 'env:VARNAME', 'mycnf', 'prompt' or 'inline'"
     )
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from knobtop.analysis.journaldata import CSV_FIELDS, ROW_FIELDS, JournalData, phase_table
 from knobtop.analysis.results import collect, results_csv, results_markdown
 from knobtop.analysis.times import fmt_rel, fmt_utc
+from knobtop.errors import BadValue
 from knobtop.journal import (
     Change,
     Header,
@@ -248,7 +249,7 @@ def steps_csv(data: JournalData) -> str:
     """One row per measured recipe step (all recipe runs in the journal)."""
     runs = collect(data.recipe_events)
     if not runs:
-        raise ValueError(f"{data.path}: no recipe steps in this journal (knobtop run records "
+        raise BadValue(f"{data.path}: no recipe steps in this journal (knobtop run records "
                          "them); use --format csv for per-interval metrics")
     text = results_csv(runs[0])
     for results in runs[1:]:

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.func
     try:
         return handler(args)
-    except (KnobtopError, ValueError) as exc:
+    except KnobtopError as exc:  # every knobtop error says what went wrong and the fix
         said, code = str(exc), 2
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""

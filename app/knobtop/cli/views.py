@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knobtop.errors import BadValue
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -67,24 +69,24 @@ def follow_target(path: Path | None, latest: bool) -> Path:
     the fix for a missing one, or for --latest with a file."""
     if path is None:
         if not latest:
-            raise ValueError("give the journal to follow (a *.knobtop.jsonl file or a folder "
+            raise BadValue("give the journal to follow (a *.knobtop.jsonl file or a folder "
                              "of them), or --latest for the newest one in the lab's journals "
                              "folder")
         from knobtop.lab import default_lab_dir
 
         folder = default_lab_dir() / "journals"
         if not folder.is_dir():
-            raise ValueError(f"{folder}: no lab journals folder yet (start `knobtop lab` "
+            raise BadValue(f"{folder}: no lab journals folder yet (start `knobtop lab` "
                              "first, or give the folder to follow: knobtop follow --latest DIR)")
         return folder
     path = path.expanduser()
     if path.is_dir():
         return path
     if not path.exists():
-        raise ValueError(f"{path}: no such file or folder (give a *.knobtop.jsonl journal, or "
+        raise BadValue(f"{path}: no such file or folder (give a *.knobtop.jsonl journal, or "
                          "a folder of them)")
     if latest:
-        raise ValueError(f"{path} is a file; --latest follows the newest journal in a folder: "
+        raise BadValue(f"{path} is a file; --latest follows the newest journal in a folder: "
                          f"give the folder ({path.parent}) or leave out --latest")
     return path
 
@@ -122,7 +124,7 @@ def is_loopback_host(host: str) -> bool:
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise ValueError(f"--host {host}: cannot resolve it ({exc.strerror or exc})") from None
+        raise BadValue(f"--host {host}: cannot resolve it ({exc.strerror or exc})") from None
     return bool(infos) and all(
         ipaddress.ip_address(str(info[4][0]).split("%")[0]).is_loopback for info in infos
     )
@@ -138,7 +140,7 @@ def check_port_free(host: str, port: int) -> None:
             try:
                 probe.bind(addr)
             except OSError as exc:
-                raise ValueError(
+                raise BadValue(
                     f"cannot listen on {host} port {port}: {exc.strerror or exc} "
                     "(choose another with --port)"
                 ) from None
@@ -153,22 +155,22 @@ def run_serve(args: argparse.Namespace) -> int:
     header = None  # a folder: each viewer follows its newest journal
     if not path.is_dir():
         if not path.is_file():
-            raise ValueError(f"{path}: not a file (give a *.knobtop.jsonl journal)")
+            raise BadValue(f"{path}: not a file (give a *.knobtop.jsonl journal)")
         header = JournalReader(path).header  # a JournalFormatError names the file and line
     else:
         try:
             next(path.iterdir(), None)
         except OSError as exc:
-            raise ValueError(f"{path}: cannot read this folder ({exc.strerror or exc}); "
+            raise BadValue(f"{path}: cannot read this folder ({exc.strerror or exc}); "
                              "give a folder of journals you can read") from None
     if not 1 <= args.port <= 65535:
-        raise ValueError(f"--port {args.port}: choose a port between 1 and 65535")
+        raise BadValue(f"--port {args.port}: choose a port between 1 and 65535")
     if args.history <= 0:
-        raise ValueError(f"--history {args.history:g}: give a number of seconds above 0")
+        raise BadValue(f"--history {args.history:g}: give a number of seconds above 0")
     if args.max_viewers < 1:
-        raise ValueError(f"--max-viewers {args.max_viewers}: give 1 or more")
+        raise BadValue(f"--max-viewers {args.max_viewers}: give 1 or more")
     if not is_loopback_host(args.host) and not args.public:
-        raise ValueError(
+        raise BadValue(
             f"--host {args.host} is not a loopback address: anyone who can reach port "
             f"{args.port} there would watch this session (server, knob values, notes) "
             "without a password. Serve on 127.0.0.1 (the default), or add --public if "
@@ -192,7 +194,7 @@ def replay_for(path: Path, at: str | None = None, speed: float = 1.0) -> Replay:
     from knobtop.journal.index import JournalIndex
 
     if speed not in SPEEDS:
-        raise ValueError(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
+        raise BadValue(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
     index = JournalIndex(path)
     index.build_in_background()
     while index.t_range is None and not index.ready.wait(0.005):
@@ -244,7 +246,7 @@ def run_compare(args: argparse.Namespace) -> int:
     span_a = parse_range(args.range_a) if args.range_a else (None, None)
     span_b = parse_range(args.range_b) if args.range_b else (None, None)
     if args.b is None and not (args.range_a or args.range_b):
-        raise ValueError("give journal B, or --range-a/--range-b to compare parts of A")
+        raise BadValue("give journal B, or --range-a/--range-b to compare parts of A")
     a = load_journal(args.a, t_from=span_a[0], t_to=span_a[1])
     b = load_journal(args.b or args.a, t_from=span_b[0], t_to=span_b[1])
     result = compare(a, b)

@@ -37,8 +37,7 @@ from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
-from knobtop.server.catalog import Catalog
-from knobtop.server.knobs import SEED_KNOBS, KnobFacts
+from knobtop.server.knobs import SEED_KNOBS
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import RestartApplier, ServerNode
@@ -130,10 +129,6 @@ class Session:
         return self.recorder.journal
 
     @property
-    def journal_error(self) -> str | None:
-        return self.recorder.journal_error
-
-    @property
     def listeners(self) -> list[Listener]:
         return self.recorder.listeners
 
@@ -146,36 +141,8 @@ class Session:
         return self.loads.spec
 
     @property
-    def catalog(self) -> Catalog | None:
-        return self.knobs.catalog
-
-    @property
-    def history(self) -> list[Change]:
-        return self.knobs.history
-
-    @property
-    def baseline(self) -> dict[str, str | None]:
-        return self.knobs.baseline
-
-    @property
-    def knob_facts(self) -> dict[str, KnobFacts]:
-        return self.knobs.knob_facts
-
-    @property
     def restarter(self) -> RestartApplier | None:
         return self.knobs.restarter
-
-    @property
-    def samples(self) -> int:
-        return self.sampler.samples
-
-    @property
-    def late_samples(self) -> int:
-        return self.sampler.late_samples
-
-    @property
-    def restart_in_progress(self) -> bool:
-        return self.knobs.restart_in_progress
 
     def _ndb_sql(self) -> bool:
         """An NDB Cluster SQL node: its data nodes' disk page buffer is sampled too."""

@@ -29,7 +29,39 @@ from knobtop.ui.widgets.metric_graph import MetricGraph
 PaletteEntry = tuple[str, str, Callable[[], Any]]
 
 
-class KnobtopBase(App[int]):
+class ScreenApp(App[int]):
+    """What every knobtop app shares: the config's themes and keys (problems become
+    notices), key order kept while typing, and the palette's "Save screenshot" going
+    where the key S saves."""
+
+    def __init__(self, config: UiConfig | None = None) -> None:
+        keep_key_order()
+        super().__init__()
+        self.config = config or UiConfig()
+        self.screenshot_dir: Path = Path.cwd()
+
+    def apply_config(self) -> None:
+        """Themes and keys (call from on_mount); problems become notices."""
+        for problem in apply_look(self, self.config):
+            self.notify(problem, title="knobtop config", severity="warning", timeout=12,
+                        markup=False)
+
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None,
+        time_format: str | None = None,
+    ) -> str | None:
+        """The palette's "Save screenshot": Textual's own writes to ~/Downloads and fails
+        where there is none; knobtop saves where the key S does."""
+        return self.action_save_svg()
+
+    def action_save_svg(self) -> str | None:
+        raise NotImplementedError
+
+
+class KnobtopBase(ScreenApp):
+    """The apps that show the graph pages (live, follow, replay): pages, the graph window,
+    help and palette, screenshots of the screen and of each graph."""
+
     COMMANDS = App.COMMANDS | {ActionsProvider}
     BINDINGS = [
         Binding("question_mark,f1", "help", "Help", id="app.help"),
@@ -44,17 +76,8 @@ class KnobtopBase(App[int]):
     ]
 
     def __init__(self, config: UiConfig | None = None) -> None:
-        keep_key_order()
-        super().__init__()
-        self.config = config or UiConfig()
+        super().__init__(config)
         self.live = LiveScreen()
-        self.screenshot_dir: Path = Path.cwd()
-
-    def apply_config(self) -> None:
-        """Themes and keys (call from on_mount); problems become notices."""
-        for problem in apply_look(self, self.config):
-            self.notify(problem, title="knobtop config", severity="warning", timeout=12,
-                        markup=False)
 
     # -- help and palette -------------------------------------------------------------
 
@@ -135,14 +158,6 @@ class KnobtopBase(App[int]):
         path = self.screenshot_dir / name
         path.write_text(svg, encoding="utf-8")
         return str(path)
-
-    def deliver_screenshot(
-        self, filename: str | None = None, path: str | None = None,
-        time_format: str | None = None,
-    ) -> str | None:
-        """The palette's "Save screenshot": Textual's own writes to ~/Downloads and fails
-        where there is none; knobtop saves where the key S does."""
-        return self.action_save_svg()
 
     def action_save_svg(self) -> str:
         """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""

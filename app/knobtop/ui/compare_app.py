@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Grid
 from textual.content import Content
@@ -32,8 +32,7 @@ from knobtop.analysis.report import fmt_knob, fmt_num
 from knobtop.analysis.report import report_warnings as journal_warnings
 from knobtop.analysis.times import fmt_rel
 from knobtop.config import UiConfig
-from knobtop.ui.keyorder import keep_key_order
-from knobtop.ui.look import apply_look
+from knobtop.ui.base import ScreenApp
 from knobtop.ui.widgets.graph_grid import GRAPHS, GraphSpec
 from knobtop.ui.widgets.metric_graph import (
     MARKER_GLYPH,
@@ -583,7 +582,7 @@ class CompareScreen(Screen[None]):
         self.paint()
 
 
-class CompareApp(App[int]):
+class CompareApp(ScreenApp):
     """`knobtop compare --format tui`: the comparison on one screen; q quits."""
 
     # The screens and widgets whose bindings this app shows (one keymap serves all).
@@ -595,20 +594,10 @@ class CompareApp(App[int]):
     ]
 
     def __init__(self, comparison: Comparison, config: UiConfig | None = None) -> None:
-        keep_key_order()
-        super().__init__()
+        super().__init__(config)
         self.comparison = comparison
-        self.config = config or UiConfig()
         self.compare_screen = CompareScreen(comparison)
         self.screenshot_dir = comparison.a.path.parent  # next to journal A, as the live screen
-
-    def deliver_screenshot(
-        self, filename: str | None = None, path: str | None = None,
-        time_format: str | None = None,
-    ) -> str | None:
-        """The palette's "Save screenshot": Textual's own writes to ~/Downloads and fails
-        where there is none; knobtop saves where the key S does."""
-        return self.action_save_svg()
 
     def action_save_svg(self) -> str | None:
         """The whole screen as an SVG next to journal A (a download in a browser)."""
@@ -632,7 +621,5 @@ class CompareApp(App[int]):
         return str(where)
 
     def on_mount(self) -> None:
-        for problem in apply_look(self, self.config):
-            self.notify(problem, title="knobtop config", severity="warning", timeout=12,
-                        markup=False)
+        self.apply_config()
         self.push_screen(self.compare_screen)
