@@ -1,6 +1,6 @@
 """The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
-# Over 500 lines for now: the sandbox server and the lab's previous-baseline check; #12
-# (issue 15) moves the baseline check next to the knob applier.
+# Over 500 lines: the sandbox server's whole life (install, start, users, tables, stop)
+# and the lab's previous-baseline check read the same sandbox folder.
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """SshHost: the Host protocol over one multiplexed asyncssh connection per destination."""
-# Over 500 lines for now: the SSH host, its key policy, jump hosts and the /proc channel in
-# one place; #12 (issue 15) moves the key policy into a module of its own.
+# Over 500 lines: the SSH host, its key policy, jump hosts and the /proc channel share
+# one connection and its reconnect rules.
 
 from __future__ import annotations
 

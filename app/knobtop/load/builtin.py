@@ -1,6 +1,6 @@
 """A sysbench-like load from Python worker processes, for hosts without sysbench."""
-# Over 500 lines for now: the built-in driver and its worker processes; #12 (issue 15)
-# splits workers from the driver.
+# Over 500 lines: the built-in driver and its worker processes speak one pipe protocol
+# (counts and histograms each second); apart, each side would need the other's internals.
 
 from __future__ import annotations
 

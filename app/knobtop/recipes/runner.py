@@ -1,4 +1,4 @@
-"""Run a recipe on a Session: arms, thread sweeps, waits, steady state, replicates.
+"""Run a recipe through a SessionPort: arms, thread sweeps, waits, steady state, replicates.
 
 For each step of ``Recipe.schedule()`` the runner
 
@@ -15,6 +15,9 @@ Abort (or any failure) stops the load and puts every knob back to the session's 
 Everything lands in the journal: a ``recipe`` event at start and end, a mark per wait and
 phase of a step, and one ``step`` event per measured step.
 """
+# Over 500 lines: the run's steps and its gates (purge, dirty pages, checkpoint age,
+# plateau) share the abort and failure checks; the SQL lives in server/, the statistics in
+# analysis/.
 
 from __future__ import annotations
 

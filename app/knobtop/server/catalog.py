@@ -1,6 +1,6 @@
 """Every server variable, read once, merged with the bundled flavor table; fuzzy search."""
-# Over 500 lines for now: the knob catalog, its fuzzy search and the datadir-bound knobs;
-# #12 (issue 15) splits the search out.
+# Just over 500 lines: the knob catalog, its fuzzy search and the datadir-bound knobs
+# read the same per-flavor tables.
 
 from __future__ import annotations
 

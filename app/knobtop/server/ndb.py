@@ -1,4 +1,6 @@
 """NDB Cluster: config.ini edits, ndb_mgm output, rolling restarts, disk page buffer hit ratio."""
+# Over 500 lines: NDB's config.ini grammar, ndb_mgm's output and the rolling restart are
+# one protocol with one set of failure rules; apart, each would need the others' internals.
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """KnobtopApp: the live screen over a session (its port) running on its own thread, or over given
 events."""
+# Over 500 lines: one key binding and one action per thing a person can do on the live
+# screen (knobs, load, recipes, quit, pages); the dialogs and widgets live in screens/ and
+# widgets/. Split it by action group if it grows further.
 
 from __future__ import annotations
 

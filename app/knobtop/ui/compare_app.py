@@ -1,5 +1,7 @@
 """CompareApp: two journals (or two time ranges of one) as overlaid graphs on a common relative
 time axis, with each phase pair's B/A ratios and what differs in knobs (`knobtop compare`)."""
+# Over 500 lines: the compare screen's overlay graphs, phase table and knob differences
+# share one layout and one time axis; the numbers come from analysis/compare.py.
 
 from __future__ import annotations
 

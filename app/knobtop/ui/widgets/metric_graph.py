@@ -26,6 +26,9 @@ dots a cell holds, which picks its style (A, B, or both).  Without colour (NO_CO
 names each side's latest value ("A 1.20K  B 1.41K"), B's markers are dashed (``┆``) and
 ``show_series`` can hide either line.
 """
+# Over 500 lines: the braille plot, its axis ticks, markers and tags are drawn in one
+# pass over the same cells (bench/graph_repaint.py measures that pass); apart they would
+# each walk the cells again.
 
 from __future__ import annotations
 
