@@ -29,7 +29,7 @@ from knobtop.server.catalog import datadir_refusal
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig
-from knobtop.session.knobs import BaselineDiff
+from knobtop.session.port import BaselineDiff
 from knobtop.ui.app import KnobtopApp, quit_details
 from knobtop.ui.knob_picker import describe
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen

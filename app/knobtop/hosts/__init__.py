@@ -1,4 +1,4 @@
-"""Hosts: where commands run and OS metrics come from (local now, SSH in #3).
+"""Hosts: where commands run and OS metrics come from.
 
 Names are imported from their modules on first use (knobtop.lazyface)."""
 

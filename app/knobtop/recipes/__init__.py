@@ -1,1 +1,1 @@
-"""Experiment recipes, statistics, reports and comparisons of recorded journals."""
+"""Experiment recipes: the recipe file (recipe.py) and the runner that drives a session."""

@@ -11,15 +11,15 @@ from knobtop.lazyface import lazy_names
 if TYPE_CHECKING:
     from knobtop.load.prepare import prepare_all, prepare_tables, tables_ready
     from knobtop.session.core import Session, SessionConfig, SessionError
-    from knobtop.session.knobs import BaselineDiff, static_value
-    from knobtop.session.port import SessionPort, SessionState
+    from knobtop.session.knobs import static_value
+    from knobtop.session.port import BaselineDiff, SessionPort, SessionState
     from knobtop.session.thread import SessionThread
 
 __getattr__ = lazy_names(__name__, {
     "Session": "knobtop.session.core",
     "SessionConfig": "knobtop.session.core",
     "SessionError": "knobtop.session.core",
-    "BaselineDiff": "knobtop.session.knobs",
+    "BaselineDiff": "knobtop.session.port",
     "static_value": "knobtop.session.knobs",
     "SessionPort": "knobtop.session.port",
     "SessionState": "knobtop.session.port",

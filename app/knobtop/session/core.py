@@ -42,9 +42,9 @@ from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerV
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
-from knobtop.session.knobs import KNOB_TIMEOUT, BaselineDiff, KnobApplier
+from knobtop.session.knobs import KNOB_TIMEOUT, KnobApplier
 from knobtop.session.loadctl import LoadController
-from knobtop.session.port import Listener, SessionPort, SessionState
+from knobtop.session.port import BaselineDiff, Listener, SessionPort, SessionState
 from knobtop.session.recorder import Recorder
 from knobtop.session.sampler import RestartState, Sampler, host_facts
 

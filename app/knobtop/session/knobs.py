@@ -17,7 +17,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from knobtop.hosts.base import HostError
@@ -37,6 +36,7 @@ from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
 from knobtop.session.loadctl import LoadController
+from knobtop.session.port import BaselineDiff
 from knobtop.session.recorder import Recorder
 from knobtop.session.sampler import RestartState
 
@@ -45,16 +45,6 @@ NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
                       type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
                       default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
-
-
-@dataclass(frozen=True)
-class BaselineDiff:
-    """One knob whose server value is not the session's baseline."""
-
-    knob: str
-    now: str | None
-    baseline: str | None
-    dynamic: bool
 
 
 def static_value(facts: KnobFacts, raw: str) -> str:
@@ -522,4 +512,4 @@ class KnobApplier:
             return out
 
 
-__all__ = ["KNOB_TIMEOUT", "NDB_FACTS", "BaselineDiff", "KnobApplier", "static_value"]
+__all__ = ["KNOB_TIMEOUT", "NDB_FACTS", "KnobApplier", "static_value"]

@@ -30,9 +30,18 @@ if TYPE_CHECKING:
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.server.catalog import Catalog
     from knobtop.server.variables import PurgeWait
-    from knobtop.session.knobs import BaselineDiff
 
 Listener = Callable[["Event"], None]
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    """One knob whose server value is not the session's baseline."""
+
+    knob: str
+    now: str | None
+    baseline: str | None
+    dynamic: bool
 
 
 @dataclass(frozen=True)
@@ -118,4 +127,4 @@ class SessionPort(Protocol):
     def step_result(self, **fields: Any) -> StepResult: ...
 
 
-__all__ = ["Listener", "SessionPort", "SessionState"]
+__all__ = ["BaselineDiff", "Listener", "SessionPort", "SessionState"]

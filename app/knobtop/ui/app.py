@@ -28,8 +28,8 @@ from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
-from knobtop.session.knobs import BaselineDiff, static_value
-from knobtop.session.port import SessionPort
+from knobtop.session.knobs import static_value
+from knobtop.session.port import BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
