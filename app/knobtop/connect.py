@@ -107,9 +107,7 @@ async def resolve_password(profile: Profile, target: Host, *, interactive: bool)
             )
         return value
     if source == "mycnf":
-        path = (Path.home() / ".my.cnf") if isinstance(target, LocalHost) else PurePosixPath(
-            ".my.cnf"
-        )
+        path = (Path.home() / ".my.cnf") if target.local else PurePosixPath(".my.cnf")
         try:
             text = (await target.read_file(path)).decode(errors="replace")
         except (FileNotFoundError, PermissionError) as exc:
