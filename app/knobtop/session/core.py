@@ -128,9 +128,17 @@ class Session:
     def journal(self) -> JournalWriter | None:
         return self.recorder.journal
 
+    @journal.setter
+    def journal(self, writer: JournalWriter | None) -> None:
+        self.recorder.journal = writer
+
     @property
     def listeners(self) -> list[Listener]:
         return self.recorder.listeners
+
+    @listeners.setter
+    def listeners(self, listeners: list[Listener]) -> None:  # ``session.listeners += [f]``
+        self.recorder.listeners = listeners
 
     @property
     def driver(self) -> LoadDriver | None:
