@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from knobtop.analysis.results import Results
 from knobtop.config import UiConfig
@@ -370,8 +371,11 @@ class KnobtopApp(KnobtopBase):
 
     def _show_events(self) -> None:
         """Hand events that the panes list to them (even while a dialog is on top)."""
-        pane = self.live.query_one(JournalPane)
-        panel = self.live.query_one(KnobPanel)
+        try:
+            pane = self.live.query_one(JournalPane)
+            panel = self.live.query_one(KnobPanel)
+        except NoMatches:  # the app is closing: the session's last events come after its panes
+            return
         events, self._unshown = self._unshown, []
         for event in events:
             pane.add_event(event)
