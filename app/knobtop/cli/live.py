@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from knobtop.recipes.recipe import Recipe
     from knobtop.session.core import Session
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
+    from knobtop.session.port import SessionPort
     from knobtop.ui.app import KnobtopApp
 
 
@@ -176,32 +177,47 @@ def run_recipe(args: argparse.Namespace) -> int:
 
 
 def run_session(options: SessionOptions, console: Console) -> int:
-    """Build the session the options ask for and run it in its front end."""
+    """Build the session the options ask for and run it in its front end: headless in
+    this process, the live screen with the session in a process of its own (so no
+    sample waits for paint)."""
     from knobtop.headless import ConsoleFeedback
-    from knobtop.session.build import build_session
 
-    with build_session(options, ConsoleFeedback(console)) as live:
-        code = front_end(options, live.session, console)
-        console.print(f"Journal: {live.journal_path}", markup=False)
+    if options.headless:
+        from knobtop.session.build import build_session
+
+        with build_session(options, ConsoleFeedback(console)) as live:
+            code = headless(options, live.session, console)
+            console.print(f"Journal: {live.journal_path}", markup=False)
+        return code
+    from knobtop.session.process import session_process
+
+    with session_process(options, ConsoleFeedback(console)) as remote:
+        code = live_screen(options, remote.session, console)
+        console.print(f"Journal: {remote.journal_path}", markup=False)
     return code
 
 
-def front_end(options: SessionOptions, session: Session, console: Console) -> int:
-    """Headless recording or the live screen, with or without a recipe; the exit code."""
+def headless(options: SessionOptions, session: Session, console: Console) -> int:
+    """Headless recording, with or without a recipe; the exit code."""
     import asyncio
 
     from knobtop.headless import run_headless, run_recipe_headless
 
     recipe = options.recipe
-    if recipe is not None and options.headless:
+    if recipe is not None:
         code, results = asyncio.run(run_recipe_headless(session, recipe, console))
         write_markdown(options.markdown, results, console)
         return code
-    if options.headless:
-        assert options.duration is not None  # session_options refuses --headless without it
-        return asyncio.run(run_headless(session, options.duration, options.changes,
-                                        options.start_load, console))
+    assert options.duration is not None  # session_options refuses --headless without it
+    return asyncio.run(run_headless(session, options.duration, options.changes,
+                                    options.start_load, console))
+
+
+def live_screen(options: SessionOptions, session: SessionPort, console: Console) -> int:
+    """The live screen on a session, with or without a recipe; the exit code."""
     from knobtop.ui.app import KnobtopApp
+
+    recipe = options.recipe
 
     if recipe is None:
         app = KnobtopApp(session, start_load=options.start_load, config=ui_config())

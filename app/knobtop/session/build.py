@@ -69,6 +69,9 @@ class LiveSession:
 
     session: Session
     journal_path: Path
+    # A sandbox this session started and stops at its end: whoever outlives the session's
+    # process (the screen, when that process is killed) stops it instead.
+    sandbox_root: Path | None = None
 
 
 @contextlib.contextmanager
@@ -205,7 +208,8 @@ def _lab_session(options: SessionOptions, place: LabPlace,
         session = _session(_config(options, profile.name, conn, journal, (node,)), hosts, driver)
         # At open, knobs that differ from what the last lab session started from are said.
         session.previous_baseline = previous_baseline(sandbox.root / "journals", journal)
-        yield LiveSession(session, journal)
+        owned = sandbox.root if sandbox.started_here and not place.keep_running else None
+        yield LiveSession(session, journal, owned)
     finally:
         if sandbox.started_here and not place.keep_running:
             with feedback.status("Stopping the sandbox server ..."):

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 Listener = Callable[["Event"], None]
 
+# The source of the error event a front end hears when the session's process is gone.
+LOST_SOURCE = "session process"
+
 
 @dataclass(frozen=True)
 class BaselineDiff:
@@ -127,4 +130,4 @@ class SessionPort(Protocol):
     def step_result(self, **fields: Any) -> StepResult: ...
 
 
-__all__ = ["BaselineDiff", "Listener", "SessionPort", "SessionState"]
+__all__ = ["LOST_SOURCE", "BaselineDiff", "Listener", "SessionPort", "SessionState"]

@@ -46,6 +46,12 @@ class Recorder:
         """Seconds since the journal started (monotonic)."""
         return round(time.monotonic() - self._t0, 4)
 
+    @property
+    def t0(self) -> float:
+        """The ``time.monotonic()`` reading journal time counts from (one clock for every
+        process on this machine, so a front end in another process keeps the same time)."""
+        return self._t0
+
     @staticmethod
     def wall() -> float:
         return round(time.time(), 3)

@@ -30,7 +30,7 @@ from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.session.knobs import static_value
-from knobtop.session.port import BaselineDiff, SessionPort
+from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
@@ -346,6 +346,12 @@ class KnobtopApp(KnobtopBase):
 
     def on_journal_event(self, message: JournalEvent) -> None:
         event = message.event
+        if isinstance(event, Error) and event.source == LOST_SOURCE:
+            # The sampler's process is gone: nothing more will come, and no command can
+            # be carried out. The message (which says where the journal is) stays on the
+            # terminal.
+            self.exit(return_code=2, message=f"knobtop: {event.message}")
+            return
         if isinstance(event, Error) and event.source == "journal":
             # Nothing more is recorded: say so where it cannot be missed.
             self._state = "NOT RECORDING: the journal cannot be written"

@@ -1,0 +1,119 @@
+"""The live screen and its session in two processes: a real `knobtop lab` in tmux, one part
+killed with SIGKILL, and what is left checked: a readable journal, no load generator, no
+sandbox server, and (when the session's process is the one killed) a screen that says so."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.binaries import require_binary
+from harness.tmux import TmuxServer, samples_shown
+from knobtop.journal import End, Error, JournalReader, Sample
+from knobtop.lab import Sandbox
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One sandbox for the module (installed once); stopped here if a test left it up."""
+    root = tmp_path_factory.mktemp("lab")
+    yield root
+    Sandbox(root).stop()
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
+    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
+        "set -g default-terminal screen-256color",
+        "set -g status off",
+        "set -g remain-on-exit on",
+    ])
+    yield server
+    server.kill()
+
+
+def start_lab(tmux: TmuxServer, lab_dir: Path, journal: Path) -> tuple[str, psutil.Process,
+                                                                      psutil.Process]:
+    """A lab with sysbench load in a 160x48 pane, once it shows samples: the pane, the
+    screen's process and the session's process."""
+    require_binary("mariadbd", "mariadb-server")
+    session = f"knobtop-{tmux.socket}"
+    pane = f"{session}:lab"
+    tmux.new_session(session, "lab", 160, 48, [
+        sys.executable, "-m", "knobtop", "lab", "--dir", str(lab_dir), "--journal",
+        str(journal), "--driver", "sysbench", "--threads", "1", "--tables", "1",
+        "--table-size", "1000",
+    ], cwd=journal.parent)
+    tmux.wait_for(pane, lambda s: (samples_shown(s) or 0) >= 3, timeout=300,
+                  what="the live screen with 3 samples")
+    shell = psutil.Process(int(tmux.display(pane, "#{pane_pid}")))
+    screen = shell if "knobtop" in " ".join(shell.cmdline()) else shell.children()[0]
+    sessions = [p for p in screen.children() if "knobtop" in " ".join(p.cmdline())]
+    assert len(sessions) == 1, f"one session process under the screen: {screen.children()}"
+    return pane, screen, sessions[0]
+
+
+def load_generators(session: psutil.Process) -> list[psutil.Process]:
+    found = [p for p in session.children(recursive=True) if p.name() == "sysbench"]
+    assert found, "sysbench runs under the session's process"
+    return found
+
+
+def mariadbd_for(root: Path) -> list[psutil.Process]:
+    config = str(root / "my.cnf")
+    found = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        if (p.info["name"] == "mariadbd" and config in " ".join(p.info["cmdline"] or ())
+                and p.info["status"] != psutil.STATUS_ZOMBIE):
+            found.append(p)
+    return found
+
+
+def test_killing_the_screen_closes_the_session_and_stops_what_it_started(
+    tmp_path: Path, tmux: TmuxServer, lab_dir: Path, sysbench_path: str
+) -> None:
+    journal = tmp_path / "screen-killed.knobtop.jsonl"
+    _pane, screen, session = start_lab(tmux, lab_dir, journal)
+    generators = load_generators(session)
+    assert mariadbd_for(lab_dir)
+
+    os.kill(screen.pid, signal.SIGKILL)
+    # The kernel tells the session's process (its death signal): it closes the session,
+    # stops the load and the sandbox it started, and exits.
+    _gone, alive = psutil.wait_procs([session, *generators], timeout=60)
+    assert not alive, f"left running after the screen was killed: {alive}"
+    assert mariadbd_for(lab_dir) == [], "the sandbox server it started is stopped"
+    events = list(JournalReader(journal))
+    assert isinstance(events[-1], End) and events[-1].reason == "the screen ended"
+    assert sum(isinstance(e, Sample) for e in events) >= 3
+
+
+def test_killing_the_session_process_ends_the_screen_with_the_journal_named(
+    tmp_path: Path, tmux: TmuxServer, lab_dir: Path, sysbench_path: str
+) -> None:
+    journal = tmp_path / "session-killed.knobtop.jsonl"
+    pane, screen, session = start_lab(tmux, lab_dir, journal)
+    generators = load_generators(session)
+
+    os.kill(session.pid, signal.SIGKILL)
+    assert tmux.exit_status(pane, timeout=60) == "2"
+    text = "".join("".join(tmux.capture(pane)).split())  # the terminal wraps long lines
+    said = f"the session process (pid {session.pid}) was killed by signal 9"
+    assert "".join(said.split()) in text
+    assert str(journal) in text
+    # Its load generators died with it; the screen stopped the sandbox it had started.
+    _gone, alive = psutil.wait_procs([screen, *generators], timeout=30)
+    assert not alive, f"left running after the session's process was killed: {alive}"
+    assert mariadbd_for(lab_dir) == []
+    # Every line it wrote reads back: samples, and no end (it had no chance to write one).
+    events = list(JournalReader(journal))
+    assert sum(isinstance(e, Sample) for e in events) >= 3
+    assert not any(isinstance(e, End | Error) for e in events)
