@@ -555,6 +555,8 @@ class _Run:
                 parent_pid=os.getpid(),
             )
             ours, theirs = multiprocessing.Pipe(duplex=True)
+            from knobtop.hosts.local import as_launched  # not in the workers' imports
+
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *_worker_argv(theirs.fileno()),
@@ -563,6 +565,7 @@ class _Run:
                     stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.PIPE,  # kept for the message if it dies
                     env=_worker_env(),
+                    preexec_fn=as_launched,  # not the sampler's raised priority
                 )
             except BaseException:
                 ours.close()

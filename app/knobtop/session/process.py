@@ -64,6 +64,7 @@ SYNC_DEADLINE = 10.0  # a plain call (a note, a plan) answers in milliseconds
 CLOSE_DEADLINE = 900.0  # close waits for a static change in flight (a restart, a rollback)
 EXIT_DEADLINE = 120.0  # the child stops its sandbox after the session closes
 STOPPED_POLL = 0.2  # how often a wait's "stopped?" question is asked on the screen's side
+SAMPLER_PRIORITY = 10  # nice steps the session's process takes over the screen, if allowed
 MAX_QUEUED = 20_000  # samples held for a screen that does not read; beyond, they are dropped
 
 # The port's calls the child serves (anything else is refused).
@@ -243,6 +244,7 @@ def _quiet() -> None:
 
 def _child(options: SessionOptions, feedback: Feedback, conn: Connection, parent: int) -> int:
     """The child's whole life: build the session, serve it, put it away; the exit code."""
+    from knobtop.hosts.local import raise_priority
     from knobtop.session.build import build_session
 
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -253,6 +255,10 @@ def _child(options: SessionOptions, feedback: Feedback, conn: Connection, parent
     try:
         with build_session(options, feedback) as live:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # keys belong to the screen now
+            # Samples are due on a grid whatever else runs: this process goes ahead of
+            # the screen and of the load where the system allows (root, CAP_SYS_NICE);
+            # what it starts runs at the priority knobtop was given.
+            raise_priority(SAMPLER_PRIORITY)
             server = _Server(live.session, conn)
             server.push_state()  # the screen reads state() as soon as it hears "ready"
             server.out.put(("ready", Ready(live.journal_path, live.sandbox_root)))
