@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Region
 
 from knobtop.ui.widgets import MetricGraph
 from knobtop.ui.widgets.metric_graph import (
@@ -300,6 +303,40 @@ async def test_set_data_repaints_only_when_inputs_change() -> None:
         await pilot.pause()
         # Latest point is a gap: the title says so instead of repeating an old value.
         assert graph.render_line(0).text.startswith("tps \u2013 ")
+
+
+async def test_a_new_sample_repaints_every_row_that_changed_and_only_those() -> None:
+    """A sample at a time, only the rows that changed are repainted (the terminal keeps
+    the others as they were): every row that differs from what was on screen must be in
+    a repainted region, and one sample must not repaint the whole graph."""
+    series = [(float(t), 50.0 + 40.0 * math.sin(t / 7.0)) for t in range(160)]
+    app = GraphApp()
+    async with app.run_test(size=(60, 12)) as pilot:
+        graph = app.query_one(MetricGraph)
+        graph.set_data(series[:2], [], 0.0, 2.0)
+        await pilot.pause()
+        repainted: list[set[int]] = []
+        original = graph.refresh
+
+        def record(*regions: Region, **kwargs: bool) -> MetricGraph:
+            rows = {y for r in regions for y in r.line_range} if regions else set(range(12))
+            repainted.append(rows)
+            return original(*regions, **kwargs)
+
+        graph.refresh = record  # type: ignore[method-assign]
+        partial = 0
+        for n in range(3, 161):
+            on_screen = rendered_lines(graph)
+            repainted.clear()
+            graph.set_data(series[:n], [(40.0, "x")] if n > 40 else [],
+                           max(0.0, n - 120.0), float(n))
+            await pilot.pause()
+            now = rendered_lines(graph)
+            changed = {y for y, (a, b) in enumerate(zip(on_screen, now, strict=True)) if a != b}
+            painted = set().union(*repainted)
+            assert changed <= painted, f"sample {n}: rows {sorted(changed - painted)} stale"
+            partial += bool(repainted) and len(painted) < 12
+        assert partial > 75  # most samples (96 of 158 here) repaint a few rows, not all twelve
 
 
 async def test_theme_change_restyles_the_cached_strips() -> None:

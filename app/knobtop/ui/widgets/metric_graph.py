@@ -39,6 +39,7 @@ from typing import ClassVar, NamedTuple
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -601,7 +602,7 @@ class MetricGraph(Widget):
         self._t_start = t_start
         self._t_end = t_end
         self._data_version += 1
-        self.refresh()
+        self._repaint()
 
     @property
     def shown(self) -> tuple[bool, bool]:
@@ -616,7 +617,36 @@ class MetricGraph(Widget):
             return
         self._shown = (a, b)
         self._data_version += 1
-        self.refresh()
+        self._repaint()
+
+    def _repaint(self) -> None:
+        """Repaint the rows that changed, not the whole graph.
+
+        A new sample at 1 Hz usually changes the title and the newest column: rebuilding
+        the rows here and handing Textual only the ones that differ saves it restyling
+        (and the terminal redrawing) the rest.  Before the first paint, after a resize or a
+        style change, everything is repainted."""
+        width, height = self.size
+        if (self._strips_key is None or self._strips_key[1:] != (width, height)
+                or width <= 0 or height <= 0):
+            self.refresh()
+            return
+        old = self._strips
+        new = self._build(width, height)
+        self._strips, self._strips_key = new, (self._data_version, width, height)
+        if len(old) != len(new):
+            self.refresh()
+            return
+        changed = [y for y, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+        regions: list[Region] = []
+        for y in changed:  # consecutive rows as one region
+            if regions and regions[-1].bottom == y:
+                last = regions[-1]
+                regions[-1] = Region(last.x, last.y, last.width, last.height + 1)
+            else:
+                regions.append(Region(0, y, width, 1))
+        if regions:
+            self.refresh(*regions)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -54,6 +54,8 @@ class StatusBar(Static):
         self._fields: list[tuple[str, str]] = []
         self._where = ""
         self._journal = ""
+        self._shown = ""  # what the bar shows now (unchanged text is not repainted)
+        self._shown_spans: list[object] = []
 
     def show(self, board: MetricBoard | None, journal: str, state: str = "",
              page: str = "") -> None:
@@ -112,4 +114,8 @@ class StatusBar(Static):
 
     def _fit(self) -> None:
         width = self.content_region.width
-        self.update(self.line(width if width > 0 else 10_000))
+        line = self.line(width if width > 0 else 10_000)
+        if line.plain != self._shown or line.spans != self._shown_spans:
+            # One row whatever it says: no relayout, only this row repaints.
+            self._shown, self._shown_spans = line.plain, list(line.spans)
+            self.update(line, layout=False)
