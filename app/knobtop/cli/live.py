@@ -191,7 +191,10 @@ def run_session(options: SessionOptions, console: Console) -> int:
         return code
     from knobtop.session.process import session_process
 
-    with session_process(options, ConsoleFeedback(console)) as remote:
+    def screen_imports() -> None:
+        import knobtop.ui.app  # noqa: F401 - while the session's process builds its session
+
+    with session_process(options, ConsoleFeedback(console), screen_imports) as remote:
         code = live_screen(options, remote.session, console)
         console.print(f"Journal: {remote.journal_path}", markup=False)
     return code

@@ -126,6 +126,8 @@ class _Server:
         self.closed = False
         self.dropped = 0
         self._sent_state: SessionState | None = None
+        self.ready: Ready | None = None  # said once the session is open
+        self.header: Header | None = None
         self._sent_catalog: object = None
 
     # -- out
@@ -180,6 +182,16 @@ class _Server:
                          daemon=True).start()
         unsubscribe = self.session.subscribe(self.on_event)
         try:
+            if self.ready is not None:
+                # Open now, while the screen is still starting: the first samples are
+                # taken meanwhile and wait in the screen's RemoteSession for its listener.
+                try:
+                    self.header = await self.session.open()
+                except Exception as exc:
+                    self.out.put(("failed", _portable(exc)))
+                    return
+                self.push_state()  # the screen reads state() as soon as it hears "ready"
+                self.out.put(("ready", self.ready))
             while (message := await inbox.get()) is not None:
                 kind = message[0]
                 if kind == "call":
@@ -214,9 +226,12 @@ class _Server:
                 kwargs["progress"] = lambda p: self.out.put(("progress", cid, p))
             elif name == "wait_for_purge":
                 kwargs["stopped"] = lambda: cid in self.stopped
-            value = getattr(self.session, name)(*args, **kwargs)
-            if name in ASYNC_CALLS:
-                value = await value
+            if name == "open" and self.header is not None:
+                value: Any = self.header  # opened before the screen asked
+            else:
+                value = getattr(self.session, name)(*args, **kwargs)
+                if name in ASYNC_CALLS:
+                    value = await value
             if name == "close":
                 self.closed = True
         except asyncio.CancelledError:
@@ -260,8 +275,7 @@ def _child(options: SessionOptions, feedback: Feedback, conn: Connection, parent
             # what it starts runs at the priority knobtop was given.
             raise_priority(SAMPLER_PRIORITY)
             server = _Server(live.session, conn)
-            server.push_state()  # the screen reads state() as soon as it hears "ready"
-            server.out.put(("ready", Ready(live.journal_path, live.sandbox_root)))
+            server.ready = Ready(live.journal_path, live.sandbox_root)
             try:
                 asyncio.run(server.serve())
             finally:
@@ -326,6 +340,10 @@ class RemoteSession:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._listeners: list[Listener] = []
+        # Events that came before anyone listened (the session opens before the screen
+        # starts): the first subscriber hears them first, in order.
+        self._early: list[Event] | None = []
+        self._dispatching = threading.RLock()
         self._loop: asyncio.AbstractEventLoop | None = None  # where listeners are called
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -420,8 +438,12 @@ class RemoteSession:
                               f"{exc}") from None
 
     def _dispatch(self, event: Event) -> None:
-        for listener in list(self._listeners):
-            listener(event)
+        with self._dispatching:
+            if self._early is not None:
+                self._early.append(event)
+                return
+            for listener in list(self._listeners):
+                listener(event)
 
     async def _call(self, name: str, *args: Any,
                     progress: Callable[[PrepareProgress], None] | None = None,
@@ -478,7 +500,11 @@ class RemoteSession:
         return dataclasses.replace(self._state, catalog=self._catalog)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
+        with self._dispatching:
+            self._listeners.append(listener)
+            early, self._early = self._early, None
+            for event in early or ():
+                listener(event)
 
         def unsubscribe() -> None:
             with contextlib.suppress(ValueError):
@@ -581,10 +607,13 @@ class RemoteLive:
 
 
 @contextlib.contextmanager
-def session_process(options: SessionOptions, feedback: Feedback) -> Iterator[RemoteLive]:
-    """Fork the session's process, wait until its session is built (it may ask on the
-    terminal meanwhile), and yield the screen's handle on it.  At the end the socket closes:
-    the child closes the session (if the screen did not), stops its sandbox and exits."""
+def session_process(options: SessionOptions, feedback: Feedback,
+                    meanwhile: Callable[[], object] = lambda: None) -> Iterator[RemoteLive]:
+    """Fork the session's process, run ``meanwhile`` here (the screen's imports: the two
+    start in parallel), wait until its session is built and open (it may ask on the
+    terminal meanwhile), and yield the screen's handle on it.  At the end the socket
+    closes: the child closes the session (if the screen did not), stops its sandbox and
+    exits."""
     ours, theirs = socket.socketpair()
     parent = os.getpid()
     pid = os.fork()
@@ -599,6 +628,7 @@ def session_process(options: SessionOptions, feedback: Feedback) -> Iterator[Rem
     conn = Connection(ours.detach())
     remote: RemoteSession | None = None
     try:
+        meanwhile()
         remote = _wait_ready(conn, pid)
         remote.start_reading()
         yield RemoteLive(remote, remote.journal_path)
