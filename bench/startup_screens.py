@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import KNOBTOP, tree_rss
 from journal_open_seek import generate
-
 from knobtop.lab import Sandbox
 
 FIRST_SAMPLE = re.compile(r"\b[1-9]\d* samples? every")

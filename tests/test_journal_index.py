@@ -105,6 +105,22 @@ def test_background_build_reports_progress_and_ready() -> None:
     idx.close()
 
 
+def test_a_held_build_stops_after_its_first_chunk_until_told_to_go_ahead() -> None:
+    """replay holds the index after the first chunk (all its first frame needs) until the
+    frame is painted, so the scan does not share the interpreter with the screen's start."""
+    idx = JournalIndex(RECORDED, chunk_size=1000)
+    thread = idx.build_in_background(hold=True)
+    while idx.t_range is None:
+        assert thread.is_alive() or idx.ready.is_set()
+    assert not idx.ready.wait(0.3), "a held build went on before go_ahead"
+    held = len(idx)
+    assert 0 < held < sum(1 for _ in JournalReader(RECORDED))
+    idx.go_ahead()
+    assert idx.ready.wait(30)
+    assert len(idx) == sum(1 for _ in JournalReader(RECORDED))
+    idx.close()
+
+
 def test_corrupt_middle_lines_are_skipped_and_named(tmp_path: Path) -> None:
     path = tmp_path / "bad.knobtop.jsonl"
     lines = RECORDED.read_bytes().splitlines(keepends=True)

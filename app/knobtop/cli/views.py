@@ -196,7 +196,9 @@ def replay_for(path: Path, at: str | None = None, speed: float = 1.0) -> Replay:
     if speed not in SPEEDS:
         raise BadValue(f"--speed {speed:g}: choose one of {', '.join(f'{s:g}' for s in SPEEDS)}")
     index = JournalIndex(path)
-    index.build_in_background()
+    # The first chunk is all the first frame needs; the rest is indexed once it is
+    # painted (ReplayApp says go_ahead), not while the screen starts.
+    index.build_in_background(hold=at is None)
     while index.t_range is None and not index.ready.wait(0.005):
         pass
     replay = Replay(index)

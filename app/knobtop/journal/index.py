@@ -104,6 +104,9 @@ def _scan_parsed(line: bytes) -> tuple[float, bytes] | str:
     return float(t), kind.encode()
 
 
+HOLD_LIMIT = 3.0  # a held build goes on after this long whatever the screen does
+
+
 class JournalIndex:
     """Where each event line of a journal starts, its ``t`` and its kind, in compact arrays.
 
@@ -124,6 +127,10 @@ class JournalIndex:
         self._lock = threading.Lock()  # guards the arrays
         self._scan_lock = threading.Lock()  # one scanner at a time (build / extend)
         self.ready = threading.Event()
+        # Set unless a screen asked the background build to hold after its first chunk
+        # until it has painted (the scan would share the interpreter with its start-up).
+        self.go_on = threading.Event()
+        self.go_on.set()
         self._thread: threading.Thread | None = None
         try:
             self._reset()
@@ -163,7 +170,12 @@ class JournalIndex:
                 reason = "the header line is incomplete" if buf else "the file is empty"
                 raise JournalFormatError(self.path, 1, f"{reason}, not a knobtop journal")
 
+    def go_ahead(self) -> None:
+        """Let a held background build index the rest."""
+        self.go_on.set()
+
     def close(self) -> None:
+        self.go_on.set()
         if self._thread is not None:
             self._thread.join()
         if self._fd >= 0:
@@ -190,8 +202,12 @@ class JournalIndex:
         self.ready.set()
         return added
 
-    def build_in_background(self) -> threading.Thread:
-        """``build`` on a daemon thread; watch ``progress`` (0..1) and wait on ``ready``."""
+    def build_in_background(self, *, hold: bool = False) -> threading.Thread:
+        """``build`` on a daemon thread; watch ``progress`` (0..1) and wait on ``ready``.
+        With ``hold``, it stops after the first chunk until :meth:`go_ahead` (or
+        HOLD_LIMIT seconds): what a first frame needs is there, and the rest waits."""
+        if hold:
+            self.go_on.clear()
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(
                 target=self.build, name=f"journal-index:{self.path.name}", daemon=True
@@ -288,6 +304,7 @@ class JournalIndex:
                 base = pos
                 if report_progress:
                     self.progress = min(1.0, (base - start) / (size - start))
+                    self.go_on.wait(HOLD_LIMIT)
             return added
 
     # -- queries -----------------------------------------------------------------------

@@ -78,6 +78,7 @@ class ReplayApp(KnobtopBase):
 
     def on_live_screen_ready(self, _message: LiveScreen.Ready) -> None:
         self._screen_ready = True
+        self.call_after_refresh(self.replay.index.go_ahead)  # the first frame is painted
         # Read-only, and the arrow/home/end keys belong to the clock, not to a table:
         # nothing on this screen takes focus.
         panel = self.live.query_one(KnobPanel)

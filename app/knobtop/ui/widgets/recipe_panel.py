@@ -3,7 +3,7 @@ for), then its results table.  Hidden unless a recipe runs in this session."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -11,8 +11,9 @@ from textual import events
 from textual.markup import escape
 from textual.widgets import RichLog
 
-from knobtop.analysis.results import Results, results_table
-from knobtop.recipes.runner import Progress, short_duration
+if TYPE_CHECKING:  # the runner and the results import the server's SQL side: not at start
+    from knobtop.analysis.results import Results
+    from knobtop.recipes.runner import Progress
 
 
 class RecipePanel(RichLog):
@@ -60,6 +61,8 @@ class RecipePanel(RichLog):
             self._show(self._shown)
 
     def show_progress(self, p: Progress) -> None:
+        from knobtop.recipes.runner import short_duration
+
         self.add_class("-active")
         self.border_title = escape(f"Recipe {p.recipe}")  # a recipe file's name, as it is
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -74,6 +77,8 @@ class RecipePanel(RichLog):
         self._show(text)
 
     def show_results(self, results: Results) -> None:
+        from knobtop.analysis.results import results_table
+
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
         self._show(Group(results_table(results)))
