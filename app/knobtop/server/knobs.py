@@ -311,3 +311,13 @@ class SetGlobalApplier:
 
 def describe_version(version: ServerVersion) -> dict[str, Any]:
     return {"flavor": version.flavor, "version": version.short, "version_text": version.text}
+
+
+def static_value(facts: KnobFacts, raw: str) -> str:
+    """``raw`` checked for the drop-in file; raises KnobError with the reason."""
+    value = str(validate(facts, raw, static_ok=True))
+    if any(ch in value for ch in "\r\n\0#;"):
+        # It goes into a config file: one line, no comment characters.
+        raise KnobError(f"{facts.name}: a value for the config file must be one line "
+                        "without '#' or ';'")
+    return value

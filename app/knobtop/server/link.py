@@ -3,26 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import aiomysql
-import pymysql
-
 from knobtop.errors import KnobtopError
 
 
-class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
-    """A cursor that leaves warnings on the server.
+@functools.cache
+def _drivers() -> tuple[Any, Any, type[Any]]:
+    """aiomysql, pymysql and the cursor class, imported on first use: a process that only
+    knows servers' facts (the live screen, whose session runs in another process) never
+    loads the MySQL driver (about 20 MB)."""
+    import aiomysql
+    import pymysql
 
-    aiomysql would fetch them after every statement and print them on stderr
-    (over the screen); knobtop asks SHOW WARNINGS itself where it matters.
-    """
+    class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
+        """A cursor that leaves warnings on the server.
 
-    async def _show_warnings(self, conn: Any) -> None:
-        return None
+        aiomysql would fetch them after every statement and print them on stderr
+        (over the screen); knobtop asks SHOW WARNINGS itself where it matters.
+        """
+
+        async def _show_warnings(self, conn: Any) -> None:
+            return None
+
+    return aiomysql, pymysql, QuietCursor
+
+
+def _mysql_error() -> type[Exception]:
+    return _drivers()[1].err.MySQLError  # type: ignore[no-any-return]
 
 
 class ServerError(KnobtopError, RuntimeError):
@@ -213,6 +225,7 @@ class ServerLink:
         self._drop()
         info = await self._endpoint()
         try:
+            aiomysql, _pymysql, cursor = _drivers()
             self._conn = await aiomysql.connect(
                 host=info.host,
                 port=info.port,
@@ -221,10 +234,10 @@ class ServerLink:
                 unix_socket=info.socket,
                 db=info.database,
                 autocommit=True,
-                cursorclass=QuietCursor,
+                cursorclass=cursor,
                 connect_timeout=self.connect_timeout,
             )
-        except (TimeoutError, pymysql.err.MySQLError, OSError) as exc:
+        except (TimeoutError, _mysql_error(), OSError) as exc:
             raise describe_error(exc, self.info) from None
         rows = await self.query("SELECT VERSION(), @@version_comment")
         self.version = ServerVersion.parse(str(rows[0][0]), str(rows[0][1] or ""))
@@ -269,7 +282,7 @@ class ServerLink:
                 "(the connection was closed): is it overloaded, stopped or hung?",
                 kind=kind, limit=limit,
             ) from None
-        except (pymysql.err.MySQLError, OSError) as exc:
+        except (_mysql_error(), OSError) as exc:
             err = describe_error(exc, self.info)
             if err.code in (2002, 2003, 2006, 2013) or isinstance(exc, OSError):
                 self._drop()
@@ -288,6 +301,6 @@ class ServerLink:
         if self._conn is not None:
             try:
                 await asyncio.wait_for(self._conn.ensure_closed(), 2.0)
-            except (pymysql.err.MySQLError, OSError, TimeoutError):
+            except (_mysql_error(), OSError, TimeoutError):
                 self._conn.close()
             self._conn = None

@@ -28,6 +28,7 @@ from knobtop.server.knobs import (
     KnobFacts,
     SetGlobalApplier,
     load_facts,
+    static_value,
     valid_name,
     validate,
 )
@@ -45,16 +46,6 @@ NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
                       type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
                       default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
-
-
-def static_value(facts: KnobFacts, raw: str) -> str:
-    """``raw`` checked for the drop-in file; raises KnobError with the reason."""
-    value = str(validate(facts, raw, static_ok=True))
-    if any(ch in value for ch in "\r\n\0#;"):
-        # It goes into a config file: one line, no comment characters.
-        raise KnobError(f"{facts.name}: a value for the config file must be one line "
-                        "without '#' or ';'")
-    return value
 
 
 class KnobApplier:

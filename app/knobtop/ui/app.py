@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -25,11 +25,9 @@ from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import Recipe
-from knobtop.recipes.runner import Progress, RecipeRunner, RunAborted
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
-from knobtop.server.knobs import KnobError, validate
+from knobtop.server.knobs import KnobError, static_value, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
-from knobtop.session.knobs import static_value
 from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
@@ -47,6 +45,9 @@ from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 from knobtop.ui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen starts without it
+    from knobtop.recipes.runner import Progress, RecipeRunner
 
 T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
@@ -212,6 +213,8 @@ class KnobtopApp(KnobtopBase):
     async def _run_recipe(self, recipe: Recipe) -> None:
         """Run a recipe on the session's thread; progress and results go to the panel."""
         assert self.session is not None
+        from knobtop.recipes.runner import RecipeRunner, RunAborted
+
         def progress(p: Progress) -> None:  # on the session's thread
             self.post_message(RecipeProgress(dataclasses.replace(p)))
 
