@@ -33,6 +33,7 @@ from common import (
     journal_samples,
     log,
     temp_dir,
+    tree_cpu,
 )
 from watch_cost import schedule
 
@@ -85,6 +86,12 @@ def one_interval(server: BenchServer, cleanup: Cleanup, tmp: Path, interval: flo
     for tool in (live, dolphie):
         tool.wait_ready()
     try:
+        # The screen's CPU on the idle server (both of knobtop's processes, as in row 2a).
+        time.sleep(min(10.0, window / 4))
+        idle = min(30.0, window / 2)
+        cpu0 = tree_cpu(live.pid)
+        time.sleep(idle)
+        idle_cpu = (tree_cpu(live.pid) - cpu0) / idle * 60.0
         with server.background_load(int(window + 15), cleanup):
             time.sleep(3.0)
             stop = threading.Event()
@@ -106,6 +113,7 @@ def one_interval(server: BenchServer, cleanup: Cleanup, tmp: Path, interval: flo
         walls = [float(x) for x in ticks.read_text().split()]
         out["probe"] = schedule([(w, w) for w in walls], interval, w0 + interval, w1)
         out["actions"] = acted[0] if acted else 0
+        out["idle_cpu"] = idle_cpu
         out["alive"] = not live.pane.dead
     finally:
         for tool in (live, dolphie):

@@ -54,6 +54,7 @@ from common import (
     temp_dir,
 )
 from knobtop.analysis.stats import NOISE
+from live_schedule import live_schedule
 from watch_cost import busy_since, per_sample_cost, server_cost
 
 ARM_NAMES = {"none": "none", "k1": "knobtop 1 Hz", "k10": "knobtop 10 Hz",
@@ -76,11 +77,14 @@ class Plan:
     cost_repeats: int = 3
     memory_seconds: int = 86_400
     paint_every: int = 300
+    person_window: float = 60.0  # rows 6d-6e: a person at the screen, per interval
+    startup_runs: int = 5  # rows 3c-3g: whole-process start-ups
 
 
 QUICK = Plan(rounds=2, seconds=4, probe=3.0, tui_warm=2.0, tui_window=6.0, builtin_rounds=1,
              builtin_seconds=4, journal_seconds=3600, seeks=20, cost_seconds=600,
-             cost_repeats=1, memory_seconds=1800, paint_every=300)
+             cost_repeats=1, memory_seconds=1800, paint_every=300, person_window=8.0,
+             startup_runs=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,6 +177,14 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
     res["memory"], res["memory_bare"] = run_json_many(
         [memory, [*memory, "--no-phase-reports"]], timeout=1800)
     res["tui_rss"] = finish(pair)
+    log(f"a person at the live screen (resizing, scrolling), {plan.person_window:g} s at "
+        "1 Hz and at 10 Hz, beside dolphie and saturating sysbench")
+    res["person"] = live_schedule(server, cleanup, tmp, plan.person_window)
+    log("start-up of whole processes: --version, --help, report, lab, replay")
+    res["startup"] = run_json(["bench/startup.py", "--runs", str(plan.startup_runs), "--json"],
+                              timeout=600)
+    res["screens"] = run_json(["bench/startup_screens.py", "--runs", str(plan.startup_runs),
+                               "--json"], timeout=900)
     res["load_after"] = os.getloadavg()
     return res
 
@@ -260,9 +272,18 @@ def rows(res: dict[str, Any]) -> list[Row]:
         c = cl[phase]
         r = c["knobtop"] / c["dolphie"] if c["dolphie"] else float("inf")
         label = "idle server" if phase == "idle" else "sysbench saturating the CPUs"
-        out.append(Row(key, f"client CPU, live screen 160x48 at 1 s, {label}",
-                       f"knobtop {c['knobtop']:.2f} s/min, dolphie {c['dolphie']:.2f} s/min: "
-                       f"{r:.2f}x", "<= 0.5x dolphie", verdict(r <= 0.5)))
+        measured = (f"knobtop {c['knobtop']:.2f} s/min, dolphie {c['dolphie']:.2f} s/min: "
+                    f"{r:.2f}x")
+        if phase == "idle":  # issue 16's goal
+            out.append(Row(key, f"client CPU, live screen 160x48 at 1 s, {label}", measured,
+                           "<= 1.5 s/min and <= 0.12x dolphie",
+                           verdict(c["knobtop"] <= 1.5 and r <= 0.12)))
+        else:
+            out.append(Row(key, f"client CPU, live screen 160x48 at 1 s, {label}", measured,
+                           "<= 0.5x dolphie", verdict(r <= 0.5)))
+    ten = res["person"]["0.1"]["idle_cpu"]
+    out.append(Row("2c", "client CPU, live screen 160x48 at 10 Hz, idle server",
+                   f"knobtop {ten:.2f} s/min", "<= 6 s/min", verdict(ten <= 6.0)))
     rp = res["replay"]
     hours = rp["seconds"] / 3600
     out.append(Row("3a", f"replay: open to first frame, {hours:g} h journal, cache dropped",
@@ -272,6 +293,17 @@ def rows(res: dict[str, Any]) -> list[Row]:
                    f"median {rp['replay_seek_median'] * 1e3:.1f} ms, "
                    f"max {rp['replay_seek_max'] * 1e3:.1f} ms", "< 100 ms (max)",
                    verdict(rp["replay_seek_max"] < 0.1)))
+    sc, st = res["screens"], res["startup"]
+    out.append(Row("3c", "`lab --load none` on a running sandbox to its first sample on "
+                   "screen (whole process, median)", f"{sc['lab_first_sample']:.2f} s",
+                   "<= 1.0 s", verdict(sc["lab_first_sample"] <= 1.0)))
+    out.append(Row("3d", "`replay` of a 24 h journal to its first frame (whole process, "
+                   "median)", f"{sc['replay_first_frame']:.2f} s", "<= 1.0 s",
+                   verdict(sc["replay_first_frame"] <= 1.0)))
+    for key, name, goal in (("3e", "--version", 0.1), ("3f", "--help", 0.1),
+                            ("3g", "report, 1-hour journal", 0.3)):
+        out.append(Row(key, f"`knobtop {name}` start to exit (whole process, median)",
+                       f"{st[name]:.3f} s", f"<= {goal:g} s", verdict(st[name] <= goal)))
     jc = res["journal"]
     out.append(Row("4a", "JournalWriter.append per event (secret redaction on)",
                    f"mean {jc['mean_us']:.1f} us (median {jc['median_us']:.1f}, "
@@ -287,8 +319,8 @@ def rows(res: dict[str, Any]) -> list[Row]:
     out.append(Row("5a", f"RSS growth, {hours:g} h of 1 Hz samples + load, live app path",
                    f"{growth:+.1f} MB ({mem['rss_start'] / 1e6:.0f} -> "
                    f"{mem['rss_end'] / 1e6:.0f} MB; after 1 h "
-                   f"{(mem['rss_end'] - mem['rss_1h']) / 1e6:+.1f} MB)", "< 20 MB",
-                   verdict(growth < 20)))
+                   f"{(mem['rss_end'] - mem['rss_1h']) / 1e6:+.1f} MB)",
+                   "< 5 MB (issue 16; was < 20 MB)", verdict(growth < 5)))
     bare = res["memory_bare"]
     growth = (bare["rss_end"] - bare["rss_start"]) / 1e6
     out.append(Row("5b", "same, load events not kept in Session._phase_reports",
@@ -296,6 +328,11 @@ def rows(res: dict[str, Any]) -> list[Row]:
                    f"{bare['rss_end'] / 1e6:.0f} MB; after 1 h "
                    f"{(bare['rss_end'] - bare['rss_1h']) / 1e6:+.1f} MB)", "< 20 MB",
                    verdict(growth < 20)))
+    m = res["screens"]["memory"]
+    out.append(Row("5d", "memory of the live screen at its first sample (screen + session "
+                   "process)", f"screen RSS {m['screen_rss'] / 1e6:.0f} MB, session RSS "
+                   f"{m['session_rss'] / 1e6:.0f} MB; PSS of both {m['pss'] / 1e6:.0f} MB",
+                   "<= 60 MB (PSS of both)", verdict(m["pss"] <= 60e6)))
     tr = res["tui_rss"]
     out.append(Row("5c", f"RSS of the two TUIs over {tr['minutes']:.1f} min (measured)",
                    f"knobtop {tr['knobtop']['start'] / 1e6:.0f} -> "
@@ -320,6 +357,19 @@ def rows(res: dict[str, Any]) -> list[Row]:
                    f"{statistics.median(lat) if lat else float('nan'):.2f} s, max "
                    f"{max(lat, default=float('nan')):.2f} s", ">= 95%",
                    verdict(share is not None and share >= 0.95)))
+    for key, interval in (("6d", "1"), ("6e", "0.1")):
+        p = res["person"][interval]
+        share = p["share"]
+        probe = p["probe"]
+        pshare = probe["on_time"] / probe["slots"] if probe["slots"] else None
+        iv = float(interval)
+        ok = share is not None and share >= 0.99 and p["max_gap"] <= 2 * iv
+        out.append(Row(key, f"same as 6c at {1 / iv:g} Hz while a person resizes and scrolls "
+                       "the screen (a bare loop beside it: the machine's own schedule)",
+                       f"{_pct(share)} ({p['on_time']}/{p['slots']}, max gap "
+                       f"{p['max_gap']:.2f} s, {p['actions']} resizes and keys); bare loop "
+                       f"{_pct(pshare)}, max gap {probe['max_gap']:.2f} s",
+                       f">= 99%, max gap <= {2 * iv:g} s", verdict(ok)))
     bi = res["builtin"]
     out.append(Row("7", "built-in load TPS / sysbench TPS (oltp_point_select x8)",
                    f"{bi['ratio']:.2f} ({bi['builtin']:.0f} vs {bi['sysbench']:.0f} tps)",
@@ -440,8 +490,32 @@ def details(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def previous_results(path: Path) -> list[str]:
+    """The run line and results table of the file about to be replaced (kept under the new
+    figures for comparison: issue 16 asks for the before and after side by side)."""
+    try:
+        old = path.read_text().splitlines()
+    except OSError:
+        return []
+    run_line = next((line for line in old if line.startswith("Run: ")), "")
+    try:
+        start = old.index("## Results") + 1
+    except ValueError:
+        return []
+    table = []
+    for line in old[start:]:
+        if line.startswith("## "):
+            break
+        table.append(line)
+    while table and not table[-1].strip():
+        table.pop()
+    return ["## Previous run", "", f"The figures this run replaced ({run_line[5:]})", *table,
+            ""]
+
+
 def write_results(path: Path, res: dict[str, Any], table: list[Row], took: float,
                   argv: list[str]) -> None:
+    previous = previous_results(path)
     lines = ["# knobtop benchmark results", "",
              f"Run: {time.strftime('%Y-%m-%d %H:%M %Z')}, `make bench` "
              f"(`{' '.join(['bench/run_all.py', *argv])}`), {took / 60:.1f} minutes.", "",
@@ -450,7 +524,7 @@ def write_results(path: Path, res: dict[str, Any], table: list[Row], took: float
     lines += ["", *busy_notes(res), "", "## Results", "",
               "| # | measure | measured | goal | verdict |", "|---|---|---|---|---|"]
     lines += [f"| {r.key} | {r.what} | {r.measured} | {r.goal} | {r.verdict} |" for r in table]
-    lines += ["", WHAT, "", *details(res), ""]
+    lines += ["", *previous, WHAT, "", *details(res), ""]
     path.write_text("\n".join(lines))
 
 
@@ -501,6 +575,21 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   sysbench ran: on time = within 1.5x the interval of the previous sample; share = on-time
   samples / grid slots (a skipped slot is a miss). **6c** the same for the live screen's
   journal during row 2's loaded window, next to dolphie's own "Latency" figure.
+* **6d/6e** `bench/live_schedule.py`: 6c's condition at 1 Hz and at 10 Hz (the live screen
+  via `knobtop connect PROFILE --load none --interval I`, dolphie beside it, sysbench
+  saturating), while a "person" resizes knobtop's tmux window (160x48, 80x24, 120x40,
+  100x30) and presses Down/Up/PageDown/PageUp, one action every ~0.35 s. Beside it a bare
+  Python loop keeps the same grid the same way: where it misses too, the machine stalled
+  every process, which no design of knobtop's can beat. Before the load, the same run
+  measures the screen's CPU on the idle server: **2c** at 10 Hz.
+* **3c/3d** `bench/startup_screens.py`: a fresh 160x48 tmux pane running `knobtop lab
+  --load none` on a running sandbox, timed until the status bar counts a sample, and
+  `knobtop replay` of a generated 24-hour journal, timed until a graph shows its figure;
+  tmux's own start is subtracted; median of 5 runs after one to warm the cache. **5d** the
+  memory of that live screen when its first sample shows: RSS of each process, and the PSS
+  (proportional set size) of both, which counts the pages they share after the fork once.
+  **3e-3g** `bench/startup.py`: `python -m knobtop --version`, `--help` and `report` of a
+  1-hour journal, start to exit, median of 5.
 * **7** `bench/builtin_vs_sysbench.py`: sysbench and knobtop's built-in driver alternated
   (3 rounds x 15 s), ratio of median TPS."""
 

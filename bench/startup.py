@@ -8,6 +8,7 @@ lab-80s pattern repeated). Prints the targets and the figures before this work s
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def whole_process(argv: list[str], runs: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--json", action="store_true", help="the figures as JSON (run_all.py)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         journal = Path(tmp) / "hour.knobtop.jsonl"
@@ -46,6 +48,11 @@ def main() -> int:
         # PYTHONDONTWRITEBYTECODE=1 (as on the farm) compiles every module on each start;
         # an installed wheel has its .pyc files. Say which this run measured.
         cached = "no .pyc cache" if sys.flags.dont_write_bytecode else ".pyc cached"
+        if args.json:
+            print(json.dumps({name: whole_process([a.format(journal=journal) for a in argv],
+                                                  args.runs)
+                              for name, argv, _target, _before in ROWS}))
+            return 0
         print(f"start-up of `python -m knobtop`, {cached}, median of {args.runs} runs")
         print("| start-up (whole process, median) | seconds | target | before |")
         print("| --- | --- | --- | --- |")

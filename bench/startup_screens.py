@@ -27,11 +27,25 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import KNOBTOP, tree_rss
+import psutil
+
+from common import KNOBTOP
 from journal_open_seek import generate
 from knobtop.lab import Sandbox
 
 FIRST_SAMPLE = re.compile(r"\b[1-9]\d* samples? every")
+def memory(pane_pid: int) -> dict[str, int]:
+    """RSS of the screen's process and of the session's, and PSS of the two together
+    (PSS shares the pages the fork left in common between them: what they cost)."""
+    procs = [psutil.Process(pane_pid), *psutil.Process(pane_pid).children(recursive=True)]
+    ours = [p for p in procs if "knobtop" in " ".join(p.cmdline())]
+    screen = next(p for p in ours if p.parent() not in ours)
+    sessions = [p for p in ours if p.parent() == screen]
+    return {"screen_rss": screen.memory_info().rss,
+            "session_rss": sum(p.memory_info().rss for p in sessions),
+            "pss": sum(p.memory_full_info().pss for p in [screen, *sessions])}
+
+
 FIRST_FRAME = re.compile(r"Server TPS .*\d")  # a graph title with its figure
 
 
@@ -90,9 +104,9 @@ def measure(runs: int) -> dict[str, Any]:
             generate(day, 86400)
             base = tmux_itself(runs)
             lab = f"{KNOBTOP} lab --dir {sandbox.root} --load none --journal {root}/lab-%d.jsonl"
-            rss: list[int] = []
+            mem: list[dict[str, int]] = []
             labs = [time_to_text(lab % i, FIRST_SAMPLE,
-                                 on_shown=lambda pid: rss.append(tree_rss(pid))) - base
+                                 on_shown=lambda pid: mem.append(memory(pid))) - base
                     for i in range(runs + 1)][1:]  # the first run warms the page cache
             replays = [time_to_text(f"{KNOBTOP} replay {day}", FIRST_FRAME) - base
                        for _ in range(runs + 1)][1:]
@@ -100,7 +114,8 @@ def measure(runs: int) -> dict[str, Any]:
             sandbox.stop()
     return {"runs": runs, "tmux": base, "lab_first_sample": statistics.median(labs),
             "lab_all": labs, "replay_first_frame": statistics.median(replays),
-            "replay_all": replays, "live_rss": statistics.median(rss[1:])}
+            "replay_all": replays,
+            "memory": {k: statistics.median(m[k] for m in mem[1:]) for k in mem[0]}}
 
 
 def main() -> int:
@@ -114,7 +129,10 @@ def main() -> int:
     else:
         print(f"lab --load none to first sample: {out['lab_first_sample']:.2f} s (target 1.0)")
         print(f"replay 24 h to first frame: {out['replay_first_frame']:.2f} s (target 1.0)")
-        print(f"live screen RSS (both processes): {out['live_rss'] / 1e6:.0f} MB (target 60)")
+        m = out["memory"]
+        print(f"live screen at its first sample: screen RSS {m['screen_rss'] / 1e6:.0f} MB, "
+              f"session RSS {m['session_rss'] / 1e6:.0f} MB, PSS of both "
+              f"{m['pss'] / 1e6:.0f} MB (target 60)")
     return 0
 
 

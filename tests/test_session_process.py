@@ -4,8 +4,10 @@ sandbox server, and (when the session's process is the one killed) a screen that
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +119,38 @@ def test_killing_the_session_process_ends_the_screen_with_the_journal_named(
     events = list(JournalReader(journal))
     assert sum(isinstance(e, Sample) for e in events) >= 3
     assert not any(isinstance(e, End | Error) for e in events)
+
+
+def test_the_screens_handle_on_the_session_process_carries_calls_errors_and_events(
+    tmp_path: Path, mariadb: Sandbox
+) -> None:
+    """Through the RemoteSession the screen uses: a knob set in the other process and its
+    history readable at once, a refused knob raised here with its words, a note, samples
+    that came while nothing listened yet (the session opens before the screen starts), undo
+    back to the value before, an error raised there raised here with its words, and a
+    journal that says all of it."""
+    journal = tmp_path / "remote.knobtop.jsonl"
+    script = Path(__file__).parent / "remote_script.py"
+    proc = subprocess.run([sys.executable, str(script), str(mariadb.root), str(journal)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["journal"] == str(journal)
+    knob, old, new, result = out["change"]
+    assert (knob, old, result) == ("innodb_io_capacity", out["before"], "ok")
+    assert int(new) == int(out["before"]) + 100
+    assert out["history"] == ["innodb_io_capacity"]
+    result, words = out["refused"]
+    assert result != "ok" and "no_such_knob_at_all" in words
+    kind, words = out["raised"]
+    assert kind in ("BadValue", "LoadError") and "no_such_workload" in words
+    assert out["note"] == "from the other process"
+    assert out["undone"] == ["innodb_io_capacity", out["before"]]
+    assert out["after"] == out["before"]
+    # The listener heard the session from its first event (the knobs it started from,
+    # sent before it subscribed) to its last, in the journal's order.
+    kinds = out["kinds"]
+    assert kinds[0] == "knobs" and kinds[-1] == "end"
+    written = [e.kind for e in JournalReader(journal)]
+    assert kinds == written
+    assert mariadb.running_pid() is not None  # not this session's to stop
