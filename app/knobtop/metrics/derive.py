@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -36,8 +37,9 @@ def _get(snap: Snapshot, name: str) -> Number | None:
 def _delta(prev: Snapshot, cur: Snapshot, *names: str) -> Number | None:
     """Sum of the named counters' increases, or None if any is missing."""
     total: Number = 0
+    before, after = prev.counters, cur.counters  # (a report derives every sample: kept lean)
     for name in names:
-        a, b = _get(prev, name), _get(cur, name)
+        a, b = before.get(name), after.get(name)
         if a is None or b is None:
             return None
         total += b - a
@@ -86,6 +88,13 @@ def server_tps(prev: Snapshot, cur: Snapshot, dt: float) -> float | None:
     return _rate(prev, cur, dt, "Handler_commit", "Handler_rollback")
 
 
+@functools.lru_cache(maxsize=16)
+def _layout(fields: tuple[str, ...]) -> tuple[dict[str, int], int]:
+    """Position of each host field, and how many lead with CPU times (one per journal)."""
+    return ({name: i for i, name in enumerate(fields)},
+            len([f for f in fields if f in CPU_FIELDS]))
+
+
 HOST_METRICS = ("cpu", "iowait", "mem_used_pct", "read_bps", "write_bps", "iops", "load1")
 
 
@@ -98,7 +107,7 @@ def host_metrics(
     ``fields`` names the positions (the journal header's ``host_fields``);
     fields a journal lacks come out as None.
     """
-    index = {name: i for i, name in enumerate(fields)}
+    index, cpu_n = _layout(tuple(fields))
 
     def value(snap: Sequence[float], name: str) -> float | None:
         i = index.get(name)
@@ -116,7 +125,6 @@ def host_metrics(
         return total / dt
 
     out: dict[str, float | None] = dict.fromkeys(HOST_METRICS)
-    cpu_n = len([f for f in fields if f in CPU_FIELDS])
     if prev is not None and "idle" in index:
         pct = cpu_percent(prev[:cpu_n], cur[:cpu_n], fields[:cpu_n])
         if pct is not None:
