@@ -154,3 +154,66 @@ def test_the_screens_handle_on_the_session_process_carries_calls_errors_and_even
     written = [e.kind for e in JournalReader(journal)]
     assert kinds == written
     assert mariadb.running_pid() is not None  # not this session's to stop
+
+
+RESET_ON_FORK = getattr(os, "SCHED_RESET_ON_FORK", 0x40000000)
+
+
+def scheduling_of(tid: int) -> tuple[int, bool]:
+    """A thread's scheduling class, and whether its children start in the normal one."""
+    policy = os.sched_getscheduler(tid)
+    return policy & ~RESET_ON_FORK, bool(policy & RESET_ON_FORK)
+
+
+def test_the_session_process_samples_in_real_time_and_nothing_it_starts_inherits_that(
+    tmp_path: Path, tmux: TmuxServer, lab_dir: Path, sysbench_path: str
+) -> None:
+    """On a saturated machine nice steps did not keep samples on time (autogroups: a woken
+    timer waited seconds behind the load; bench/live_schedule.py); the real-time class did.
+    The session's process takes it; the screen, the load and the server keep the normal
+    class and the priority knobtop was started with."""
+    if os.geteuid() != 0:
+        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
+    journal = tmp_path / "realtime.knobtop.jsonl"
+    _pane, screen, session = start_lab(tmux, lab_dir, journal)
+    generators = load_generators(session)
+
+    assert scheduling_of(session.pid) == (os.SCHED_RR, True), "the sampler's loop thread"
+    realtime = [t.id for t in session.threads() if scheduling_of(t.id)[0] == os.SCHED_RR]
+    # The loop's, the journal syncer's and the socket's writer and reader threads.
+    assert len(realtime) >= 4, f"threads in real time: {realtime} of {session.threads()}"
+    started_nice = screen.nice()
+    for other in (screen, *generators, *mariadbd_for(lab_dir)):
+        assert scheduling_of(other.pid)[0] == os.SCHED_OTHER, other
+        assert other.nice() == started_nice, other
+
+    os.kill(screen.pid, signal.SIGKILL)
+    _gone, alive = psutil.wait_procs([session, *generators], timeout=60)
+    assert not alive, f"left running after the screen was killed: {alive}"
+
+
+DEMOTE_SCRIPT = """
+import json, os, time
+from knobtop.hosts.local import realtime_threads
+told = []
+assert realtime_threads(told.append)
+before = os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
+deadline = time.monotonic() + 30
+while not told and time.monotonic() < deadline:
+    pass  # CPU without a pause: the kernel's real-time limit sends SIGXCPU
+print(json.dumps({"before": before, "after": os.sched_getscheduler(0), "told": told}))
+"""
+
+
+def test_a_session_process_that_hogs_the_cpu_in_real_time_drops_back_to_normal() -> None:
+    """The safety catch: a real-time thread that runs 2 s of CPU without blocking is put
+    back in the normal class (with the reason said) instead of starving the machine."""
+    if os.geteuid() != 0:
+        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
+    proc = subprocess.run([sys.executable, "-c", DEMOTE_SCRIPT], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["before"] == os.SCHED_RR
+    assert out["after"] == os.SCHED_OTHER
+    assert len(out["told"]) == 1 and "without pausing" in out["told"][0]

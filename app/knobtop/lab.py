@@ -229,6 +229,8 @@ class Sandbox:
             self._install_db()
         self.port = self.port or free_port()
         self._open_error_log()
+        from knobtop.hosts.local import as_launched  # psutil: only where a server starts
+
         with open(os.devnull, "wb") as devnull:
             proc = subprocess.Popen(
                 [server, f"--defaults-file={self.config}", f"--port={self.port}"],
@@ -236,6 +238,7 @@ class Sandbox:
                 stdout=devnull,
                 stderr=devnull,
                 start_new_session=True,
+                preexec_fn=as_launched,  # not a session process's raised priority
             )
         self.started_here = True
         (self.root / "port").write_text(str(self.port))

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import resource
 import shutil
 import signal
 import tempfile
@@ -56,6 +57,57 @@ def as_launched() -> None:
     """Runs in a child before exec: the priority knobtop had before it raised its own."""
     if _BASE_NICE is not None:
         os.setpriority(os.PRIO_PROCESS, 0, _BASE_NICE)
+
+
+REALTIME_PRIORITY = 1  # the lowest real-time priority: above every normal task, below IRQs
+REALTIME_BURST = 2_000_000  # microseconds a real-time thread may run without blocking
+
+
+def realtime_threads(on_demoted: Callable[[str], None] | None = None) -> bool:
+    """Put every thread of this process in the real-time round-robin class (SCHED_RR at
+    the lowest priority) where allowed (root, CAP_SYS_NICE, or an RLIMIT_RTPRIO of 1 or
+    more); False when not, and nothing changed.
+
+    Nice steps are not enough for a sampler on a saturated machine: with autogroup
+    scheduling (the default on Debian's kernels) nice orders threads only inside their
+    terminal's session, and a normal task woken by its timer waited for seconds behind the
+    load's threads, while a real-time one ran on time (bench/live_schedule.py, rows 6d/6e).
+    Programs started from here (load generators, a server restart) and threads started
+    after do not inherit the class (SCHED_RESET_ON_FORK; a raised nice is reset too).  A
+    thread that runs REALTIME_BURST of CPU without blocking gets SIGXCPU: then the whole
+    process drops back to the normal class and ``on_demoted`` is told why."""
+    if not hasattr(os, "sched_setscheduler"):
+        return False
+    policy = os.SCHED_RR | getattr(os, "SCHED_RESET_ON_FORK", 0x40000000)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+        for tid in tids:
+            os.sched_setscheduler(tid, policy, os.sched_param(REALTIME_PRIORITY))
+    except (OSError, ValueError):
+        _normal_threads()
+        return False
+
+    def demote(_signum: int, _frame: object) -> None:
+        _normal_threads()
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+        if on_demoted is not None:
+            on_demoted(f"a thread ran {REALTIME_BURST / 1e6:g} s of CPU without pausing; "
+                       "the session's process went back to normal priority")
+
+    with contextlib.suppress(OSError, ValueError):
+        _soft, hard = resource.getrlimit(resource.RLIMIT_RTTIME)
+        signal.signal(signal.SIGXCPU, demote)
+        resource.setrlimit(resource.RLIMIT_RTTIME, (REALTIME_BURST, hard))
+    return True
+
+
+def _normal_threads() -> None:
+    """Every thread of this process back in the normal class."""
+    with contextlib.suppress(OSError, ValueError):
+        for tid in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+
 
 
 def _die_with_parent() -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from knobtop.session.core import Session
     from knobtop.session.options import SessionOptions
 
-SAMPLER_PRIORITY = 10  # nice steps the session's process takes over the screen, if allowed
+SAMPLER_PRIORITY = 10  # nice steps the session's process takes, where real-time is refused
 MAX_QUEUED = 20_000  # samples held for a screen that does not read; beyond, they are dropped
 
 # The port's calls the child serves (anything else is refused).
@@ -147,6 +147,7 @@ class _Server:
                     return
                 self.push_state()  # the screen reads state() as soon as it hears "ready"
                 self.out.put(("ready", self.ready))
+            self._go_ahead(loop)
             while (message := await inbox.get()) is not None:
                 kind = message[0]
                 if kind == "call":
@@ -171,6 +172,20 @@ class _Server:
             unsubscribe()
             self.out.put(None)
             await asyncio.to_thread(writer.join, 5.0)
+
+    def _go_ahead(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Samples are due on a grid whatever else runs: every thread of this process
+        (the sampler's loop, the journal's, the socket's) goes ahead of the screen and of
+        the load, where the system allows; what it starts runs as knobtop was started."""
+        from knobtop.hosts.local import raise_priority, realtime_threads
+
+        rec = self.session.recorder
+
+        def demoted(why: str) -> None:  # in a signal handler: the journal is told later
+            loop.call_soon_threadsafe(rec.error, "session process", why)
+
+        if not realtime_threads(demoted):
+            raise_priority(SAMPLER_PRIORITY)  # all there is without real-time rights
 
     async def _call(self, cid: int, name: str, args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> None:
@@ -214,7 +229,6 @@ def _quiet() -> None:
 
 def child(options: SessionOptions, feedback: Feedback, conn: Connection, parent: int) -> int:
     """The child's whole life: build the session, serve it, put it away; the exit code."""
-    from knobtop.hosts.local import raise_priority
     from knobtop.session.build import build_session
 
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -225,10 +239,6 @@ def child(options: SessionOptions, feedback: Feedback, conn: Connection, parent:
     try:
         with build_session(options, feedback) as live:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # keys belong to the screen now
-            # Samples are due on a grid whatever else runs: this process goes ahead of
-            # the screen and of the load where the system allows (root, CAP_SYS_NICE);
-            # what it starts runs at the priority knobtop was given.
-            raise_priority(SAMPLER_PRIORITY)
             server = _Server(live.session, conn)
             server.ready = Ready(live.journal_path, live.sandbox_root)
             try:
