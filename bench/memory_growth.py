@@ -15,6 +15,10 @@ keeps them in:
   ``MetricBoard``, the knob panel, the journal pane; the graphs are painted every
   ``--paint-every`` simulated seconds (and by the app's own 0.5 s timer).
 
+``--part screen`` / ``--part session`` split the day as the live screen runs since issue 16:
+the screen's process alone (the app fed the events, as its RemoteSession hands them on) and
+the session's process alone (Session, JournalWriter, the phase's reports; no app).
+
 RSS (psutil, after ``gc.collect()``) is read once the app is up, after the first simulated
 hour (the graphs' 3600-point series are full by then) and at the end.  Prints a table and,
 with ``--json``, one JSON line.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import sys
 import tempfile
@@ -60,54 +65,73 @@ def report_of(event: Load) -> IntervalReport:
 
 
 async def simulate(seconds: int, paint_every: int, tmp: Path,
-                   phase_reports: bool = True) -> dict[str, Any]:
+                   phase_reports: bool = True, part: str = "both") -> dict[str, Any]:
+    """``part``: "both" (session and screen in one process, as before issue 16), "screen"
+    (what the live screen's process holds since: the app fed the session's events, no
+    Session, no journal writer) or "session" (what the session's process holds: Session,
+    JournalWriter, the phase's reports; no app)."""
     header, events = day_events(seconds)
     config = SessionConfig(profile="bench", connection=ConnectionInfo(password=SECRET),
                            journal_path=tmp / "day.knobtop.jsonl")
-    session = Session(config, LocalHost(), None)
-    session.journal = JournalWriter(config.journal_path, header, secrets=(SECRET,))
+    session = Session(config, LocalHost(), None) if part != "screen" else None
+    if session is not None:
+        session.journal = JournalWriter(config.journal_path, header, secrets=(SECRET,))
     clock = [0.0, header.started_wall]
-    session.now = lambda: clock[0]  # type: ignore[method-assign]
-    session.wall = lambda: clock[1]  # type: ignore[method-assign]
-    app = KnobtopApp(header=header, events=[])
-    out: dict[str, Any] = {"seconds": seconds, "phase_reports_kept": phase_reports}
+    if session is not None:
+        session.now = lambda: clock[0]  # type: ignore[method-assign]
+        session.wall = lambda: clock[1]  # type: ignore[method-assign]
+    app = KnobtopApp(header=header, events=[]) if part != "session" else None
+    out: dict[str, Any] = {"seconds": seconds, "phase_reports_kept": phase_reports,
+                           "part": part}
     began = time.perf_counter()
-    async with app.run_test(size=(160, 48)) as pilot:
-        session.listeners.append(app._from_session)  # what the live app registers
-        await pilot.pause()
-        app.paint(force=True)
-        await pilot.pause()
+    async with contextlib.AsyncExitStack() as stack:
+        pilot = await stack.enter_async_context(app.run_test(size=(160, 48))) if app else None
+
+        async def paint(force: bool = False) -> None:
+            if app is not None and pilot is not None:
+                await pilot.pause()
+                app.paint(force=force)
+                await pilot.pause()
+
+        if session is not None and app is not None:
+            session.listeners.append(app._from_session)  # what the live app registers
+        if pilot is not None:
+            await pilot.pause()
+        await paint(force=True)
         out["rss_start"] = rss()
         samples = 0
         for event in events:
             clock[0], clock[1] = event.t, event.wall
-            if isinstance(event, Load) and phase_reports:
+            if session is None:
+                assert app is not None
+                app._from_session(event)  # as the screen's RemoteSession hands them on
+            elif isinstance(event, Load) and phase_reports:
                 session.loads.on_report(event.src, report_of(event))
                 continue
-            session.emit(event)
+            else:
+                session.emit(event)
             if isinstance(event, Sample):
                 samples += 1
                 if samples % paint_every == 0:
-                    await pilot.pause()
-                    app.paint()
-                    await pilot.pause()
+                    await paint()
                 if samples == 3600:
                     out["rss_1h"] = rss()
-        await pilot.pause()
-        app.paint(force=True)
-        await pilot.pause()
+        await paint(force=True)
         out["rss_end"] = rss()
-        board = app.board
-        assert board is not None
-        if board.samples != samples:
-            raise RuntimeError(f"the app's board saw {board.samples} of {samples} samples")
-        out["board_samples"] = board.samples
-        out["phase_reports"] = len(session.loads.phase_reports)
-        kept = session.loads.phase_reports  # two float arrays (PhaseNumbers)
-        out["phase_report_bytes"] = (sys.getsizeof(kept.tps) + sys.getsizeof(kept.lat)) / max(
-            len(kept), 1)
-        out["journal_bytes"] = config.journal_path.stat().st_size
-        session.journal.close()
+        if app is not None:
+            board = app.board
+            assert board is not None
+            if board.samples != samples:
+                raise RuntimeError(f"the app's board saw {board.samples} of {samples} samples")
+            out["board_samples"] = board.samples
+        if session is not None:
+            out["phase_reports"] = len(session.loads.phase_reports)
+            kept = session.loads.phase_reports  # two float arrays (PhaseNumbers)
+            out["phase_report_bytes"] = (sys.getsizeof(kept.tps) + sys.getsizeof(kept.lat)
+                                         ) / max(len(kept), 1)
+            out["journal_bytes"] = config.journal_path.stat().st_size
+            assert session.journal is not None
+            session.journal.close()
     out["wall_seconds"] = time.perf_counter() - began
     out.setdefault("rss_1h", out["rss_end"])
     return out
@@ -120,11 +144,15 @@ def main() -> int:
     ap.add_argument("--no-phase-reports", action="store_true",
                     help="emit load events straight to the journal and the app instead of "
                     "through Session._on_report (which keeps every report of the phase)")
+    ap.add_argument("--part", choices=("both", "screen", "session"), default="both",
+                    help="what one process holds: both (before issue 16), the live screen's "
+                    "process alone, or the session's process alone")
     ap.add_argument("--json", action="store_true", help="also print one JSON line")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="knobtop-bench-") as tmp:
         got = asyncio.run(simulate(args.seconds, args.paint_every, Path(tmp),
-                                   phase_reports=not args.no_phase_reports))
+                                   phase_reports=not args.no_phase_reports,
+                                   part=args.part))
     mb = 1e6
     growth = (got["rss_end"] - got["rss_start"]) / mb
     print(f"simulated {args.seconds} s of 1 Hz sampling in {got['wall_seconds']:.0f} s")
@@ -134,8 +162,9 @@ def main() -> int:
     print(f"  growth start -> end     {growth:8.1f} MB   (goal < 20 MB) "
           f"{'PASS' if growth < 20 else 'FAIL'}")
     print(f"  growth 1 h -> end       {(got['rss_end'] - got['rss_1h']) / mb:8.1f} MB")
-    held = got["phase_reports"] * got["phase_report_bytes"] / mb
-    print(f"  Session._phase_reports  {got['phase_reports']:8d} reports, ~{held:.1f} MB")
+    if "phase_reports" in got:
+        held = got["phase_reports"] * got["phase_report_bytes"] / mb
+        print(f"  Session._phase_reports  {got['phase_reports']:8d} reports, ~{held:.1f} MB")
     if args.json:
         print(orjson.dumps(got).decode())
     return 0 if growth < 20 else 1

@@ -174,8 +174,9 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
     memory = ["bench/memory_growth.py", "--seconds", str(plan.memory_seconds),
               "--paint-every", str(plan.paint_every), "--json"]
     # Two interpreters side by side (RSS does not care; the wall clock does).
-    res["memory"], res["memory_bare"] = run_json_many(
-        [memory, [*memory, "--no-phase-reports"]], timeout=1800)
+    res["memory"], res["memory_bare"], res["memory_screen"], res["memory_session"] = (
+        run_json_many([memory, [*memory, "--no-phase-reports"], [*memory, "--part", "screen"],
+                       [*memory, "--part", "session"]], timeout=1800))
     res["tui_rss"] = finish(pair)
     log(f"a person at the live screen (resizing, scrolling), {plan.person_window:g} s at "
         "1 Hz and at 10 Hz, beside dolphie and saturating sysbench")
@@ -328,6 +329,15 @@ def rows(res: dict[str, Any]) -> list[Row]:
                    f"{bare['rss_end'] / 1e6:.0f} MB; after 1 h "
                    f"{(bare['rss_end'] - bare['rss_1h']) / 1e6:+.1f} MB)", "< 20 MB",
                    verdict(growth < 20)))
+    for key, part, goal in (("5e", "screen", 5.0), ("5f", "session", None)):
+        got = res[f"memory_{part}"]
+        growth = (got["rss_end"] - got["rss_start"]) / 1e6
+        out.append(Row(key, f"same as 5a, what the {part}'s process alone holds",
+                       f"{growth:+.1f} MB ({got['rss_start'] / 1e6:.0f} -> "
+                       f"{got['rss_end'] / 1e6:.0f} MB; after 1 h "
+                       f"{(got['rss_end'] - got['rss_1h']) / 1e6:+.1f} MB)",
+                       "reference" if goal is None else f"< {goal:g} MB (issue 16)",
+                       "info" if goal is None else verdict(growth < goal)))
     m = res["screens"]["memory"]
     out.append(Row("5d", "memory of the live screen at its first sample (screen + session "
                    "process)", f"screen RSS {m['screen_rss'] / 1e6:.0f} MB, session RSS "
@@ -574,6 +584,10 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
 * **5b** The same with load events handed to `Session.emit` directly, so that
   `Session._phase_reports` (every sysbench report of the running phase, kept for the
   phase's summary) stays empty: the difference from 5a is that list's share.
+* **5e/5f** The same day split as the live screen runs since issue 16: the screen's
+  process alone (the app fed the session's events as its RemoteSession hands them on; no
+  Session, no journal writer) and the session's process alone (Session, JournalWriter, the
+  phase's reports; no app). `memory_growth.py --part screen|session`.
 * **5c** RSS of the two TUIs of row 2 from when both showed data until they were stopped
   (they idle while rows 3-5 run).
 * **6a/6b** From the journals of the headless watchers of row 1, the samples stamped while
