@@ -4,6 +4,7 @@ their cell text, and the steady-state detector."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -131,7 +132,39 @@ MWU_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(MWU_CASES))
+# Cases where scipy's "auto" is also knobtop's method: no ties, and one arm <= 8 (exact) or
+# both large (normal approximation).  With ties, or 9-10 values each, knobtop is exact where
+# scipy's "auto" approximates (issue 17): those are checked against the permutation test.
+SCIPY_AUTO_CASES = ["small-no-ties", "unequal-3-vs-12", "8-vs-20", "large", "same-arm-tps",
+                    "one-vs-one"]
+PERMUTATION_CASES = ["ties", "identical", "all-tied", "9-vs-9-asymptotic"]
+
+
+def _permutation_p(a: list[float], b: list[float]) -> float:
+    """scipy's exact permutation test (every split) of the Mann-Whitney U statistic."""
+    def u_of(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return scipy.stats.mannwhitneyu(x, y, axis=axis, method="asymptotic").statistic
+
+    result = scipy.stats.permutation_test((a, b), u_of, permutation_type="independent",
+                                          n_resamples=np.inf, alternative="two-sided",
+                                          vectorized=True)
+    return float(result.pvalue)
+
+
+def _brute_force_p(a: list[float], b: list[float]) -> float:
+    """Every split of the pooled values by hand: 2 x the smaller tail of a's rank sum."""
+    pooled = a + b
+    order = sorted(pooled)
+    rank = {v: (order.index(v) + 1 + len(order) - order[::-1].index(v)) / 2 for v in pooled}
+    observed = sum(rank[v] for v in a)
+    sums = [sum(rank[pooled[i]] for i in pick)
+            for pick in itertools.combinations(range(len(pooled)), len(a))]
+    low = sum(s <= observed + 1e-9 for s in sums)
+    high = sum(s >= observed - 1e-9 for s in sums)
+    return min(1.0, 2 * min(low, high) / len(sums))
+
+
+@pytest.mark.parametrize("name", SCIPY_AUTO_CASES)
 def test_mann_whitney_matches_scipy_auto(name: str) -> None:
     a, b = MWU_CASES[name]
     u, p = mann_whitney_u(a, b)
@@ -154,14 +187,48 @@ def test_mann_whitney_small_without_ties_is_exact(name: str) -> None:
     assert p == pytest.approx(exact, rel=1e-9)
 
 
-@pytest.mark.parametrize("name", ["ties", "9-vs-9-asymptotic", "large"])
-def test_mann_whitney_ties_or_large_is_asymptotic(name: str) -> None:
+@pytest.mark.parametrize("name", ["large"])
+def test_mann_whitney_large_is_asymptotic(name: str) -> None:
     a, b = MWU_CASES[name]
     _, p = mann_whitney_u(a, b)
     _, exact = _scipy_mwu(a, b, "exact")
     _, asym = _scipy_mwu(a, b, "asymptotic")
     assert exact != pytest.approx(asym, rel=1e-6)
     assert p == pytest.approx(asym, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", PERMUTATION_CASES)
+def test_mann_whitney_small_with_ties_is_the_exact_permutation_p(name: str) -> None:
+    """Changed by issue 17: these were scipy's "auto" (the normal approximation with ties,
+    or at 9 vs 9); now the exact permutation p over every split, as scipy computes it."""
+    a, b = MWU_CASES[name]
+    u, p = mann_whitney_u(a, b)
+    assert u == pytest.approx(_scipy_mwu(a, b)[0])
+    assert p == pytest.approx(_permutation_p(a, b), rel=1e-9)
+    assert mann_whitney_u(b, a)[1] == pytest.approx(p, rel=1e-9)
+
+
+def test_mann_whitney_exact_with_ties_matches_brute_force() -> None:
+    """Seeded small samples drawn from a few values (so ties are everywhere), 2..7 a side."""
+    rng = random.Random(17)
+    checked = 0
+    for _ in range(120):
+        a = [float(rng.choice((1, 2, 2, 3, 5))) for _ in range(rng.randint(2, 7))]
+        b = [float(rng.choice((2, 3, 3, 4, 5, 8))) for _ in range(rng.randint(2, 7))]
+        assert mann_whitney_u(a, b)[1] == pytest.approx(_brute_force_p(a, b), rel=1e-12), (a, b)
+        checked += 1
+    assert checked == 120
+
+
+def test_tied_runs_the_issue_found_no_longer_claim_a_difference() -> None:
+    """3 vs 3 runs tied inside each arm: the normal approximation gave p = 0.047 and the
+    verdict "higher"; the exact p is 2/20 = 0.10 (3 vs 4: 2/35 = 0.057, was 0.025)."""
+    a, b = [1000.0] * 3, [1100.0] * 3
+    assert scipy.stats.mannwhitneyu(a, b).pvalue == pytest.approx(0.0463, abs=1e-3)
+    assert mann_whitney_u(a, b)[1] == pytest.approx(2 / 20)
+    assert compare_runs(a, b).label == NOISE
+    assert mann_whitney_u(a, [1100.0] * 4)[1] == pytest.approx(2 / 35)
+    assert compare_runs(a, [1100.0] * 4).label == NOISE
 
 
 def test_mann_whitney_hand_math() -> None:
@@ -306,16 +373,21 @@ def test_compare_runs_three_runs_cannot_be_significant() -> None:
 def test_compare_runs_zero_baseline_is_noise_without_ratio() -> None:
     v = compare_runs([0.0, 0.0, 0.0], [5.0, 6.0, 7.0])
     assert v.ratio is None and v.label == NOISE
-    assert v.p == pytest.approx(_scipy_mwu([0.0, 0.0, 0.0], [5.0, 6.0, 7.0])[1])
+    # Ties inside the baseline: the exact permutation p (changed by issue 17; was scipy's
+    # normal approximation)
+    assert v.p == pytest.approx(_permutation_p([0.0, 0.0, 0.0], [5.0, 6.0, 7.0]))
     assert "n/a" in v.text()
 
 
 def test_verdict_text_formats() -> None:
-    assert Verdict(1.12, 1.05, 1.19, 0.03, 5, 5, HIGHER).text() == "1.12x [1.05-1.19] p=0.03"
+    assert Verdict(1.12, 1.05, 1.19, 0.03, 5, 5, HIGHER).text() == "1.12x [1.05-1.19] p=0.030"
     assert Verdict(0.9, 0.85, 0.95, 0.0004, 8, 8, LOWER).text() == "0.90x [0.85-0.95] p<0.001"
     assert Verdict(0.97, 0.91, 1.04, 0.55, 5, 5, NOISE).text() == "~ noise 0.97x [0.91-1.04]"
     # noise although the CI excludes 1: the p-value says why
     assert Verdict(1.2, 1.1, 1.3, 0.1, 3, 3, NOISE).text() == "~ noise 1.20x [1.10-1.30] p=0.10"
+    # the digits that matter near 5% (issue 17: 0.0469 printed as p=0.05)
+    assert Verdict(1.2, 1.1, 1.3, 0.0469, 5, 5, HIGHER).text() == "1.20x [1.10-1.30] p=0.047"
+    assert Verdict(1.2, 1.1, 1.3, 0.057, 3, 4, NOISE).text() == "~ noise 1.20x [1.10-1.30] p=0.057"
     assert Verdict(1.12, None, None, None, 1, 1, TOO_FEW).text() == "1.12x (1 run each: no verdict)"
     assert Verdict(1.12, None, None, None, 1, 3, TOO_FEW).text() == "1.12x (runs 1/3: no verdict)"
 

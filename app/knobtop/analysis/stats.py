@@ -136,9 +136,14 @@ def cv(xs: Sequence[float]) -> float | None:
 
 # --- Mann-Whitney U ------------------------------------------------------------------------------
 
-# scipy.stats.mannwhitneyu(method="auto") uses the exact null distribution when at least one
-# sample has at most this many values and there are no ties (same rule from scipy 1.7 to 1.17).
+# The exact null distribution is used when one arm has at most _EXACT_MAX_N values (scipy's
+# mannwhitneyu "auto" rule, 1.7 to 1.17) or both have at most _EXACT_BOTH_N, with ties or
+# without; beyond, the normal approximation.  scipy's "auto" falls back to the normal
+# approximation whenever there are ties, even at 3 vs 3, where it is far off: 3 runs tied
+# inside each arm gave p = 0.047 (a verdict) against an exact 0.10 (issue 17).
 _EXACT_MAX_N = 8
+_EXACT_BOTH_N = 10
+_EXACT_TIED_TOTAL = 40  # beyond, the tied rank-sum table costs more than a report may spend
 
 
 def _average_ranks(xs: Sequence[float]) -> tuple[list[float], list[int]]:
@@ -179,15 +184,45 @@ def _u_counts(m: int, n: int) -> list[int]:
     return poly
 
 
+def _tied_rank_sums(doubled: Sequence[int], k: int) -> list[int]:
+    """How many k-subsets of the pooled values have each sum of doubled (average) ranks:
+    index s counts the subsets whose doubled ranks sum to s.  Exact integers; a knapsack
+    over the values, O(n k sum)."""
+    total = sum(doubled)
+    counts = [[0] * (total + 1) for _ in range(k + 1)]
+    counts[0][0] = 1
+    for taken, r in enumerate(doubled, start=1):
+        for j in range(min(k, taken), 0, -1):
+            row, prev = counts[j], counts[j - 1]
+            for s in range(total, r - 1, -1):
+                if prev[s - r]:
+                    row[s] += prev[s - r]
+    return counts[k]
+
+
+def _exact_tied_p(ranks: Sequence[float], n1: int) -> float:
+    """The exact two-sided permutation p of the first n1 values' rank sum, ties included:
+    2 x the smaller tail of its distribution over all C(n, n1) splits, clipped to 1 (as
+    ``scipy.stats.permutation_test`` computes a two-sided p)."""
+    doubled = [round(2 * r) for r in ranks]  # average ranks are multiples of 1/2
+    dist = _tied_rank_sums(doubled, n1)
+    observed = sum(doubled[:n1])
+    splits = math.comb(len(ranks), n1)
+    low, high = sum(dist[: observed + 1]), sum(dist[observed:])
+    return min(1.0, 2 * min(low, high) / splits)
+
+
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """Mann-Whitney U test of a against b: (U statistic of a, two-sided p-value).
 
-    Matches ``scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="auto")``: U is
-    the rank sum of a minus n_a(n_a+1)/2 (ties get average ranks).  The p-value is exact (the
-    null distribution of U, enumerated with integers) when min(n_a, n_b) <= 8 and there are no
-    ties; otherwise it is the normal approximation with tie correction and a 0.5 continuity
-    correction.  p is clipped to 1 (identical samples give p = 1).  ValueError if either sample
-    is empty or contains NaN.
+    U is the rank sum of a minus n_a(n_a+1)/2 (ties get average ranks), as scipy's
+    ``mannwhitneyu``.  The p-value is exact when min(n_a, n_b) <= 8 or both are <= 10:
+    without ties the null distribution of U enumerated with integers (equal to scipy's
+    ``method="exact"``), with ties the permutation distribution of the tied rank sum (equal
+    to ``scipy.stats.permutation_test`` over every split).  Larger samples get the normal
+    approximation with tie correction and a 0.5 continuity correction (scipy's
+    ``"asymptotic"``).  p is clipped to 1 (identical samples give p = 1).  ValueError if
+    either sample is empty or contains NaN.
     """
     xa = _values(a, "a")
     xb = _values(b, "b")
@@ -197,7 +232,10 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float
     u2 = n1 * n2 - u1
     u = max(u1, u2)
     ties = any(g > 1 for g in groups)
-    if min(n1, n2) <= _EXACT_MAX_N and not ties:
+    exact = min(n1, n2) <= _EXACT_MAX_N or max(n1, n2) <= _EXACT_BOTH_N
+    if exact and ties and (max(n1, n2) <= _EXACT_BOTH_N or n1 + n2 <= _EXACT_TIED_TOTAL):
+        p = _exact_tied_p(ranks, n1)
+    elif exact and not ties:
         counts = _u_counts(n1, n2)
         # U is an integer here; P(U >= u) by summing the upper tail.
         tail = sum(counts[round(u) :])
@@ -263,9 +301,10 @@ def bootstrap_ratio_ci(
 
 
 def _fmt_p(p: float) -> str:
+    """p with the digits that matter near the 5% line: 0.047 is not printed as 0.05."""
     if p < 0.001:
         return "p<0.001"
-    if p < 0.01:
+    if p < 0.1:
         return f"p={p:.3f}"
     return f"p={p:.2f}"
 
@@ -298,7 +337,7 @@ class Verdict:
     label: str
 
     def text(self) -> str:
-        """One short cell text, e.g. ``1.12x [1.05-1.19] p=0.03``, ``~ noise 0.97x [0.91-1.04]``
+        """One short cell text, e.g. ``1.12x [1.05-1.19] p=0.030``, ``~ noise 0.97x [0.91-1.04]``
         (p is added to a noise cell only when the CI alone would have excluded 1), or
         ``1.12x (1 run each: no verdict)``."""
         ratio = "n/a" if self.ratio is None else f"{self.ratio:.2f}x"
