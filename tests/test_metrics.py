@@ -10,7 +10,7 @@ import pytest
 from harness.journals import board_of
 from knobtop.journal import Load, Sample
 from knobtop.metrics import SERVER_COUNTERS, MetricBoard, Snapshot, derive
-from knobtop.metrics.derive import cpu_percent
+from knobtop.metrics.derive import BRIEF_METRICS, cpu_percent
 
 JOURNALS = Path(__file__).parent / "data" / "journals"
 
@@ -235,3 +235,23 @@ def test_series_is_a_bounded_ring_that_keeps_gaps() -> None:
     assert series.last == 60.5 and series.last_t == 6.0
     series.append(7.0, None)
     assert series.last == 60.5 and series.last_t == 7.0  # last skips the gap, last_t does not
+
+
+@pytest.mark.parametrize("journal", sorted(p.name for p in JOURNALS.glob("*.knobtop.jsonl")))
+def test_brief_derive_gives_a_reports_columns_exactly_as_the_full_one(journal: str) -> None:
+    """A report derives every sample of a journal with ``brief=True`` (only its columns,
+    issue 16's report start-up): the same values as the live screen's full derive."""
+    board, samples, _ = board_for(journal)
+    header = board.header
+    prev = None
+    compared = 0
+    for sample in samples:
+        snap = Snapshot.from_values(sample.t, header.counters, sample.v, sample.host,
+                                    reconnect=sample.re)
+        full = derive(prev, snap, header.host_fields)
+        brief = derive(prev, snap, header.host_fields, brief=True)
+        for key in BRIEF_METRICS:
+            assert brief[key] == full[key], (journal, sample.t, key)
+        compared += full["tps"] is not None and full["cpu"] is not None
+        prev = snap
+    assert compared >= 5, "rates and CPU were compared, not only gaps"

@@ -271,7 +271,7 @@ class _Loader:
         snap = Snapshot.from_values(
             event.t, header.counters, event.v, event.host, reconnect=event.re
         )
-        values = derive(self.prev, snap, header.host_fields)
+        values = derive(self.prev, snap, header.host_fields, brief=True)
         self.prev = snap
         load, self.pending_load = self.pending_load, None
         if not inside:

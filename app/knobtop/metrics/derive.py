@@ -186,14 +186,21 @@ CPU_FIELDS = frozenset(
 )
 
 
+# What ``derive(brief=True)`` computes: the columns of a report's rows.
+BRIEF_METRICS = ("tps", "qps", "hit_ratio", "dirty_pct", "history_len", "checkpoint_age",
+                 "cpu", "iowait", "threads_running")
+
+
 def derive(
-    prev: Snapshot | None, cur: Snapshot, host_fields: Sequence[str] = ()
+    prev: Snapshot | None, cur: Snapshot, host_fields: Sequence[str] = (), *,
+    brief: bool = False,
 ) -> dict[str, float | None]:
     """Everything the live screen plots, for the interval ending at ``cur``.
 
     Rates need a previous sample from the same server run: none across a
     reconnect or when Uptime went backwards (the server restarted).  Gauges
-    (dirty %, history length, checkpoint age) only need ``cur``.
+    (dirty %, history length, checkpoint age) only need ``cur``.  ``brief``: only
+    BRIEF_METRICS, the same values, for a report that derives every sample of a journal.
     """
     out: dict[str, float | None] = {}
     pages_total = _get(cur, "Innodb_buffer_pool_pages_total")
@@ -231,6 +238,17 @@ def derive(
     if requests is not None and reads is not None and requests > 0:
         hit = 100.0 * (1.0 - reads / requests)
     out["hit_ratio"] = hit
+    if brief:  # CPU of the first host that has it, as below, without the rest
+        out["cpu"] = out["iowait"] = None
+        index, cpu_n = _layout(tuple(host_fields))
+        for host, snap in cur.host_cpu.items():
+            before = prev.host_cpu.get(host)
+            if before is not None and "idle" in index:
+                pct = cpu_percent(before[:cpu_n], snap[:cpu_n], host_fields[:cpu_n])
+                if pct is not None:
+                    out["cpu"], out["iowait"] = pct
+                    break
+        return out
     out["row_lock_waits"] = _rate(prev, cur, dt, "Innodb_row_lock_waits")
     out["pages_flushed"] = _rate(prev, cur, dt, "Innodb_buffer_pool_pages_flushed")
     out["data_reads"] = _rate(prev, cur, dt, "Innodb_data_reads")
