@@ -23,6 +23,7 @@ from knobtop.analysis.stats import (
     bootstrap_ratio_ci,
     compare_runs,
     cv,
+    holm,
     iqr,
     mann_whitney_u,
     median,
@@ -509,3 +510,87 @@ def test_reset_and_partial_window() -> None:
     assert len(det) == 0 and det.cv is None and not det.steady
     with pytest.raises(ValueError):
         SteadyState(window=1)
+
+
+# --- Holm across a table's cells (issue 17) ---------------------------------------------------
+
+
+def _holm_by_definition(ps: list[float]) -> list[float]:
+    """Holm straight from its definition: the k-th smallest p times (m - k), made monotone."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    out = [0.0] * m
+    for k, i in enumerate(order):
+        out[i] = min(1.0, max(min(1.0, (m - j) * ps[order[j]]) for j in range(k + 1)))
+    return out
+
+
+def test_holm_hand_values_and_gaps() -> None:
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # no test in a cell: passed through, not counted in m
+    assert holm([0.01, None, 0.04]) == pytest.approx([0.02, None, 0.04])
+    assert holm([]) == []
+    assert holm([0.7, 0.9]) == [1.0, 1.0]
+
+
+def test_holm_matches_its_definition_on_random_families() -> None:
+    rng = random.Random(1979)
+    for _ in range(200):
+        ps = [rng.random() ** 2 for _ in range(rng.randint(1, 12))]
+        assert holm(ps) == pytest.approx(_holm_by_definition(ps))
+
+
+def test_holm_keeps_false_verdicts_in_a_table_at_five_percent() -> None:
+    """A/A tables of 8 cells (10% run-to-run noise, n = 3..8 a side), seeded: the share of
+    tables with any p <= 0.05 is at most 5% (plus 3 binomial standard errors) after Holm,
+    and far above it without (so the check could fail)."""
+    rng = random.Random(8)
+    tables = 400
+    for n in range(3, 9):
+        any_raw = any_holm = 0
+        for _ in range(tables):
+            ps = []
+            for _cell in range(8):
+                a = [1000 * rng.lognormvariate(0, 0.1) for _ in range(n)]
+                b = [1000 * rng.lognormvariate(0, 0.1) for _ in range(n)]
+                ps.append(mann_whitney_u(a, b)[1])
+            any_raw += min(ps) <= 0.05
+            any_holm += min(p for p in holm(ps) if p is not None) <= 0.05
+        tolerance = 3 * math.sqrt(0.05 * 0.95 / tables)
+        assert any_holm / tables <= 0.05 + tolerance, n
+        if n >= 5:  # from 5 runs a side single cells can reach 5%
+            assert any_raw / tables > 0.15, n
+
+
+def test_a_table_judges_each_cell_on_its_holm_adjusted_p() -> None:
+    from knobtop.analysis.results import build, results_markdown
+    from knobtop.journal.events import StepResult
+
+    base = [1000.0, 1010.0, 1020.0, 1030.0, 1040.0]
+    # one overlap with the baseline: exact p = 2 x 2/252 = 0.016 alone, x4 under Holm
+    shifted = [1035.0, 1100.0, 1110.0, 1120.0, 1130.0]
+    same = [1005.0, 1015.0, 1025.0, 1035.0, 1045.0]
+    runs = {("A", 1): base, ("A", 2): base, ("B", 1): shifted, ("B", 2): same,
+            ("C", 1): same, ("C", 2): same}
+    steps = [StepResult(t=float(i), wall=0.0, recipe="r", index=i, replicate=k + 1, arm=arm,
+                        threads=threads, start=0.0, end=1.0, tps=tps, p95=2.0)
+             for i, ((arm, threads), values) in enumerate(runs.items())
+             for k, tps in enumerate(values)]
+    alone = compare_runs(base, shifted)
+    assert alone.label == HIGHER and alone.p == pytest.approx(4 / 252)
+
+    table = build("r", ["A", "B", "C"], [1, 2], steps, "end")
+    cell = table.cells[("B", 1)]
+    assert cell.verdict is not None
+    assert cell.verdict.p == pytest.approx(4 / 252)
+    assert cell.verdict.p_holm == pytest.approx(4 * 4 / 252)
+    assert cell.verdict.label == NOISE
+    assert "(Holm 0.063)" in cell.verdict.text()
+    assert "Holm correction across the 4 comparisons" in results_markdown(table)
+
+    # One comparison only: nothing to correct, the verdict stands and no note is printed.
+    pair = build("r", ["A", "B"], [1], [s for s in steps if s.threads == 1 and s.arm != "C"],
+                 "end")
+    only = pair.cells[("B", 1)].verdict
+    assert only is not None and only.label == HIGHER and only.p_holm is None
+    assert "Holm" not in results_markdown(pair)

@@ -10,12 +10,22 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.table import Table
 from rich.text import Text
 
-from knobtop.analysis.stats import HIGHER, LOWER, NOISE, Verdict, compare_runs, cv, iqr, median
+from knobtop.analysis.stats import (
+    HIGHER,
+    LOWER,
+    NOISE,
+    Verdict,
+    compare_runs,
+    cv,
+    holm,
+    iqr,
+    median,
+)
 from knobtop.journal.events import Event, RecipeRun, StepResult
 
 NONE = "\u2013"  # an en dash: no value
@@ -84,7 +94,36 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                 p95=_med(s.p95 for s in mine), hit_ratio=_med(s.hit_ratio for s in mine),
                 verdict=None if arm == out.baseline else compare_runs(base, tps),
             )
+    _holm(out)
     return out
+
+
+def comparisons(results: Results) -> list[Cell]:
+    """The cells with a rank test against the baseline: the family Holm corrects over."""
+    return [c for c in results.cells.values() if c.verdict is not None and c.verdict.p is not None]
+
+
+def _holm(results: Results) -> None:
+    """More than one comparison in a table: each verdict is judged on its Holm-adjusted p,
+    so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each."""
+    family = comparisons(results)
+    if len(family) < 2:
+        return
+    for cell, p_holm in zip(family, holm([c.verdict.p for c in family if c.verdict]),
+                            strict=True):
+        assert cell.verdict is not None
+        results.cells[(cell.arm, cell.threads)] = replace(
+            cell, verdict=cell.verdict.adjusted(p_holm))
+
+
+def holm_note(results: Results) -> str:
+    """The sentence under a table whose verdicts were corrected ("" when there was one)."""
+    m = len(comparisons(results))
+    if m < 2:
+        return ""
+    return (f"Holm correction across the {m} comparisons of this table: p is each cell's "
+            "own, (Holm ...) the adjusted one; a cell reads higher or lower only when the "
+            "adjusted p is at most 0.05.")
 
 
 def collect(events: Iterable[Event]) -> list[Results]:
@@ -175,6 +214,10 @@ def results_table(results: Results) -> Table:
             text.append(f"\n{verdict_text(cell)}", style=_STYLE.get(label, "italic"))
             row.append(text)
         table.add_row(*row)
+    note = holm_note(results)
+    if note:
+        table.caption = Text(note)
+        table.caption_justify = "left"
     return table
 
 
@@ -208,6 +251,9 @@ def results_markdown(results: Results) -> str:
     lines.append("One replicate is one sample (its median TPS over the measured window, "
                  "warmup excluded). \"~ noise\" means the difference cannot be told from "
                  "run-to-run variation: the CI spans 1 or the rank test disagrees.")
+    note = holm_note(results)
+    if note:
+        lines.extend(["", note])
     lines.append("")
     return "\n".join(lines)
 

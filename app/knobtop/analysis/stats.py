@@ -34,6 +34,7 @@ Pure Python (stdlib only); the tests check every number against scipy/numpy.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -51,6 +52,7 @@ __all__ = [
     "bootstrap_ratio_ci",
     "compare_runs",
     "cv",
+    "holm",
     "iqr",
     "mann_whitney_u",
     "median",
@@ -335,6 +337,15 @@ class Verdict:
     n_a: int
     n_b: int
     label: str
+    p_holm: float | None = None  # Holm-adjusted p across a table's cells (see holm())
+
+    def adjusted(self, p_holm: float | None, level: float = 0.95) -> Verdict:
+        """This verdict within a family of comparisons: ``p_holm`` is its Holm-adjusted p;
+        "higher"/"lower" stay only when that is <= 1 - level too."""
+        label = self.label
+        if label in (HIGHER, LOWER) and (p_holm is None or p_holm > 1.0 - level):
+            label = NOISE
+        return dataclasses.replace(self, p_holm=p_holm, label=label)
 
     def text(self) -> str:
         """One short cell text, e.g. ``1.12x [1.05-1.19] p=0.030``, ``~ noise 0.97x [0.91-1.04]``
@@ -349,15 +360,19 @@ class Verdict:
             )
             return f"{ratio} ({runs}: no verdict)"
         if self.ratio is None:
-            p = "" if self.p is None else f" {_fmt_p(self.p)}"
-            return f"~ noise n/a (median A is 0){p}"
+            return f"~ noise n/a (median A is 0){self._p_text()}"
         ci = "" if self.lo is None or self.hi is None else f" [{self.lo:.2f}-{self.hi:.2f}]"
         if self.label == NOISE:
             spans = self.lo is None or self.hi is None or self.lo <= 1.0 <= self.hi
-            p = "" if spans or self.p is None else f" {_fmt_p(self.p)}"
-            return f"~ noise {ratio}{ci}{p}"
-        p = "" if self.p is None else f" {_fmt_p(self.p)}"
-        return f"{ratio}{ci}{p}"
+            return f"~ noise {ratio}{ci}{'' if spans else self._p_text()}"
+        return f"{ratio}{ci}{self._p_text()}"
+
+    def _p_text(self) -> str:
+        if self.p is None:
+            return ""
+        if self.p_holm is None:
+            return f" {_fmt_p(self.p)}"
+        return f" {_fmt_p(self.p)} (Holm {_fmt_p(self.p_holm)[2:]})"
 
 
 def compare_runs(
@@ -399,6 +414,22 @@ def compare_runs(
     else:
         label = NOISE
     return Verdict(ratio, lo, hi, p, n_a, n_b, label)
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values for a family of tests (None: no test, not counted).
+
+    The i-th smallest of m p-values becomes max over j <= i of min(1, (m - j) p_(j)); a test
+    is significant at alpha when its adjusted p is <= alpha, which holds the chance of any
+    false verdict in the family at alpha whatever the tests' dependence (Holm 1979)."""
+    ranked = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m = len(ranked)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for k, (p, i) in enumerate(ranked):
+        running = max(running, min(1.0, (m - k) * p))
+        out[i] = running
+    return out
 
 
 # --- steady state --------------------------------------------------------------------------------
