@@ -8,6 +8,7 @@ import itertools
 import math
 import random
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,10 +18,12 @@ from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
     NOISE,
+    PAIRED_TEST,
     TOO_FEW,
     SteadyState,
     Verdict,
     bootstrap_ratio_ci,
+    compare_paired,
     compare_runs,
     cv,
     holm,
@@ -29,6 +32,7 @@ from knobtop.analysis.stats import (
     median,
     quantile,
     steady_index,
+    wilcoxon_signed_rank,
 )
 
 ODD = [3.1, 7.4, 1.2, 9.9, 5.5, 4.4, 8.8]
@@ -594,3 +598,87 @@ def test_a_table_judges_each_cell_on_its_holm_adjusted_p() -> None:
     only = pair.cells[("B", 1)].verdict
     assert only is not None and only.label == HIGHER and only.p_holm is None
     assert "Holm" not in results_markdown(pair)
+
+
+# --- paired by round (issue 17) ---------------------------------------------------------------
+
+
+def _brute_force_signed_rank_p(d: list[float]) -> float:
+    """Every sign flip of the non-zero differences: 2 x the smaller tail of T+."""
+    nz = [x for x in d if x != 0]
+    if not nz:
+        return 1.0
+    mags = sorted(abs(x) for x in nz)
+    rank = {m: (mags.index(m) + 1 + len(mags) - mags[::-1].index(m)) / 2 for m in mags}
+    observed = sum(rank[abs(x)] for x in nz if x > 0)
+    sums = [sum(rank[abs(x)] for x, s in zip(nz, signs, strict=True) if s)
+            for signs in itertools.product((False, True), repeat=len(nz))]
+    low = sum(s <= observed + 1e-9 for s in sums)
+    high = sum(s >= observed - 1e-9 for s in sums)
+    return min(1.0, 2 * min(low, high) / len(sums))
+
+
+def test_wilcoxon_without_ties_matches_scipy_exact() -> None:
+    rng = random.Random(1945)
+    for _ in range(60):
+        d = [rng.gauss(0.02, 0.05) for _ in range(rng.randint(2, 14))]
+        t, p = wilcoxon_signed_rank(d)
+        ref = scipy.stats.wilcoxon(d, method="exact")
+        assert p == pytest.approx(float(ref.pvalue), rel=1e-9), d
+        # scipy's statistic is min(T+, T-) for two-sided
+        n = len(d)
+        assert min(t, n * (n + 1) / 2 - t) == pytest.approx(float(ref.statistic))
+
+
+def test_wilcoxon_with_ties_and_zeros_matches_every_sign_flip() -> None:
+    rng = random.Random(6)
+    for _ in range(120):
+        d = [float(rng.choice((-2, -1, 0, 1, 1, 2, 3))) for _ in range(rng.randint(1, 10))]
+        assert wilcoxon_signed_rank(d)[1] == pytest.approx(_brute_force_signed_rank_p(d),
+                                                           rel=1e-12), d
+    assert wilcoxon_signed_rank([0.0, 0.0]) == (0.0, 1.0)
+
+
+def test_pairing_by_round_sees_through_a_drifting_machine() -> None:
+    """Eight rounds on a machine that speeds up 6% a round (a warming cache); B is 3% faster
+    than A within each round.  As two samples the drift swamps the effect; round by round
+    it is plain (every round B > A: exact p = 2/256)."""
+    a = [1000 * 1.06**r * (1 + 0.003 * ((-1) ** r)) for r in range(8)]
+    b = [x * 1.03 * (1 + 0.002 * ((-1) ** (r + 1))) for r, x in enumerate(a)]
+    assert compare_runs(a, b).label == NOISE
+    paired = compare_paired(a, b)
+    assert paired.label == HIGHER and paired.test == PAIRED_TEST
+    assert paired.p == pytest.approx(2 / 256)
+    assert paired.lo is not None and paired.hi is not None
+    assert 1.0 < paired.lo <= 1.03 <= paired.hi
+    assert compare_paired(a, a).label == NOISE
+    assert compare_paired(a[:1], b[:1]).label == TOO_FEW
+    with pytest.raises(ValueError):
+        compare_paired(a, b[:-1])
+
+
+def _steps(runs: dict[tuple[str, int], list[float]]) -> list[Any]:
+    from knobtop.journal.events import StepResult
+
+    return [StepResult(t=float(i), wall=0.0, recipe="r", index=i, replicate=k + 1, arm=arm,
+                       threads=threads, start=0.0, end=1.0, tps=tps, p95=2.0)
+            for i, ((arm, threads), values) in enumerate(runs.items())
+            for k, tps in enumerate(values)]
+
+
+def test_a_table_pairs_cells_with_six_rounds_and_names_the_test() -> None:
+    from knobtop.analysis.results import build, results_markdown
+
+    a = [1000 * 1.06**r for r in range(6)]
+    b = [x * 1.03 for x in a]
+    six = build("r", ["A", "B"], [4], _steps({("A", 4): a, ("B", 4): b}), "end")
+    verdict = six.cells[("B", 4)].verdict
+    assert verdict is not None and verdict.test == PAIRED_TEST and verdict.label == HIGHER
+    assert "Wilcoxon signed-rank" in results_markdown(six)
+    # Five rounds: a paired p could never go under 2/32 = 0.0625, so the runs are compared
+    # as two samples, and the report says which test it used.
+    five = build("r", ["A", "B"], [4], _steps({("A", 4): a[:5], ("B", 4): b[:5]}), "end")
+    verdict = five.cells[("B", 4)].verdict
+    assert verdict is not None and verdict.test == "Mann-Whitney"
+    text = results_markdown(five)
+    assert "Mann-Whitney" in text and "Wilcoxon" not in text

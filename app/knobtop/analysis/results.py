@@ -19,7 +19,10 @@ from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
     NOISE,
+    PAIRED_MIN_ROUNDS,
+    PAIRED_TEST,
     Verdict,
+    compare_paired,
     compare_runs,
     cv,
     holm,
@@ -81,7 +84,7 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
     for step in steps:
         runs.setdefault((step.arm, step.threads), []).append(step)
     for n in out.threads:
-        base = [s.tps for s in runs.get((out.baseline, n), []) if s.tps is not None]
+        base_steps = runs.get((out.baseline, n), [])
         for arm in out.arms:
             mine = runs.get((arm, n), [])
             tps = [s.tps for s in mine if s.tps is not None]
@@ -92,10 +95,33 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                 median=median(tps) if tps else None,
                 iqr=iqr(tps) if tps else None, cv=cv(tps) if len(tps) > 1 else None,
                 p95=_med(s.p95 for s in mine), hit_ratio=_med(s.hit_ratio for s in mine),
-                verdict=None if arm == out.baseline else compare_runs(base, tps),
+                verdict=None if arm == out.baseline else _verdict(base_steps, mine),
             )
     _holm(out)
     return out
+
+
+def _rounds(steps: list[StepResult]) -> dict[int, float] | None:
+    """An arm's runs by round, if each round has exactly one that measured."""
+    by_round: dict[int, float] = {}
+    for step in steps:
+        if step.tps is None or step.replicate in by_round:
+            return None
+        by_round[step.replicate] = step.tps
+    return by_round
+
+
+def _verdict(base: list[StepResult], mine: list[StepResult]) -> Verdict:
+    """Paired by round when both arms ran once in each of the same PAIRED_MIN_ROUNDS or more
+    rounds (the per-round ratio and the signed-rank test); otherwise the runs as two
+    samples (ratio of medians, Mann-Whitney)."""
+    a, b = _rounds(base), _rounds(mine)
+    if a is not None and b is not None and a.keys() == b.keys() \
+            and len(a) >= PAIRED_MIN_ROUNDS:
+        rounds = sorted(a)
+        return compare_paired([a[r] for r in rounds], [b[r] for r in rounds])
+    return compare_runs([s.tps for s in base if s.tps is not None],
+                        [s.tps for s in mine if s.tps is not None])
 
 
 def comparisons(results: Results) -> list[Cell]:
@@ -114,6 +140,26 @@ def _holm(results: Results) -> None:
         assert cell.verdict is not None
         results.cells[(cell.arm, cell.threads)] = replace(
             cell, verdict=cell.verdict.adjusted(p_holm))
+
+
+def tests_note(results: Results) -> str:
+    """Which test each verdict used, in words."""
+    used = {c.verdict.test for c in comparisons(results) if c.verdict is not None}
+    words = []
+    if PAIRED_TEST in used:
+        words.append(f"cells with {PAIRED_MIN_ROUNDS} or more complete rounds are compared "
+                     "round by round: the median of the per-round ratios B/A, its bootstrap "
+                     "CI, and the Wilcoxon signed-rank test on them")
+    if used - {PAIRED_TEST}:
+        words.append("cells with fewer rounds (or runs without a partner in their round) "
+                     "compare the runs as two samples: the ratio of medians, its bootstrap "
+                     "CI, and the Mann-Whitney test" if PAIRED_TEST in used else
+                     "the runs are compared as two samples: the ratio of medians, its "
+                     "bootstrap CI, and the Mann-Whitney test")
+    if not words:
+        return ""
+    text = "; ".join(words) + "."
+    return text[0].upper() + text[1:]
 
 
 def holm_note(results: Results) -> str:
@@ -214,11 +260,25 @@ def results_table(results: Results) -> Table:
             text.append(f"\n{verdict_text(cell)}", style=_STYLE.get(label, "italic"))
             row.append(text)
         table.add_row(*row)
-    note = holm_note(results)
+    note = short_note(results)
     if note:
         table.caption = Text(note)
         table.caption_justify = "left"
     return table
+
+
+def short_note(results: Results) -> str:
+    """One line under a table on screen: the test(s) behind p, and Holm's family size (the
+    report's markdown says both in full)."""
+    family = comparisons(results)
+    used = {c.verdict.test for c in family if c.verdict is not None}
+    if not used:
+        return ""
+    tests = ("p: Wilcoxon, paired by round" if used == {PAIRED_TEST} else
+             "p: Mann-Whitney" if PAIRED_TEST not in used else
+             f"p: Wilcoxon paired by round ({PAIRED_MIN_ROUNDS}+ rounds), else Mann-Whitney")
+    holm_words = f"; Holm-adjusted over {len(family)} comparisons" if len(family) > 1 else ""
+    return tests + holm_words
 
 
 def _md_row(cells: Iterable[object]) -> str:
@@ -246,8 +306,10 @@ def results_markdown(results: Results) -> str:
     if any(c.hit_ratio is not None for c in results.cells.values()):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")
-    table(f"TPS vs {results.baseline}: ratio [bootstrap 95% CI] and Mann-Whitney p",
-          verdict_text)
+    table(f"TPS vs {results.baseline}: ratio [bootstrap 95% CI] and p", verdict_text)
+    tests = tests_note(results)
+    if tests:
+        lines.extend([tests, ""])
     lines.append("One replicate is one sample (its median TPS over the measured window, "
                  "warmup excluded). \"~ noise\" means the difference cannot be told from "
                  "run-to-run variation: the CI spans 1 or the rank test disagrees.")

@@ -29,7 +29,12 @@ n=4 instead of 5%.  Requiring the rank test as well brings that back under 5%.  
 on purpose: at level 0.95 three runs per arm can never give a verdict (the smallest two-sided
 exact p for 3 vs 3 is 0.1); four or more per arm are needed, five recommended.
 
-Pure Python (stdlib only); the tests check every number against scipy/numpy.
+Paired rounds (issue 17): when both arms ran once in each round, :func:`compare_paired`
+compares them round by round (median per-round ratio, bootstrap over rounds, exact
+Wilcoxon signed-rank on the log ratios); :func:`holm` adjusts a table's p-values together.
+
+Pure Python (stdlib only; importing scipy.stats costs 0.8 s and 88 MB, more than a report's
+whole budget); the tests check every number against scipy/numpy and brute force.
 """
 
 from __future__ import annotations
@@ -46,18 +51,23 @@ __all__ = [
     "HIGHER",
     "LOWER",
     "NOISE",
+    "PAIRED_MIN_ROUNDS",
+    "PAIRED_TEST",
     "TOO_FEW",
     "SteadyState",
     "Verdict",
     "bootstrap_ratio_ci",
+    "compare_paired",
     "compare_runs",
     "cv",
     "holm",
     "iqr",
     "mann_whitney_u",
     "median",
+    "paired_ratio_ci",
     "quantile",
     "steady_index",
+    "wilcoxon_signed_rank",
 ]
 
 HIGHER = "higher"
@@ -338,6 +348,7 @@ class Verdict:
     n_b: int
     label: str
     p_holm: float | None = None  # Holm-adjusted p across a table's cells (see holm())
+    test: str = "Mann-Whitney"  # or PAIRED_TEST: which test gave p (a report names it)
 
     def adjusted(self, p_holm: float | None, level: float = 0.95) -> Verdict:
         """This verdict within a family of comparisons: ``p_holm`` is its Holm-adjusted p;
@@ -414,6 +425,102 @@ def compare_runs(
     else:
         label = NOISE
     return Verdict(ratio, lo, hi, p, n_a, n_b, label)
+
+
+# --- paired by round ------------------------------------------------------------------------
+
+PAIRED_TEST = "Wilcoxon signed-rank, paired by round"
+# With 5 pairs the smallest exact two-sided signed-rank p is 2/32 = 0.0625: no verdict could
+# ever be reached at 95%, so fewer rounds than this are compared unpaired (decided by the
+# design, never by the data).
+PAIRED_MIN_ROUNDS = 6
+_WILCOXON_EXACT_MAX_N = 50
+
+
+def wilcoxon_signed_rank(d: Sequence[float]) -> tuple[float, float]:
+    """Wilcoxon signed-rank test of differences ``d`` against 0: (T+, two-sided p).
+
+    Zero differences are dropped (scipy's ``zero_method="wilcox"``); ranks of |d| are
+    averaged over ties.  p is exact for up to 50 non-zero differences, ties included: the
+    distribution of T+ over all 2^n sign assignments (equal to scipy's ``method="exact"``
+    without ties, and to a permutation test over every sign flip with them), 2 x the
+    smaller tail, clipped to 1; beyond, the normal approximation with tie correction.
+    p is 1 when every difference is 0.  ValueError on empty input or NaN."""
+    values = [x for x in _values(d, "d") if x != 0]
+    n = len(values)
+    if n == 0:
+        return 0.0, 1.0
+    ranks, groups = _average_ranks([abs(x) for x in values])
+    t_plus = math.fsum(r for r, x in zip(ranks, values, strict=True) if x > 0)
+    if n <= _WILCOXON_EXACT_MAX_N:
+        doubled = [round(2 * r) for r in ranks]
+        total = sum(doubled)
+        counts = [0] * (total + 1)
+        counts[0] = 1
+        for r in doubled:  # subsets by their sum: each rank's sign is + or -
+            for s in range(total, r - 1, -1):
+                counts[s] += counts[s - r]
+        observed = round(2 * t_plus)
+        low, high = sum(counts[: observed + 1]), sum(counts[observed:])
+        return t_plus, min(1.0, 2 * min(low, high) / 2**n)
+    mean = n * (n + 1) / 4
+    tie_term = sum(g**3 - g for g in groups)
+    var = n * (n + 1) * (2 * n + 1) / 24 - tie_term / 48
+    if var <= 0:
+        return t_plus, 1.0
+    z = (abs(t_plus - mean) - 0.5) / math.sqrt(var)
+    return t_plus, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
+def paired_ratio_ci(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
+                    resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the median per-round ratio b_i / a_i, resampling rounds
+    (``random.Random(seed)``: deterministic).  ValueError when the arms differ in length,
+    a baseline value is 0, or on the inputs :func:`bootstrap_ratio_ci` refuses."""
+    xa, xb = _values(a, "a"), _values(b, "b")
+    if len(xa) != len(xb):
+        raise ValueError(f"paired arms differ in length: {len(xa)} and {len(xb)}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if any(x == 0 for x in xa):
+        raise ValueError("a baseline run is 0: its round has no ratio")
+    ratios = [y / x for x, y in zip(xa, xb, strict=True)]
+    rng = random.Random(seed)
+    n = len(ratios)
+    meds = sorted(statistics.median(rng.choices(ratios, k=n)) for _ in range(resamples))
+    alpha = (1.0 - level) / 2
+    return _quantile_sorted(meds, alpha), _quantile_sorted(meds, 1.0 - alpha)
+
+
+def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
+                   seed: int = 0) -> Verdict:
+    """Arm B against baseline A, run i of each from the same round: the median per-round
+    ratio B/A with its bootstrap CI, and the Wilcoxon signed-rank test on the per-round log
+    ratios (so a drift that moves both arms of a round cancels).  Labels as
+    :func:`compare_runs`; "too few runs" below 2 pairs; "noise" without a ratio (a baseline
+    run of 0)."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    xa, xb = [float(x) for x in a], [float(x) for x in b]
+    if len(xa) != len(xb):
+        raise ValueError(f"paired arms differ in length: {len(xa)} and {len(xb)}")
+    if any(math.isnan(x) for x in xa + xb):
+        raise ValueError("run values contain NaN")
+    n = len(xa)
+    if n < 2:
+        ratio = xb[0] / xa[0] if n == 1 and xa[0] != 0 else None
+        return Verdict(ratio, None, None, None, n, n, TOO_FEW, test=PAIRED_TEST)
+    if any(x <= 0 for x in xa) or any(y <= 0 for y in xb):
+        return Verdict(None, None, None, None, n, n, NOISE, test=PAIRED_TEST)
+    ratio = statistics.median(y / x for x, y in zip(xa, xb, strict=True))
+    _, p = wilcoxon_signed_rank([math.log(y / x) for x, y in zip(xa, xb, strict=True)])
+    lo, hi = paired_ratio_ci(xa, xb, level=level, seed=seed)
+    significant = p <= 1.0 - level
+    label = HIGHER if lo > 1.0 and significant else LOWER if hi < 1.0 and significant \
+        else NOISE
+    return Verdict(ratio, lo, hi, p, n, n, label, test=PAIRED_TEST)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
