@@ -3,9 +3,11 @@ version constraints, and checks against a real MariaDB catalog (and built NDB/My
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 import re
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from knobtop.recipes.recipe import (
     parse_bytes,
     server_flavors,
     static_knobs,
+    williams_rows,
 )
 from knobtop.server.catalog import Catalog, build_catalog
 from knobtop.server.link import ServerVersion
@@ -204,12 +207,14 @@ def test_minimal_recipe_defaults(tmp_path: Path) -> None:
     assert recipe.waits == Waits() and not recipe.waits.active
     assert recipe.waits.timeout == 300.0
     assert recipe.steady == Steady(window=30, cv_max=0.05, slope_max=0.002)
+    # The default order changed with issue 17 (was "interleaved"); levels as written.
     assert (recipe.replicates, recipe.order, recipe.seed, recipe.pause) == (
         3,
-        "interleaved",
+        "counterbalanced",
         1,
         0.0,
     )
+    assert recipe.level_order == "ascending"
     assert recipe.applies == {} and recipe.why == ""
     assert recipe.baseline.name == "A"
 
@@ -296,7 +301,10 @@ def three_arms(tmp_path: Path, order: str, seed: int = 1, replicates: int = 4) -
 
 
 def test_interleaved_schedule_is_abab_with_the_thread_sweep_inside(tmp_path: Path) -> None:
-    recipe = load_recipe(write(tmp_path, BASE))
+    # "interleaved" is no longer the default (issue 17: counterbalanced is); asked for, it
+    # is still A B, A B.
+    recipe = load_recipe(write(tmp_path, edited("replicates = 2",
+                                                 'replicates = 2\norder = "interleaved"')))
     steps = recipe.schedule()
     assert [(s.replicate, s.arm.name, s.threads) for s in steps] == [
         (1, "A", 2),
@@ -320,6 +328,65 @@ def test_interleaved_three_arms(tmp_path: Path) -> None:
     recipe = three_arms(tmp_path, "interleaved", replicates=2)
     visits = [s.arm.name for s in recipe.schedule() if s.threads == 2]
     assert visits == ["A", "B", "C", "A", "B", "C"]
+
+
+def test_the_default_order_is_abba_so_a_linear_drift_favours_no_arm(tmp_path: Path) -> None:
+    recipe = load_recipe(write(tmp_path, edited("replicates = 2", "replicates = 8")))
+    assert recipe.order == "counterbalanced"
+    steps = recipe.schedule()
+    rounds = [[s.arm.name for s in steps if s.replicate == r][::2] for r in range(1, 9)]
+    assert rounds == [["A", "B"], ["B", "A"], ["B", "A"], ["A", "B"]] * 2
+    # A drift that grows by one unit per step adds the same to both arms' mean.
+    mean_position = {arm: statistics.fmean(s.index for s in steps if s.arm.name == arm)
+                     for arm in ("A", "B")}
+    assert mean_position["A"] == mean_position["B"]
+    # Arms stay the outer loop, and the same arm across a round boundary (B | B) is one
+    # visit: 8 changes inside the rounds and 3 between them (A B, A B ... would make 15).
+    changes = sum(1 for a, b in itertools.pairwise(steps) if a.arm != b.arm)
+    assert changes == 11
+
+
+@pytest.mark.parametrize("arms", [3, 4, 5])
+def test_williams_rows_balance_position_and_the_arm_before(arms: int) -> None:
+    rows = williams_rows(arms)
+    assert len(rows) == (arms if arms % 2 == 0 else 2 * arms)
+    for row in rows:
+        assert sorted(row) == list(range(arms))
+    for position in range(arms):  # every arm equally often in every position
+        assert len({sum(row[position] == a for row in rows) for a in range(arms)}) == 1
+    follows = collections.Counter(pair for row in rows for pair in itertools.pairwise(row))
+    assert len(follows) == arms * (arms - 1)  # every ordered pair ...
+    assert len(set(follows.values())) == 1  # ... equally often
+
+
+def test_three_arms_run_in_a_williams_square_by_default(tmp_path: Path) -> None:
+    recipe = three_arms(tmp_path, "counterbalanced", replicates=6)
+    visits = [[s.arm.name for s in recipe.schedule() if s.replicate == r][::2]
+              for r in range(1, 7)]
+    names = ["A", "B", "C"]
+    assert visits == [[names[i] for i in row] for row in williams_rows(3)]
+
+
+def test_level_order_counterbalanced_and_random(tmp_path: Path) -> None:
+    body = edited("threads = [2, 4]", "threads = [2, 4, 8]")
+    flip = load_recipe(write(tmp_path, body.replace("replicates = 2", 'replicates = 2\n'
+                                                    'level_order = "counterbalanced"'), "flip"))
+    sweeps = [[s.threads for s in flip.schedule() if s.replicate == r and s.arm.name == "A"]
+              for r in (1, 2)]
+    assert sweeps == [[2, 4, 8], [8, 4, 2]]
+    shuffled = load_recipe(write(tmp_path, body.replace(
+        "replicates = 2", 'replicates = 6\nlevel_order = "random"\nseed = 5'), "shuf"))
+    sweeps = [[s.threads for s in shuffled.schedule() if s.replicate == r and s.arm.name == "A"]
+              for r in range(1, 7)]
+    assert all(sorted(sweep) == [2, 4, 8] for sweep in sweeps)
+    assert len({tuple(sweep) for sweep in sweeps}) > 1
+    for r in range(1, 7):  # both arms of a round sweep the levels in the same order
+        b = [s.threads for s in shuffled.schedule() if s.replicate == r and s.arm.name == "B"]
+        assert b == sweeps[r - 1]
+    error = refused(write(tmp_path, body.replace("replicates = 2", 'replicates = 2\n'
+                                                 'level_order = "down"'), "bad"),
+                    "run.level_order")
+    assert "counterbalanced" in str(error)
 
 
 def test_random_order_is_a_seeded_permutation_per_round(tmp_path: Path) -> None:
@@ -948,3 +1015,18 @@ def test_latencies_keep_the_digits_that_matter() -> None:
         "0.02", "0.50", "1.4", "35.0", "350"]
     assert [short_duration(s) for s in (0, 24, 89, 90, 1800)] == [
         "0 s", "24 s", "89 s", "2 min", "30 min"]
+
+
+def test_the_command_line_overrides_the_order(tmp_path: Path) -> None:
+    from knobtop.cli.live import recipe_from_args
+    from knobtop.cli.parser import build_parser
+    from knobtop.errors import BadValue
+
+    path = write(tmp_path, BASE)
+    args = build_parser().parse_args(["run", str(path), "--lab", "--order", "interleaved"])
+    assert recipe_from_args(args).order == "interleaved"
+    assert recipe_from_args(build_parser().parse_args(["run", str(path), "--lab"])).order == (
+        "counterbalanced")
+    with pytest.raises(BadValue, match="--order sideways: give one of counterbalanced"):
+        recipe_from_args(build_parser().parse_args(["run", str(path), "--lab", "--order",
+                                                    "sideways"]))

@@ -70,7 +70,10 @@ def test_doublewrite_recipe_runs_headless_on_the_lab_and_prints_the_table(
         [sys.executable, "-m", "knobtop.cli", "run", str(EXPERIMENTS / "doublewrite.toml"),
          "--lab", "--dir", str(tmp_path / "lab"), "--journal", str(journal),
          "--replicates", "2", "--duration", "2", "--warmup", "1", "--threads", "2",
-         "--pause", "0", "--wait-timeout", "6", "--markdown", str(md)],
+         "--pause", "0", "--wait-timeout", "6", "--markdown", str(md),
+         # A B, A B (the bundled recipe's own order is counterbalanced since issue 17): a
+         # restart per arm visit and a revert at the end, as this test checks.
+         "--order", "interleaved"],
         capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -109,6 +112,31 @@ def test_doublewrite_recipe_runs_headless_on_the_lab_and_prints_the_table(
                            "--format", "steps-csv"], capture_output=True, text=True,
                           timeout=60).stdout.splitlines()
     assert len(rows) == 1 + len(steps) and rows[1].startswith("doublewrite,1,1,ON,2,")
+
+
+def test_the_bundled_doublewrite_recipe_runs_counterbalanced_with_a_restart_per_visit(
+    tmp_path: Path, sysbench_path: str
+) -> None:
+    """Its own order (issue 17): ON OFF, then OFF ON; OFF | OFF across the round boundary is
+    one visit, so 2 restarts where A B A B needed 4, and it ends on the baseline."""
+    journal = tmp_path / "abba.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "run", str(EXPERIMENTS / "doublewrite.toml"),
+         "--lab", "--dir", str(tmp_path / "lab"), "--journal", str(journal),
+         "--replicates", "2", "--duration", "2", "--warmup", "1", "--threads", "2",
+         "--pause", "0", "--wait-timeout", "6"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    events = list(JournalReader(journal))
+    steps = [e for e in events if isinstance(e, StepResult)]
+    assert [(s.arm, s.replicate) for s in steps] == [("ON", 1), ("OFF", 1), ("OFF", 2),
+                                                      ("ON", 2)]
+    plan = next(e for e in events if isinstance(e, RecipeRun)).plan
+    assert plan["order"] == "counterbalanced"
+    restarts = [e for e in events if e.kind == "restart" and e.step == "restart"]
+    assert len(restarts) == 2
+    assert [c.new for c in events if c.kind == "change"] == ["OFF", "ON"]
 
 
 def test_steps_csv_of_a_journal_without_a_recipe_says_so() -> None:

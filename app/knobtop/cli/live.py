@@ -26,10 +26,14 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     """The recipe file with the command line's overrides, checked again."""
     import dataclasses
 
-    from knobtop.recipes.recipe import load_recipe
+    from knobtop.recipes.recipe import ORDERS, load_recipe
 
     recipe = load_recipe(args.recipe)
     changes: dict[str, object] = {}
+    if args.order is not None:
+        if args.order not in ORDERS:
+            raise BadValue(f"--order {args.order}: give one of {', '.join(ORDERS)}")
+        changes["order"] = args.order
     if args.replicates is not None:
         if args.replicates < 1:
             raise BadValue("--replicates must be at least 1")

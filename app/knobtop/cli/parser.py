@@ -249,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", dest="step_threads", metavar="LIST",
                      help="override [load] threads, e.g. 4,8")
     run.add_argument("--pause", type=float, metavar="S", help="override [run] pause")
+    run.add_argument("--order", metavar="ORDER", help="override [run] order "
+                     "(counterbalanced, abba, williams, interleaved, random)")
     run.add_argument("--wait-timeout", type=float, metavar="S",
                      help="override [wait] timeout")
     run.add_argument("--markdown", type=Path, metavar="FILE",

@@ -21,7 +21,9 @@ annotated example; ``experiments/*.toml`` are the bundled ones)::
     history_below = 10000
     [run]
     replicates = 3
-    order = "interleaved"                 # or "random" (seeded shuffle per round)
+    order = "counterbalanced"             # A B, B A, B A, A B (Williams for 3+ arms);
+                                          # or "abba", "williams", "interleaved", "random"
+    level_order = "ascending"             # or "counterbalanced", "random" (per round)
     [[arm]]                               # two or more; the first is the baseline
     name = "A"
     knobs = { innodb_doublewrite = "ON" }
@@ -49,8 +51,10 @@ type and range (``knobs.validate``); it returns warnings for things that run but
 mislead (ignored knobs, knobs of unknown static-ness, one replicate, ...).
 ``static_knobs`` names the knobs that need a restart to change.
 
-Schedule: for each replicate round, for each arm (in order, or shuffled per round with
-``random.Random(seed)``), for each thread count. Arms are the outer loop inside a round so
+Schedule: for each replicate round, for each arm (counterbalanced by default: A B, B A,
+B A, A B for two arms, a Williams square for more; or in recipe order, or shuffled per
+round with ``random.Random(seed)``), for each thread count (as written, or reversed every
+other round, or shuffled). Arms are the outer loop inside a round so
 that a static knob costs one restart per arm visit, not one per thread count.
 
 Semantics the runner follows (documented here so recipes and runner agree): the
@@ -85,6 +89,7 @@ from knobtop.tomlcheck import FileError, Reader, Table, parse, read_text_file, t
 __all__ = [
     "APPLIES_FLAVORS",
     "BUNDLED_DIR",
+    "LEVEL_ORDERS",
     "ORDERS",
     "Arm",
     "Constraint",
@@ -99,13 +104,55 @@ __all__ = [
     "parse_bytes",
     "server_flavors",
     "static_knobs",
+    "williams_rows",
 ]
 
 # app/knobtop/recipes/recipe.py -> the repository root's experiments/ (absent when installed).
 BUNDLED_DIR = bundled_dir("experiments")
 README = "experiments/README.md"
 APPLIES_FLAVORS: tuple[str, ...] = ("mariadb", "mysql", "ndb")
-ORDERS: tuple[str, ...] = ("interleaved", "random")
+ORDERS: tuple[str, ...] = ("counterbalanced", "abba", "williams", "interleaved", "random")
+LEVEL_ORDERS: tuple[str, ...] = ("ascending", "counterbalanced", "random")
+
+
+def williams_rows(n: int) -> list[list[int]]:
+    """A Williams design for ``n`` arms: rows of a Latin square in which every arm comes
+    first, and directly after every other arm, equally often (2n rows when n is odd, n when
+    even), so neither position nor the arm before (carry-over) favours one arm."""
+    first = [0]
+    lo, hi = 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
+def arm_order(order: str, n: int, round_index: int, rng: random.Random) -> list[int]:
+    """The arms' order in round ``round_index`` (0-based) as indices into the recipe's arms.
+
+    "interleaved": recipe order every round (A B, A B: a linear drift favours B).
+    "abba": recipe order, then reversed, then reversed again, then recipe order (A B, B A,
+    B A, A B, ...): each arm's mean position over four rounds is the same, so a linear
+    drift cancels.  "williams": the rows of :func:`williams_rows` in turn.
+    "counterbalanced" (the default): "abba" for two arms, "williams" for more.
+    "random": a shuffle per round from ``rng`` (the recipe's seed)."""
+    arms = list(range(n))
+    if order == "counterbalanced":
+        order = "abba" if n <= 2 else "williams"
+    if order == "abba":
+        return arms if round_index % 4 in (0, 3) else arms[::-1]
+    if order == "williams":
+        rows = williams_rows(n)
+        return rows[round_index % len(rows)]
+    if order == "random":
+        rng.shuffle(arms)
+    return arms
 MIN_DURATION = 5
 MAX_REPLICATES = 100
 MAX_THREADS = 1024
@@ -344,6 +391,7 @@ class Recipe:
     seed: int
     pause: float
     arms: tuple[Arm, ...]
+    level_order: str = "ascending"
 
     @property
     def baseline(self) -> Arm:
@@ -375,21 +423,26 @@ class Recipe:
     def schedule(self) -> list[Step]:
         """The full run order.
 
-        For each replicate round (1-based), for each arm -- in recipe order when ``order``
-        is "interleaved" (A B A B ... across rounds), or shuffled per round by one
-        ``random.Random(seed)`` when "random" -- for each thread count in recipe order.
+        For each replicate round (1-based), for each arm in the round's order
+        (:func:`arm_order`: counterbalanced by default; "random" shuffles with one
+        ``random.Random(seed)``), for each thread count in the round's level order
+        ("ascending" as written; "counterbalanced": as written, then reversed, every other
+        round; "random": shuffled per round by a second ``random.Random(seed + 1)``).
         Arms are the outer loop inside a round, so a static knob costs one restart per arm
         visit rather than one per thread count.
         """
         rng = random.Random(self.seed)
+        levels_rng = random.Random(self.seed + 1)
         steps: list[Step] = []
         for replicate in range(1, self.replicates + 1):
-            arms = list(self.arms)
-            if self.order == "random":
-                rng.shuffle(arms)
-            for arm in arms:
-                for threads in self.threads:
-                    steps.append(Step(len(steps), replicate, arm, threads))
+            levels = list(self.threads)
+            if self.level_order == "counterbalanced" and replicate % 2 == 0:
+                levels.reverse()
+            elif self.level_order == "random":
+                levels_rng.shuffle(levels)
+            for i in arm_order(self.order, len(self.arms), replicate - 1, rng):
+                for threads in levels:
+                    steps.append(Step(len(steps), replicate, self.arms[i], threads))
         return steps
 
     @property
@@ -424,7 +477,7 @@ _WAIT_KEYS = (
     "timeout",
 )
 _STEADY_KEYS = ("window", "cv_max", "slope_max")
-_RUN_KEYS = ("replicates", "order", "seed", "pause")
+_RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause")
 _ARM_KEYS = ("name", "knobs")
 
 
@@ -466,6 +519,15 @@ class _Reader(Reader):
         if not value.strip():
             raise self.error(dotted, "is empty", f"write {key} = {example}")
         return value.strip()
+
+    def choice(self, run: Table, key: str, allowed: tuple[str, ...], means: str) -> str:
+        """``[run] key``, one of ``allowed`` (the first is the default)."""
+        choices = " or ".join(f'"{o}"' for o in allowed)
+        value = self.string(run, key, "run", choices) or allowed[0]
+        if value not in allowed:
+            raise self.error(f"run.{key}", f"unknown {key.replace('_', ' ')} {value!r}",
+                             f"write {key} = {choices} ({means})")
+        return value
 
     def req_string(self, table: Table, key: str, prefix: str, example: str) -> str:
         value = self.string(table, key, prefix, example)
@@ -558,13 +620,10 @@ class _Reader(Reader):
         run = self.table(doc, "run") or {}
         self.check_keys(run, _RUN_KEYS, "run")
         replicates = self.integer(run, "replicates", "run", lo=1, hi=MAX_REPLICATES)
-        order = self.string(run, "order", "run", '"interleaved" or "random"') or "interleaved"
-        if order not in ORDERS:
-            raise self.error(
-                "run.order",
-                f"unknown order {order!r}",
-                'write order = "interleaved" (A B A B ...) or "random" (shuffled per round)',
-            )
+        order = self.choice(run, "order", ORDERS, "counterbalanced: A B, B A, B A, A B ... "
+                            "for two arms, a Williams square for more")
+        level_order = self.choice(run, "level_order", LEVEL_ORDERS, "the thread sweep as "
+                                  "written, reversed every other round, or shuffled")
         seed = self.integer(run, "seed", "run", lo=0, hi=2**63 - 1)
         pause = self.number(run, "pause", "run", lo=0.0, hi=3600.0, lo_open=False)
         recipe = Recipe(
@@ -586,6 +645,7 @@ class _Reader(Reader):
             steady=steady,
             replicates=3 if replicates is None else replicates,
             order=order,
+            level_order=level_order,
             seed=1 if seed is None else seed,
             pause=0.0 if pause is None else pause,
             arms=self.arms(doc.get("arm")),

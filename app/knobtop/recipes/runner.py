@@ -235,6 +235,7 @@ class RecipeRunner:
             "arms": {a.name: dict(a.knobs) for a in recipe.arms},
             "threads": list(recipe.threads), "replicates": recipe.replicates,
             "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
+            "level_order": recipe.level_order,
             "workload": recipe.workload, "steps": len(self.steps),
             "warnings": self.warnings,
         }
