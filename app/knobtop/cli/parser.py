@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run an experiment recipe (arms, thread sweep, replicates) and print "
         "the results table",
         description="Run a recipe (TOML, see experiments/) on the sandbox (--lab) or a "
-        "profile's server: every arm at every thread count, replicated and interleaved, "
+        "profile's server: every arm at every thread count, replicated in a counterbalanced order, "
         "with waits and a steady-state check before each measured step; then a table of "
         "median TPS, spread, p95 and a verdict per cell. Ctrl+C aborts and restores the "
         "baseline knobs. Everything goes to the journal.",
