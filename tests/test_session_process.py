@@ -217,3 +217,29 @@ def test_a_session_process_that_hogs_the_cpu_in_real_time_drops_back_to_normal()
     assert out["before"] == os.SCHED_RR
     assert out["after"] == os.SCHED_OTHER
     assert len(out["told"]) == 1 and "without pausing" in out["told"][0]
+
+
+OFF_MAIN_SCRIPT = """
+import json, os, threading
+from knobtop.hosts.local import realtime_threads
+got = {}
+def run():
+    got["taken"] = realtime_threads()
+    got["class"] = os.sched_getscheduler(0) & ~os.SCHED_RESET_ON_FORK
+t = threading.Thread(target=run)
+t.start(); t.join()
+got["main"] = os.sched_getscheduler(0)
+print(json.dumps(got))
+"""
+
+
+def test_real_time_is_not_taken_without_its_safety_catch() -> None:
+    """Off the main thread the SIGXCPU handler cannot be installed: then no thread stays in
+    the real-time class (it would have no limit)."""
+    if os.geteuid() != 0:
+        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
+    proc = subprocess.run([sys.executable, "-c", OFF_MAIN_SCRIPT], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout)
+    assert got == {"taken": False, "class": os.SCHED_OTHER, "main": os.SCHED_OTHER}

@@ -94,10 +94,13 @@ def realtime_threads(on_demoted: Callable[[str], None] | None = None) -> bool:
             on_demoted(f"a thread ran {REALTIME_BURST / 1e6:g} s of CPU without pausing; "
                        "the session's process went back to normal priority")
 
-    with contextlib.suppress(OSError, ValueError):
+    try:  # no real time without the catch (signal handlers: the main thread only)
         _soft, hard = resource.getrlimit(resource.RLIMIT_RTTIME)
         signal.signal(signal.SIGXCPU, demote)
         resource.setrlimit(resource.RLIMIT_RTTIME, (REALTIME_BURST, hard))
+    except (OSError, ValueError):
+        _normal_threads()
+        return False
     return True
 
 
