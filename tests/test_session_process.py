@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -205,15 +206,22 @@ print(json.dumps({"before": before, "after": os.sched_getscheduler(0), "told": t
 """
 
 
+def realtime_script(script: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh interpreter (real time changes the whole process); the JSON
+    it prints."""
+    if os.geteuid() != 0:
+        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
 def test_a_session_process_that_hogs_the_cpu_in_real_time_drops_back_to_normal() -> None:
     """The safety catch: a real-time thread that runs 2 s of CPU without blocking is put
     back in the normal class (with the reason said) instead of starving the machine."""
-    if os.geteuid() != 0:
-        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
-    proc = subprocess.run([sys.executable, "-c", DEMOTE_SCRIPT], capture_output=True,
-                          text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
+    out = realtime_script(DEMOTE_SCRIPT)
     assert out["before"] == os.SCHED_RR
     assert out["after"] == os.SCHED_OTHER
     assert len(out["told"]) == 1 and "without pausing" in out["told"][0]
@@ -236,10 +244,5 @@ print(json.dumps(got))
 def test_real_time_is_not_taken_without_its_safety_catch() -> None:
     """Off the main thread the SIGXCPU handler cannot be installed: then no thread stays in
     the real-time class (it would have no limit)."""
-    if os.geteuid() != 0:
-        pytest.skip("the real-time class needs root or CAP_SYS_NICE")
-    proc = subprocess.run([sys.executable, "-c", OFF_MAIN_SCRIPT], capture_output=True,
-                          text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout)
+    got = realtime_script(OFF_MAIN_SCRIPT)
     assert got == {"taken": False, "class": os.SCHED_OTHER, "main": os.SCHED_OTHER}
