@@ -142,9 +142,13 @@ def _holm(results: Results) -> None:
             cell, verdict=cell.verdict.adjusted(p_holm))
 
 
+def _tests_used(results: Results) -> set[str]:
+    return {c.verdict.test for c in comparisons(results) if c.verdict is not None}
+
+
 def tests_note(results: Results) -> str:
     """Which test each verdict used, in words."""
-    used = {c.verdict.test for c in comparisons(results) if c.verdict is not None}
+    used = _tests_used(results)
     words = []
     if PAIRED_TEST in used:
         words.append(f"cells with {PAIRED_MIN_ROUNDS} or more complete rounds are compared "
@@ -270,14 +274,14 @@ def results_table(results: Results) -> Table:
 def short_note(results: Results) -> str:
     """One line under a table on screen: the test(s) behind p, and Holm's family size (the
     report's markdown says both in full)."""
-    family = comparisons(results)
-    used = {c.verdict.test for c in family if c.verdict is not None}
+    used = _tests_used(results)
     if not used:
         return ""
     tests = ("p: Wilcoxon, paired by round" if used == {PAIRED_TEST} else
              "p: Mann-Whitney" if PAIRED_TEST not in used else
              f"p: Wilcoxon paired by round ({PAIRED_MIN_ROUNDS}+ rounds), else Mann-Whitney")
-    holm_words = f"; Holm-adjusted over {len(family)} comparisons" if len(family) > 1 else ""
+    family = len(comparisons(results))
+    holm_words = f"; Holm-adjusted over {family} comparisons" if family > 1 else ""
     return tests + holm_words
 
 
