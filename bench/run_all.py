@@ -55,6 +55,8 @@ from common import (
 )
 from knobtop.analysis.stats import NOISE
 from live_schedule import live_schedule
+from stats_power import markdown as stats_markdown
+from stats_power import tolerance as stats_tolerance
 from watch_cost import busy_since, per_sample_cost, server_cost
 
 ARM_NAMES = {"none": "none", "k1": "knobtop 1 Hz", "k10": "knobtop 10 Hz",
@@ -79,12 +81,13 @@ class Plan:
     paint_every: int = 300
     person_window: float = 60.0  # rows 6d-6e: a person at the screen, per interval
     startup_runs: int = 5  # rows 3c-3g: whole-process start-ups
+    stats_sims: int = 3000  # rows 8a-8b: one-cell tables per figure (8-cell: a fifth)
 
 
 QUICK = Plan(rounds=2, seconds=4, probe=3.0, tui_warm=2.0, tui_window=6.0, builtin_rounds=1,
              builtin_seconds=4, journal_seconds=3600, seeks=20, cost_seconds=600,
              cost_repeats=1, memory_seconds=1800, paint_every=300, person_window=8.0,
-             startup_runs=1)
+             startup_runs=1, stats_sims=300)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +189,10 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
                               timeout=600)
     res["screens"] = run_json(["bench/startup_screens.py", "--runs", str(plan.startup_runs),
                                "--json"], timeout=900)
+    log(f"verdicts by simulation: {plan.stats_sims} one-cell and {plan.stats_sims // 5} "
+        "8-cell tables per figure")
+    res["stats"] = run_json(["bench/stats_power.py", "--sims", str(plan.stats_sims),
+                             "--tables", str(plan.stats_sims // 5), "--json"], timeout=1800)
     res["load_after"] = os.getloadavg()
     return res
 
@@ -389,6 +396,20 @@ def rows(res: dict[str, Any]) -> list[Row]:
     out.append(Row("7", "built-in load TPS / sysbench TPS (oltp_point_select x8)",
                    f"{bi['ratio']:.2f} ({bi['builtin']:.0f} vs {bi['sysbench']:.0f} tps)",
                    ">= 0.5", verdict(bi["ratio"] >= 0.5)))
+    st = res["stats"]
+    ok = all(r["false_one"] <= stats_tolerance(st["sims"])
+             and r["false_table"] <= stats_tolerance(st["tables"]) for r in st["rows"])
+    out.append(Row("8a", "A/A false verdicts, 10% noise, seeded simulation: one cell / an "
+                   "8-cell table (Holm)", "; ".join(
+                       f"n={r['n']} {r['design'].split(' (')[0]}: {r['false_one']:.1%} / "
+                       f"{r['false_table']:.1%}" for r in st["rows"]),
+                   f"<= 5% (+3 SE: {stats_tolerance(st['sims']):.1%} / "
+                   f"{stats_tolerance(st['tables']):.1%})", verdict(ok)))
+    out.append(Row("8b", "power at +10% / +20%: one cell (each of 8 cells, Holm)", "; ".join(
+        f"n={r['n']} {r['design'].split(' (')[0]}: {r['power_one_0.10']:.0%} / "
+        f"{r['power_one_0.20']:.0%} ({r['power_table_0.10']:.0%} / "
+        f"{r['power_table_0.20']:.0%})" for r in st["rows"]),
+        "reference (before issue 17, n=5: 25% / 70%, no Holm)", "info"))
     return out
 
 
@@ -539,6 +560,9 @@ def write_results(path: Path, res: dict[str, Any], table: list[Row], took: float
     lines += ["", *busy_notes(res), "", "## Results", "",
               "| # | measure | measured | goal | verdict |", "|---|---|---|---|---|"]
     lines += [f"| {r.key} | {r.what} | {r.measured} | {r.goal} | {r.verdict} |" for r in table]
+    st = res["stats"]
+    lines += ["", "## Verdicts by simulation (rows 8a-8b, `bench/stats_power.py`)", "",
+              *stats_markdown(st["rows"], st["sims"], st["tables"])]
     lines += ["", *previous, WHAT, "", *details(res), ""]
     path.write_text("\n".join(lines))
 
@@ -610,7 +634,13 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   **3e-3g** `bench/startup.py`: `python -m knobtop --version`, `--help` and `report` of a
   1-hour journal, start to exit, median of 5.
 * **7** `bench/builtin_vs_sysbench.py`: sysbench and knobtop's built-in driver alternated
-  (3 rounds x 15 s), ratio of median TPS."""
+  (3 rounds x 15 s), ratio of median TPS.
+* **8a/8b** `bench/stats_power.py`: results tables simulated with runs drawn from a normal
+  distribution of 10% run-to-run noise, judged as `knobtop.analysis.results.build` judges
+  them (bootstrap CI and exact rank test, Holm across an 8-cell table; paired by round
+  where the design pairs). 8a: the share of A/A tables with any "higher" or "lower"; 8b:
+  the share of cells reading "higher" when B is 10% / 20% faster. Machine-independent:
+  the same seeds give the same figures anywhere."""
 
 
 def main() -> int:

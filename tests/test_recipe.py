@@ -35,6 +35,7 @@ from knobtop.server.link import ServerVersion
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = {
+    "aa-noise",
     "buffer-pool-climb",
     "doublewrite",
     "flush-threads-mariadb",
@@ -115,7 +116,8 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
     assert len(recipe.description) > 80  # says what it shows
     assert len(recipe.arms) >= 2
     assert all(list(arm.knobs) == recipe.knobs for arm in recipe.arms)
-    assert len({tuple(arm.knobs.values()) for arm in recipe.arms}) == len(recipe.arms)
+    if recipe.name != "aa-noise":  # issue 17: the A/A recipe's arms are the same on purpose
+        assert len({tuple(arm.knobs.values()) for arm in recipe.arms}) == len(recipe.arms)
     # Sized for a 2-core machine: minutes, not hours (lower bound without waits/restarts).
     assert 60 < recipe.planned_seconds < 30 * 60
     if recipe.applies:
@@ -189,7 +191,10 @@ def test_the_readme_example_is_a_valid_recipe(tmp_path: Path) -> None:
         plateau=True,
         timeout=120.0,
     )
-    assert recipe.steady == Steady(window=20, cv_max=0.08, slope_max=0.002)
+    # issue 17: the example shows the default plateau rule (the trend against the noise;
+    # it used cv_max = 0.08), calibration and adaptive rounds
+    assert recipe.steady == Steady(window=20) and recipe.steady.judge == "noise"
+    assert (recipe.calibrate, recipe.until_ci, recipe.max_replicates) == (8, 0.05, 10)
     for name in sorted(BUNDLED):  # every bundled file is in the README's table
         assert f"`{name}.toml`" in readme
 
@@ -821,6 +826,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         except RecipeError as exc:
             assert exc.key is not None and exc.key.startswith("applies"), str(exc)
     assert set(passed) == {
+        "aa-noise",  # issue 17's A/A recipe
         "buffer-pool-climb",
         "doublewrite",
         "flush-threads-mariadb",
@@ -828,8 +834,10 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "sort-buffer",
     }
     assert any("replicates = 1" in w for w in passed["buffer-pool-climb"])
+    assert any("an A/A comparison" in w for w in passed["aa-noise"])
     statics = {name: static_knobs(load_recipe(name), catalog) for name in passed}
     assert statics == {
+        "aa-noise": [],
         "buffer-pool-climb": [],
         "doublewrite": ["innodb_doublewrite"],
         "flush-threads-mariadb": [],  # dynamic from 10.11
@@ -854,6 +862,20 @@ def test_server_warnings(tmp_path: Path, catalog: Catalog) -> None:
     assert "innodb_max_dirty_pages_pct_lwm is 0" in warnings[2]
     assert "dirty_pct_below" in warnings[2]
     assert "plateau is false" in warnings[3]
+
+
+@pytest.mark.integration
+def test_too_few_replicates_for_the_tables_holm_family_are_warned(tmp_path: Path,
+                                                                  catalog: Catalog) -> None:
+    """Issue 17: 2 arms x 2 levels with 4 replicates: under Holm over the 2 comparisons
+    even 4 runs of B all above A's (p = 2/70 x 2) cannot pass; 5 can."""
+    body = edited("replicates = 2", "replicates = 4")  # BASE sweeps threads [2, 4]
+    warnings = check_for_server(load_recipe(write(tmp_path, body)), catalog)
+    assert any("with 2 comparisons in the table (Holm), no cell can read higher or lower "
+               "below 5 runs per arm" in w for w in warnings), warnings
+    five = edited("replicates = 2", "replicates = 5")
+    assert not any("Holm" in w for w in check_for_server(load_recipe(write(tmp_path, five)),
+                                                          catalog))
 
 
 @pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -144,6 +145,57 @@ def test_steps_csv_of_a_journal_without_a_recipe_says_so() -> None:
     run = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal),
                           "--format", "steps-csv"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2 and "no recipe steps" in run.stderr
+
+
+def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narrow(
+    tmp_path: Path, sysbench_path: str
+) -> None:
+    """Issue 17's live "done when": the A/A recipe on the lab, shortened. Calibration runs
+    the baseline alone first and prints a detectable effect; the two identical arms read
+    noise; --until-ci 0.001 (+-0.1%, narrower than two real runs ever agree) adds rounds
+    up to --max-replicates and says it stopped there."""
+    journal = tmp_path / "aa.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "run", "aa-noise", "--lab", "--dir",
+         str(tmp_path / "lab"), "--journal", str(journal), "--replicates", "2",
+         "--duration", "2", "--warmup", "1", "--threads", "2", "--pause", "0",
+         "--calibrate", "3", "--until-ci", "0.001", "--max-replicates", "4"],
+        capture_output=True, text=True, timeout=600,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "3 calibration steps (the baseline against itself), then" in out
+    events = list(JournalReader(journal))
+    steps = [e for e in events if isinstance(e, StepResult)]
+    assert [s.calibration for s in steps[:3]] == [True] * 3
+    assert not any(s.calibration for s in steps[3:])
+    assert len(steps) == 3 + 2 * 4  # rounds 3 and 4 were added, no fifth
+    for s in steps:  # the per-step measures of part 5, from the real window
+        assert s.avg_tps is not None and s.avg_tps > 0 and s.tps is not None
+        assert s.stall is not None and 0 <= s.stall <= 1 and s.pct == 95
+        assert s.intervals < 10 and s.flat is None  # too short a window to judge a trend
+    marks = [e.label for e in events if e.kind == "mark"]
+    calibration = [m for m in marks if m.startswith("calibration: ")]
+    assert len(calibration) == 1
+    line = calibration[0]
+    assert "from the calibration runs" in line and "2 threads: none up to +100%" in line
+    # what more replicates would find, from 5 per arm up (a number: this machine's noise)
+    assert "More replicates (2 threads): 5 runs per arm: " in line
+    assert re.search(r"\d+ runs per arm: \+\d+%", line), line
+    assert line in out  # headless printed it before the arms ran
+    added = [m for m in marks if m.startswith("round ")]
+    assert added == [f"round {r} added: the CI is wider than +-0.1% in A2 x2" for r in (3, 4)]
+    assert "max_replicates (4) reached; CI still wider than +-0.1% in A2 x2" in marks
+    assert all(m in out for m in added)
+    results = collect(events)[0]
+    cell = results.cells[("A2", 2)]
+    assert len(cell.runs) == 4 and len(results.calibration[2]) == 3
+    assert cell.verdict is not None and cell.verdict.label == NOISE
+    assert cell.verdict.lo is not None and cell.verdict.hi is not None
+    report = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal)],
+                            capture_output=True, text=True, timeout=60)
+    assert "Detectable at 80% power with 2 runs per arm, from the calibration runs" in \
+        report.stdout
 
 
 async def test_buffer_pool_climb_shows_the_hit_ratio_rising_with_the_pool(

@@ -212,14 +212,20 @@ async def run_recipe_headless(
     with Progress(TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
                   TextColumn("{task.fields[left]}"), console=console) as bars:
-        task = bars.add_task(escape(recipe.name), total=len(recipe.schedule()), left="")
+        task = bars.add_task(escape(recipe.name), total=len(recipe.schedule())
+                             + len(recipe.calibration_schedule()), left="")
 
         def on_progress(p: RunProgress) -> None:
             wait = f" ({p.waiting_for})" if p.waiting_for else ""
-            bars.update(task, completed=p.done, description=escape(f"{p.label}{wait}"),
+            bars.update(task, completed=p.done, total=p.total,
+                        description=escape(f"{p.label}{wait}"),
                         left=f"~{short_duration(p.seconds_left)} left")
 
-        runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True)
+        def on_note(text: str) -> None:
+            bars.console.print(text, highlight=False, markup=False)
+
+        runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
+                              on_note=on_note)
         session.subscribe(lambda event: log_line(bars.console, event))
         with stop_on_signals(runner.abort):
             try:

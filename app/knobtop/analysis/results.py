@@ -1,5 +1,9 @@
-"""Recipe results as the seeds show them: arms x thread counts, median TPS, spread, p95,
-and a verdict per cell against the baseline arm (one replicate = one sample).
+"""Recipe results as the seeds show them: arms x thread counts, average TPS (the seeds'
+figure: transactions over the window) with the median and stall share beside it, spread,
+the latency percentile, and verdicts per cell against the baseline arm on average TPS and
+on latency (one replicate = one sample), Holm-corrected within each table; under them the
+effect the design can detect at 80% power, and whether each cell was measured on its
+plateau.
 
 Built from the journal's ``recipe`` and ``step`` events, so the runner, ``knobtop report``
 and the TUI all show the same table.
@@ -11,15 +15,16 @@ import csv
 import io
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from rich.table import Table
 from rich.text import Text
 
+from knobtop.analysis.power import Detectable, detectable
 from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
     NOISE,
-    PAIRED_MIN_ROUNDS,
     PAIRED_TEST,
     Verdict,
     compare_paired,
@@ -28,6 +33,7 @@ from knobtop.analysis.stats import (
     holm,
     iqr,
     median,
+    paired_min_rounds,
 )
 from knobtop.journal.events import Event, RecipeRun, StepResult
 
@@ -40,13 +46,20 @@ class Cell:
 
     arm: str
     threads: int
-    runs: tuple[float, ...]  # per replicate: the median TPS of its measured window
-    median: float | None
+    runs: tuple[float, ...]  # per replicate: its average TPS (older journals: median TPS)
+    median: float | None  # the median of runs
     iqr: float | None
     cv: float | None
-    p95: float | None  # median over replicates of each one's median p95 (ms)
+    p95: float | None  # median over replicates of each one's median latency percentile (ms)
     hit_ratio: float | None
     verdict: Verdict | None  # against the baseline arm at the same threads; None for it
+    per_second: float | None = None  # median over replicates of the per-second median TPS
+    stall: float | None = None  # median over replicates of the stalled seconds' share
+    pct: int = 95  # the latency percentile p95 holds
+    lat_verdict: Verdict | None = None  # the latency percentile against the baseline's
+    steady: int = 0  # replicates that reached their plateau before measuring
+    drifting: int = 0  # replicates whose measured window still drifted (off the plateau)
+
 
 
 @dataclass
@@ -59,10 +72,24 @@ class Results:
     message: str = ""
     planned_steps: int = 0
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
+    replicates: int = 0  # planned runs per arm (0: unknown, the runs seen count)
+    plateau: bool = False  # the recipe waited for a plateau before measuring
+    calibration: dict[int, tuple[float, ...]] = field(default_factory=dict)  # threads -> runs
 
     @property
     def baseline(self) -> str:
         return self.arms[0] if self.arms else ""
+
+    @property
+    def family(self) -> int:
+        """The comparisons the design makes: each arm but the baseline at each thread
+        count (what Holm corrects over once every cell has run)."""
+        return max(1, (len(self.arms) - 1) * len(self.threads))
+
+    @property
+    def paired_rounds(self) -> int:
+        """The fewest complete rounds whose cells are compared round by round."""
+        return paired_min_rounds(self.family)
 
 
 def _med(values: Iterable[float | None]) -> float | None:
@@ -70,16 +97,31 @@ def _med(values: Iterable[float | None]) -> float | None:
     return median(got) if got else None
 
 
+def run_value(step: StepResult) -> float | None:
+    """One run's number for the verdict: its average TPS (its median in older journals)."""
+    return step.avg_tps if step.avg_tps is not None else step.tps
+
+
 def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResult],
-          outcome: str = "running", message: str = "", planned_steps: int = 0) -> Results:
-    """Fold step results into cells; verdicts compare each arm with the first."""
+          outcome: str = "running", message: str = "", planned_steps: int = 0,
+          replicates: int = 0, plateau: bool = False) -> Results:
+    """Fold step results into cells; verdicts compare each arm with the first.  Calibration
+    steps (the baseline against itself) only feed ``calibration``."""
     out = Results(recipe, list(arms), list(threads), list(steps), outcome, message,
-                  planned_steps)
+                  planned_steps, replicates=replicates, plateau=plateau)
+    cal: dict[int, list[float]] = {}
+    for step in steps:
+        value = run_value(step)
+        if step.calibration and value is not None:
+            cal.setdefault(step.threads, []).append(value)
+    out.calibration = {k: tuple(v) for k, v in cal.items()}
+    steps = [s for s in steps if not s.calibration]
     for step in steps:  # arms or thread counts the plan did not list (a newer recipe)
         if step.arm not in out.arms:
             out.arms.append(step.arm)
         if step.threads not in out.threads:
             out.threads.append(step.threads)
+    pair_from = out.paired_rounds
     runs: dict[tuple[str, int], list[StepResult]] = {}
     for step in steps:
         runs.setdefault((step.arm, step.threads), []).append(step)
@@ -87,63 +129,172 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
         base_steps = runs.get((out.baseline, n), [])
         for arm in out.arms:
             mine = runs.get((arm, n), [])
-            tps = [s.tps for s in mine if s.tps is not None]
+            tps = [v for v in map(run_value, mine) if v is not None]
             if not mine:
                 continue
+            base = arm == out.baseline
             out.cells[(arm, n)] = Cell(
                 arm=arm, threads=n, runs=tuple(tps),
                 median=median(tps) if tps else None,
                 iqr=iqr(tps) if tps else None, cv=cv(tps) if len(tps) > 1 else None,
                 p95=_med(s.p95 for s in mine), hit_ratio=_med(s.hit_ratio for s in mine),
-                verdict=None if arm == out.baseline else _verdict(base_steps, mine),
+                verdict=None if base else _verdict(base_steps, mine, run_value, pair_from),
+                per_second=_med(s.tps for s in mine), stall=_med(s.stall for s in mine),
+                pct=mine[0].pct,
+                lat_verdict=None if base else _verdict(base_steps, mine, _latency, pair_from),
+                steady=sum(1 for s in mine if s.steady),
+                drifting=sum(1 for s in mine if s.flat is False),
             )
-    _holm(out)
+    _holm(out, "verdict")
+    _holm(out, "lat_verdict")
     return out
 
 
-def _rounds(steps: list[StepResult]) -> dict[int, float] | None:
+def _latency(step: StepResult) -> float | None:
+    return step.p95
+
+
+Value = Callable[[StepResult], float | None]
+
+
+def _rounds(steps: list[StepResult], value: Value) -> dict[int, float] | None:
     """An arm's runs by round, if each round has exactly one that measured."""
     by_round: dict[int, float] = {}
     for step in steps:
-        if step.tps is None or step.replicate in by_round:
+        v = value(step)
+        if v is None or step.replicate in by_round:
             return None
-        by_round[step.replicate] = step.tps
+        by_round[step.replicate] = v
     return by_round
 
 
-def _verdict(base: list[StepResult], mine: list[StepResult]) -> Verdict:
-    """Paired by round when both arms ran once in each of the same PAIRED_MIN_ROUNDS or more
-    rounds (the per-round ratio and the signed-rank test); otherwise the runs as two
-    samples (ratio of medians, Mann-Whitney)."""
-    a, b = _rounds(base), _rounds(mine)
-    if a is not None and b is not None and a.keys() == b.keys() \
-            and len(a) >= PAIRED_MIN_ROUNDS:
+def _verdict(base: list[StepResult], mine: list[StepResult], value: Value,
+             pair_from: int) -> Verdict | None:
+    """Paired by round when both arms ran once in each of the same ``pair_from`` or more
+    rounds (the per-round ratio and the signed-rank test; see ``paired_min_rounds``);
+    otherwise the runs as two samples (ratio of medians, Mann-Whitney).  None when no run
+    has the value."""
+    a, b = _rounds(base, value), _rounds(mine, value)
+    if a is not None and b is not None and a.keys() == b.keys() and len(a) >= pair_from:
         rounds = sorted(a)
         return compare_paired([a[r] for r in rounds], [b[r] for r in rounds])
-    return compare_runs([s.tps for s in base if s.tps is not None],
-                        [s.tps for s in mine if s.tps is not None])
+    xa = [v for v in map(value, base) if v is not None]
+    xb = [v for v in map(value, mine) if v is not None]
+    if not xa and not xb:
+        return None
+    return compare_runs(xa, xb)
 
 
-def comparisons(results: Results) -> list[Cell]:
-    """The cells with a rank test against the baseline: the family Holm corrects over."""
-    return [c for c in results.cells.values() if c.verdict is not None and c.verdict.p is not None]
+def comparisons(results: Results, which: str = "verdict") -> list[Cell]:
+    """The cells with a rank test against the baseline (on average TPS, or with
+    ``which="lat_verdict"`` on latency): the family Holm corrects over."""
+    found = []
+    for c in results.cells.values():
+        v: Verdict | None = getattr(c, which)
+        if v is not None and v.p is not None:
+            found.append(c)
+    return found
 
 
-def _holm(results: Results) -> None:
+def _holm(results: Results, which: str) -> None:
     """More than one comparison in a table: each verdict is judged on its Holm-adjusted p,
-    so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each."""
-    family = comparisons(results)
+    so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each.
+    Each verdict table (average TPS, latency) is its own family."""
+    family = comparisons(results, which)
     if len(family) < 2:
         return
-    for cell, p_holm in zip(family, holm([c.verdict.p for c in family if c.verdict]),
-                            strict=True):
-        assert cell.verdict is not None
-        results.cells[(cell.arm, cell.threads)] = replace(
-            cell, verdict=cell.verdict.adjusted(p_holm))
+    verdicts: list[Verdict] = [getattr(c, which) for c in family]
+    for cell, verdict, p_holm in zip(family, verdicts, holm([v.p for v in verdicts]),
+                                     strict=True):
+        key = (cell.arm, cell.threads)
+        now = results.cells[key]
+        results.cells[key] = (replace(now, verdict=verdict.adjusted(p_holm))
+                              if which == "verdict" else
+                              replace(now, lat_verdict=verdict.adjusted(p_holm)))
 
 
 def _tests_used(results: Results) -> set[str]:
     return {c.verdict.test for c in comparisons(results) if c.verdict is not None}
+
+
+@lru_cache(maxsize=64)
+def _detectable(runs: tuple[float, ...], replicates: int, comparisons: int) -> Detectable | None:
+    return detectable(runs, replicates, comparisons=comparisons)
+
+
+def detectable_by_level(results: Results) -> dict[int, Detectable]:
+    """Per thread count, the effect the planned replicates find at 80% power (Holm over the
+    table's comparisons), from the calibration runs if there were any, else from the
+    baseline cell's own runs.  Levels with fewer than 3 runs to read noise from are left
+    out.  Cached: the simulation costs about 0.3 s per level."""
+    family = results.family
+    out: dict[int, Detectable] = {}
+    for n in results.threads:
+        cell = results.cells.get((results.baseline, n))
+        runs = results.calibration.get(n) or (cell.runs if cell is not None else ())
+        planned = results.replicates or max(
+            (len(c.runs) for c in results.cells.values() if c.threads == n), default=0)
+        if len(runs) < 3 or planned < 2:
+            continue
+        found = _detectable(tuple(runs), planned, family)
+        if found is not None:
+            out[n] = found
+    return out
+
+
+def detectable_note(results: Results) -> str:
+    """The sentence under a table: the smallest effect its design finds at 80% power."""
+    found = detectable_by_level(results)
+    if not found:
+        return ""
+    source = ("the calibration runs (the baseline against itself)" if results.calibration
+              else f"the spread of the baseline's own runs ({results.baseline})")
+    first = next(iter(found.values()))
+    design = (f"{first.replicates} {'paired rounds' if first.paired else 'runs per arm'}"
+              + (f", Holm over {first.comparisons} comparisons" if first.comparisons > 1
+                 else ""))
+    parts = [f"{n} threads: " + ("none up to +100%" if d.effect is None else
+                                 f"+{d.effect:.0%} (CV {d.cv:.1%})" if d.cv is not None else
+                                 f"+{d.effect:.0%}") for n, d in found.items()]
+    return (f"Detectable at 80% power with {design}, from {source}: " + "; ".join(parts)
+            + ". A smaller true effect will often read \"~ noise\".")
+
+
+def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30)) -> str:
+    """What the calibration runs say before the arms start: :func:`detectable_note` for the
+    planned replicates, then what more replicates would find at the noisiest level (up to
+    the first that finds +10%)."""
+    note = detectable_note(results)
+    if not results.calibration:
+        return note
+    noisiest = max(results.calibration, key=lambda n: cv(results.calibration[n]) or 0.0
+                   if len(results.calibration[n]) > 1 else 0.0)
+    runs = results.calibration[noisiest]
+    planned = results.replicates
+    ladder = []
+    for n in more:
+        if n > planned:
+            found = _detectable(tuple(runs), n, results.family)
+            if found is not None:
+                ladder.append(f"{n} runs per arm: " + ("none" if found.effect is None
+                                                       else f"+{found.effect:.0%}"))
+                if found.effect is not None and found.effect <= 0.10:
+                    break
+    if ladder:
+        note += f" More replicates ({noisiest} threads): " + "; ".join(ladder) + "."
+    return note
+
+
+def _detectable_short(results: Results) -> str:
+    found = [d.effect for d in detectable_by_level(results).values()]
+    if not found:
+        return ""
+    if any(e is None for e in found):
+        return "detectable: none up to +100% at some levels"
+    effects = sorted(e for e in found if e is not None)
+    span = (f"+{effects[0]:.0%}" if round(effects[0], 2) == round(effects[-1], 2)
+            else f"+{effects[0]:.0%}..+{effects[-1]:.0%}")
+    return f"detectable at 80% power: {span}"
 
 
 def tests_note(results: Results) -> str:
@@ -151,7 +302,7 @@ def tests_note(results: Results) -> str:
     used = _tests_used(results)
     words = []
     if PAIRED_TEST in used:
-        words.append(f"cells with {PAIRED_MIN_ROUNDS} or more complete rounds are compared "
+        words.append(f"cells with {results.paired_rounds} or more complete rounds are compared "
                      "round by round: the median of the per-round ratios B/A, its bootstrap "
                      "CI, and the Wilcoxon signed-rank test on them")
     if used - {PAIRED_TEST}:
@@ -166,9 +317,9 @@ def tests_note(results: Results) -> str:
     return text[0].upper() + text[1:]
 
 
-def holm_note(results: Results) -> str:
+def holm_note(results: Results, which: str = "verdict") -> str:
     """The sentence under a table whose verdicts were corrected ("" when there was one)."""
-    m = len(comparisons(results))
+    m = len(comparisons(results, which))
     if m < 2:
         return ""
     return (f"Holm correction across the {m} comparisons of this table: p is each cell's "
@@ -186,7 +337,8 @@ def collect(events: Iterable[Event]) -> list[Results]:
         nonlocal current, steps
         if current is not None:
             found.append(build(current.recipe, current.arms, current.threads, steps, outcome,
-                               message, current.planned_steps))
+                               message, current.planned_steps, current.replicates,
+                               current.plateau))
         current, steps = None, []
 
     for event in events:
@@ -196,7 +348,9 @@ def collect(events: Iterable[Event]) -> list[Results]:
                 plan = event.plan
                 current = Results(event.name, list(plan.get("arms", {})),
                                   [int(t) for t in plan.get("threads", [])], [],
-                                  planned_steps=int(plan.get("steps", 0)))
+                                  planned_steps=int(plan.get("steps", 0)),
+                                  replicates=int(plan.get("replicates", 0)),
+                                  plateau=bool(plan.get("plateau", False)))
             elif current is not None and event.name == current.recipe:
                 close(event.action, event.message)
         elif isinstance(event, StepResult) and current is not None \
@@ -219,8 +373,35 @@ def spread_text(cell: Cell) -> str:
     return f"IQR {cell.iqr:,.0f} (CV {cell.cv:.0%}), {len(cell.runs)} runs"
 
 
+def median_text(cell: Cell) -> str:
+    """``median 1,250, stall 2%``: beside the average, what a stall did to it."""
+    text = f"median {fmt_tps(cell.per_second)}"
+    return text if cell.stall is None else f"{text}, stall {cell.stall:.0%}"
+
+
+def plateau_text(results: Results, cell: Cell, flags_only: bool = False) -> str:
+    """``steady`` / ``not steady 1/3, off plateau 1/3`` / ``on plateau``: "not steady" when a
+    plateau wait timed out (only if the recipe waited for one), "off plateau" when a
+    measured window still drifted.  ``flags_only``: "" when nothing is wrong."""
+    n = len(cell.runs)
+    words = []
+    if results.plateau and cell.steady < n:
+        words.append(f"not steady {n - cell.steady}/{n}")
+    if cell.drifting:
+        words.append(f"off plateau {cell.drifting}/{n}")
+    if words or flags_only:
+        return ", ".join(words)
+    return "steady" if results.plateau else "on plateau"
+
+
 def verdict_text(cell: Cell) -> str:
     return "baseline" if cell.verdict is None else cell.verdict.text()
+
+
+def lat_verdict_text(cell: Cell) -> str:
+    if cell.lat_verdict is None:
+        return "baseline" if cell.verdict is None else NONE
+    return cell.lat_verdict.text()
 
 
 def summary_line(results: Results) -> str:
@@ -254,14 +435,24 @@ def results_table(results: Results) -> Table:
             if cell is None:
                 row.append(NONE)
                 continue
-            text = Text(f"{fmt_tps(cell.median)} tps\n", style="bold")
+            text = Text(f"{fmt_tps(cell.median)} tps avg\n", style="bold")
+            if cell.stall is not None:
+                text.append(f"{median_text(cell)}\n", style="")
             text.append(f"{spread_text(cell)}\n", style="")
             p95 = NONE if cell.p95 is None else fmt_ms(cell.p95)
-            text.append(f"p95 {p95} ms", style="")
+            text.append(f"p{cell.pct} {p95} ms", style="")
             if cell.hit_ratio is not None:
                 text.append(f", hit {cell.hit_ratio:.1f}%", style="")
+            flags = plateau_text(results, cell, flags_only=True)
+            if flags:
+                text.append(f"\n{flags}", style="bold yellow")
             label = cell.verdict.label if cell.verdict is not None else ""
             text.append(f"\n{verdict_text(cell)}", style=_STYLE.get(label, "italic"))
+            if cell.lat_verdict is not None:
+                lat = cell.lat_verdict
+                # lower latency is the good direction: its colours swap
+                style = {HIGHER: "bold red", LOWER: "bold green"}.get(lat.label, "dim")
+                text.append(f"\np{cell.pct} {lat.text()}", style=style)
             row.append(text)
         table.add_row(*row)
     note = short_note(results)
@@ -279,10 +470,12 @@ def short_note(results: Results) -> str:
         return ""
     tests = ("p: Wilcoxon, paired by round" if used == {PAIRED_TEST} else
              "p: Mann-Whitney" if PAIRED_TEST not in used else
-             f"p: Wilcoxon paired by round ({PAIRED_MIN_ROUNDS}+ rounds), else Mann-Whitney")
+             f"p: Wilcoxon paired by round ({results.paired_rounds}+ rounds), else "
+             "Mann-Whitney")
     family = len(comparisons(results))
     holm_words = f"; Holm-adjusted over {family} comparisons" if family > 1 else ""
-    return tests + holm_words
+    power = _detectable_short(results)
+    return tests + holm_words + (f"; {power}" if power else "")
 
 
 def _md_row(cells: Iterable[object]) -> str:
@@ -303,29 +496,48 @@ def results_markdown(results: Results) -> str:
             lines.append(_md_row(row))
         lines.append("")
 
-    table("Median TPS (spread over replicates)",
+    cells = list(results.cells.values())
+    pct = cells[0].pct if cells else 95
+    table("Average TPS (spread over replicates)",
           lambda c: f"{fmt_tps(c.median)} ({spread_text(c)})")
-    table("p95 latency, ms (median over replicates)",
+    if any(c.stall is not None for c in cells):
+        table("Median of per-second TPS, and the share of seconds below half of it (stall)",
+              median_text)
+    table(f"p{pct} latency, ms (median over replicates)",
           lambda c: NONE if c.p95 is None else fmt_ms(c.p95))
-    if any(c.hit_ratio is not None for c in results.cells.values()):
+    if any(c.hit_ratio is not None for c in cells):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")
-    table(f"TPS vs {results.baseline}: ratio [bootstrap 95% CI] and p", verdict_text)
+    if results.plateau or any(c.drifting for c in cells):
+        table("Plateau (steady: reached before measuring; off plateau: the measured window "
+              "still drifted beyond its noise)", lambda c: plateau_text(results, c))
+    table(f"Average TPS vs {results.baseline}: ratio [bootstrap 95% CI] and p", verdict_text)
     tests = tests_note(results)
     if tests:
         lines.extend([tests, ""])
-    lines.append("One replicate is one sample (its median TPS over the measured window, "
-                 "warmup excluded). \"~ noise\" means the difference cannot be told from "
-                 "run-to-run variation: the CI spans 1 or the rank test disagrees.")
     note = holm_note(results)
     if note:
-        lines.extend(["", note])
+        lines.extend([note, ""])
+    if comparisons(results, "lat_verdict"):
+        table(f"p{pct} latency vs {results.baseline}: ratio [bootstrap 95% CI] and p "
+              "(lower is better)", lat_verdict_text)
+        note = holm_note(results, "lat_verdict")
+        if note:
+            lines.extend([note, ""])
+    lines.append("One replicate is one sample (its average TPS over the measured window, "
+                 "warmup excluded: transactions / seconds, so a stalled second counts; its "
+                 f"median p{pct} for latency). \"~ noise\" means the difference cannot be "
+                 "told from run-to-run variation: the CI spans 1 or the rank test disagrees.")
+    power = detectable_note(results)
+    if power:
+        lines.extend(["", power])
     lines.append("")
     return "\n".join(lines)
 
 
 CSV_FIELDS = ("recipe", "index", "replicate", "arm", "threads", "start", "end", "tps", "p95",
-              "err", "hit_ratio", "dirty_pct", "intervals", "steady", "waits")
+              "err", "hit_ratio", "dirty_pct", "intervals", "steady", "waits", "avg_tps",
+              "stall", "pct", "drift", "flat", "calibration")
 
 
 def results_csv(results: Results) -> str:
@@ -339,5 +551,9 @@ def results_csv(results: Results) -> str:
                          f"{s.start:.2f}", f"{s.end:.2f}",
                          *("" if v is None else f"{v:.2f}"
                            for v in (s.tps, s.p95, s.err, s.hit_ratio, s.dirty_pct)),
-                         s.intervals, int(s.steady), waits])
+                         s.intervals, int(s.steady), waits,
+                         "" if s.avg_tps is None else f"{s.avg_tps:.2f}",
+                         "" if s.stall is None else f"{s.stall:.4f}", s.pct,
+                         "" if s.drift is None else f"{s.drift:.4f}",
+                         "" if s.flat is None else int(s.flat), int(s.calibration)])
     return buf.getvalue()

@@ -49,6 +49,7 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "HIGHER",
@@ -67,9 +68,13 @@ __all__ = [
     "iqr",
     "mann_whitney_u",
     "median",
+    "min_runs_for_verdict",
+    "mw_critical_u",
+    "paired_min_rounds",
     "paired_ratio_ci",
     "quantile",
     "steady_index",
+    "wilcoxon_critical_t",
     "wilcoxon_signed_rank",
 ]
 
@@ -179,7 +184,8 @@ def _average_ranks(xs: Sequence[float]) -> tuple[list[float], list[int]]:
     return ranks, groups
 
 
-def _u_counts(m: int, n: int) -> list[int]:
+@lru_cache(maxsize=256)
+def _u_counts(m: int, n: int) -> tuple[int, ...]:
     """Number of orderings giving U = 0 .. m*n for samples of size m and n without ties.
 
     These are the coefficients of the Gaussian binomial [m+n choose m]_q =
@@ -196,7 +202,7 @@ def _u_counts(m: int, n: int) -> list[int]:
         for k in range(i, len(grown)):  # divide by (1 - q^i): exact, a running sum with stride i
             grown[k] += grown[k - i]
         poly = grown[: m * n + 1]  # higher coefficients are zero
-    return poly
+    return tuple(poly)
 
 
 def _tied_rank_sums(doubled: Sequence[int], k: int) -> list[int]:
@@ -264,6 +270,30 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float
         z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
         p = math.erfc(z / math.sqrt(2))  # 2 * P(Z > z)
     return u1, min(max(p, 0.0), 1.0)
+
+
+def mw_critical_u(n1: int, n2: int, alpha: float = 0.05) -> int | None:
+    """The smallest U (of either arm, without ties) whose two-sided p from
+    :func:`mann_whitney_u` is at most ``alpha``; None when no U is (3 vs 3 at 0.05)."""
+    total_pairs = n1 * n2
+    exact = min(n1, n2) <= _EXACT_MAX_N or max(n1, n2) <= _EXACT_BOTH_N
+    if exact:
+        counts = _u_counts(n1, n2)
+        splits = math.comb(n1 + n2, n1)
+        tail = 0
+        found: int | None = None
+        for u in range(total_pairs, -1, -1):  # grow the upper tail while p stays <= alpha
+            tail += counts[u]
+            if 2 * tail / splits > alpha:
+                break
+            found = u
+        return found
+    n = n1 + n2
+    sd = math.sqrt(n1 * n2 * (n + 1) / 12)
+    for u in range(math.ceil(total_pairs / 2), total_pairs + 1):
+        if math.erfc((u - total_pairs / 2 - 0.5) / sd / math.sqrt(2)) <= alpha:
+            return u
+    return None
 
 
 # --- bootstrap -----------------------------------------------------------------------------------
@@ -395,6 +425,7 @@ def compare_runs(
     *,
     level: float = 0.95,
     seed: int = 0,
+    resamples: int = 10_000,
 ) -> Verdict:
     """Compare per-run values of arm B against baseline arm A (one number per run).
 
@@ -419,7 +450,7 @@ def compare_runs(
     _, p = mann_whitney_u(xa, xb)
     if ratio is None:
         return Verdict(None, None, None, p, n_a, n_b, NOISE)
-    lo, hi = bootstrap_ratio_ci(xa, xb, level=level, seed=seed)
+    lo, hi = bootstrap_ratio_ci(xa, xb, level=level, seed=seed, resamples=resamples)
     significant = p <= 1.0 - level
     if lo > 1.0 and significant:
         label = HIGHER
@@ -437,6 +468,28 @@ PAIRED_TEST = "Wilcoxon signed-rank, paired by round"
 # ever be reached at 95%, so fewer rounds than this are compared unpaired (decided by the
 # design, never by the data).
 PAIRED_MIN_ROUNDS = 6
+
+
+def min_runs_for_verdict(family: int = 1) -> int:
+    """The fewest runs per arm whose smallest two-sample p (every run of B above every run
+    of A: 2 / C(2n, n)) passes Holm's strictest step, 0.05 / family: with fewer, no cell of
+    such a table can read "higher" or "lower" whatever the arms do.  1 comparison: 4;
+    8: 6."""
+    n = 2
+    while 2 / math.comb(2 * n, n) * max(1, family) > 0.05:
+        n += 1
+    return n
+
+
+def paired_min_rounds(family: int = 1) -> int:
+    """The fewest rounds a table of ``family`` comparisons pairs: the smallest exact
+    signed-rank p (every round agreeing, 2 / 2^n) must pass Holm's strictest step,
+    0.05 / family.  1 comparison: 6 rounds; 4: 8; 8: 9.  Below, the runs are compared as
+    two samples, whose smallest p is far smaller (5 vs 5: 0.008; 8 vs 8: 0.0002)."""
+    n = PAIRED_MIN_ROUNDS
+    while 2 / 2**n * max(1, family) > 0.05:
+        n += 1
+    return n
 _WILCOXON_EXACT_MAX_N = 50
 
 
@@ -475,6 +528,32 @@ def wilcoxon_signed_rank(d: Sequence[float]) -> tuple[float, float]:
     return t_plus, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
 
 
+def wilcoxon_critical_t(n: int, alpha: float = 0.05) -> int | None:
+    """The smallest T+ (n non-zero differences without ties) whose two-sided p from
+    :func:`wilcoxon_signed_rank` is at most ``alpha``; None when none is (5 pairs at 0.05)."""
+    top = n * (n + 1) // 2
+    if n <= _WILCOXON_EXACT_MAX_N:
+        counts = [0] * (top + 1)
+        counts[0] = 1
+        for r in range(1, n + 1):
+            for s in range(top, r - 1, -1):
+                counts[s] += counts[s - r]
+        tail = 0
+        found: int | None = None
+        for t in range(top, -1, -1):
+            tail += counts[t]
+            if 2 * tail / 2**n > alpha:
+                break
+            found = t
+        return found
+    mean = n * (n + 1) / 4
+    sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    for t in range(math.ceil(mean), top + 1):
+        if math.erfc((t - mean - 0.5) / sd / math.sqrt(2)) <= alpha:
+            return t
+    return None
+
+
 def paired_ratio_ci(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
                     resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of the median per-round ratio b_i / a_i, resampling rounds
@@ -498,7 +577,7 @@ def paired_ratio_ci(a: Sequence[float], b: Sequence[float], *, level: float = 0.
 
 
 def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
-                   seed: int = 0) -> Verdict:
+                   seed: int = 0, resamples: int = 10_000) -> Verdict:
     """Arm B against baseline A, run i of each from the same round: the median per-round
     ratio B/A with its bootstrap CI, and the Wilcoxon signed-rank test on the per-round log
     ratios (so a drift that moves both arms of a round cancels).  Labels as
@@ -519,7 +598,7 @@ def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.9
         return Verdict(None, None, None, None, n, n, NOISE, test=PAIRED_TEST)
     ratio = statistics.median(y / x for x, y in zip(xa, xb, strict=True))
     _, p = wilcoxon_signed_rank([math.log(y / x) for x, y in zip(xa, xb, strict=True)])
-    lo, hi = paired_ratio_ci(xa, xb, level=level, seed=seed)
+    lo, hi = paired_ratio_ci(xa, xb, level=level, seed=seed, resamples=resamples)
     significant = p <= 1.0 - level
     label = HIGHER if lo > 1.0 and significant else LOWER if hi < 1.0 and significant \
         else NOISE

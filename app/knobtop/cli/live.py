@@ -26,7 +26,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     """The recipe file with the command line's overrides, checked again."""
     import dataclasses
 
-    from knobtop.recipes.recipe import ORDERS, load_recipe
+    from knobtop.recipes.recipe import MAX_REPLICATES, ORDERS, load_recipe
 
     recipe = load_recipe(args.recipe)
     changes: dict[str, object] = {}
@@ -58,7 +58,26 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         changes["threads"] = threads
     if args.wait_timeout is not None:
         changes["waits"] = dataclasses.replace(recipe.waits, timeout=max(1.0, args.wait_timeout))
-    return dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+    if args.calibrate is not None:
+        if not 0 <= args.calibrate <= MAX_REPLICATES:
+            raise BadValue(f"--calibrate {args.calibrate}: give 0 to {MAX_REPLICATES} rounds")
+        changes["calibrate"] = args.calibrate
+    if args.until_ci is not None:
+        if not 0 < args.until_ci < 1:
+            raise BadValue(f"--until-ci {args.until_ci:g}: give the CI's half-width as a "
+                           "fraction, e.g. 0.05 for +-5%")
+        changes["until_ci"] = args.until_ci
+    if args.max_replicates is not None:
+        changes["max_replicates"] = args.max_replicates
+    recipe = dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+    if (recipe.until_ci is None) != (recipe.max_replicates is None):
+        raise BadValue("--until-ci and --max-replicates go together (or set until_ci and "
+                       "max_replicates in the recipe's [run])")
+    if recipe.max_replicates is not None and not \
+            recipe.replicates < recipe.max_replicates <= MAX_REPLICATES:
+        raise BadValue(f"--max-replicates {recipe.max_replicates}: give more than the "
+                       f"replicates ({recipe.replicates}) and at most {MAX_REPLICATES}")
+    return recipe
 
 
 def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
@@ -173,9 +192,14 @@ def run_recipe(args: argparse.Namespace) -> int:
     console = stderr_console()
     recipe = recipe_from_args(args)
     steps = len(recipe.schedule())
-    console.print(f"Recipe {recipe.name}: {len(recipe.arms)} arms x "
+    calibration = len(recipe.calibration_schedule())
+    first = (f"{calibration} calibration steps (the baseline against itself), then "
+             if calibration else "")
+    more = (f"; more rounds, up to {recipe.max_replicates}, until every CI is within "
+            f"+-{recipe.until_ci * 100:g}%" if recipe.until_ci is not None else "")
+    console.print(f"Recipe {recipe.name}: {first}{len(recipe.arms)} arms x "
                   f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
-                  f"{steps} steps, at least {short_duration(recipe.planned_seconds)}",
+                  f"{steps} steps, at least {short_duration(recipe.planned_seconds)}{more}",
                   highlight=False, markup=False)
     return run_session(recipe_options(args, recipe), console)
 

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 4 ms o
 if TYPE_CHECKING:
     from knobtop.session.options import ScheduledChange
 
+CALIBRATE_ROUNDS = 8  # --calibrate alone: enough runs to read a CV to about +-25% of itself
 _SET = r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$"
 
 Handler = Callable[[argparse.Namespace], int]
@@ -223,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a recipe (TOML, see experiments/) on the sandbox (--lab) or a "
         "profile's server: every arm at every thread count, replicated in a counterbalanced order, "
         "with waits and a steady-state check before each measured step; then a table of "
-        "median TPS, spread, p95 and a verdict per cell. Ctrl+C aborts and restores the "
+        "average TPS, spread, latency and verdicts per cell. Ctrl+C aborts and restores the "
         "baseline knobs. Everything goes to the journal.",
     )
     run.add_argument("recipe", type=Path, help="a recipe file, e.g. experiments/doublewrite.toml")
@@ -253,6 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "(counterbalanced, abba, williams, interleaved, random)")
     run.add_argument("--wait-timeout", type=float, metavar="S",
                      help="override [wait] timeout")
+    run.add_argument("--calibrate", type=int, nargs="?", const=CALIBRATE_ROUNDS, metavar="N",
+                     help="first run the baseline arm against itself N times (default "
+                     f"{CALIBRATE_ROUNDS}) at each thread count: prints the run-to-run CV and "
+                     "the smallest effect the replicates can find at 80%% power")
+    run.add_argument("--until-ci", type=float, metavar="W",
+                     help="keep adding rounds until every cell's CI is within +-W (e.g. "
+                     "0.05), up to --max-replicates")
+    run.add_argument("--max-replicates", type=int, metavar="N",
+                     help="the cap on rounds for --until-ci")
     run.add_argument("--markdown", type=Path, metavar="FILE",
                      help="also write the results as Markdown to FILE")
     lab = sub.add_parser(

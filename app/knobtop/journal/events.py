@@ -181,8 +181,13 @@ class RecipeRun(Event):
 class StepResult(Event):
     """One measured step of a recipe: an arm at a thread count, one replicate.
 
-    ``start``/``end`` bound the measured window (warmup and waits excluded); the
-    numbers are medians over its per-second load reports and samples."""
+    ``start``/``end`` bound the measured window (warmup and waits excluded); ``tps``,
+    ``p95`` and the rest are medians over its per-second load reports and samples.
+    ``avg_tps`` is transactions over the window's seconds (a stalled second counts as 0),
+    ``stall`` the share of seconds below half the median; ``p95`` holds the latency
+    percentile ``pct`` the load asked for (the name predates ``pct``); ``drift`` and
+    ``flat`` describe the measured window's own trend (``analysis.plateau``);
+    ``calibration`` marks a run of the baseline against itself before the arms."""
 
     kind: ClassVar[str] = "step"
     recipe: str
@@ -200,6 +205,12 @@ class StepResult(Event):
     intervals: int = 0
     waits: dict[str, float] = field(default_factory=dict)  # gate -> seconds waited
     steady: bool = False  # the TPS plateau was reached before measuring
+    avg_tps: float | None = None
+    stall: float | None = None
+    pct: int = 95
+    drift: float | None = None
+    flat: bool | None = None
+    calibration: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from knobtop.analysis.plateau import LONG as PLATEAU_LONG
+from knobtop.analysis.stats import min_runs_for_verdict
 from knobtop.bundled import bundled_dir
 from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
 from knobtop.server import flavors
@@ -341,13 +343,22 @@ class Waits:
 
 @dataclass(frozen=True, slots=True)
 class Steady:
-    """The plateau detector: over the last ``window`` one-second TPS samples, the
-    coefficient of variation is at most ``cv_max`` and the least-squares slope, divided
-    by the window's mean, is at most ``slope_max`` per second (in absolute value)."""
+    """The plateau detector.  ``judge = "noise"`` (the default,
+    :class:`knobtop.analysis.plateau.Plateau`): over the last 2 x ``window`` one-second TPS
+    samples the trend is flat against their own noise.  ``judge = "cv"`` (the older rule,
+    :class:`knobtop.analysis.stats.SteadyState`): over the last ``window`` samples the
+    coefficient of variation is at most ``cv_max`` and the least-squares slope, divided by
+    the window's mean, at most ``slope_max`` per second (in absolute value)."""
 
     window: int = DEFAULT_STEADY[0]
     cv_max: float = DEFAULT_STEADY[1]
     slope_max: float = DEFAULT_STEADY[2]
+    judge: str = "noise"
+
+    @property
+    def span(self) -> int:
+        """Seconds of load the detector needs before it can call a plateau."""
+        return self.window * (PLATEAU_LONG if self.judge == "noise" else 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,11 +370,13 @@ class Step:
     replicate: int
     arm: Arm
     threads: int
+    calibration: bool = False  # the baseline against itself, before the arms
 
     @property
     def label(self) -> str:
-        """A short label such as ``r2 B t16``."""
-        return f"r{self.replicate} {self.arm.name} t{self.threads}"
+        """A short label such as ``r2 B t16`` (``cal2 A t16`` for calibration)."""
+        return f"{'cal' if self.calibration else 'r'}{self.replicate} {self.arm.name} " \
+               f"t{self.threads}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +405,9 @@ class Recipe:
     pause: float
     arms: tuple[Arm, ...]
     level_order: str = "ascending"
+    calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
+    until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
+    max_replicates: int | None = None  # the cap on rounds with until_ci
 
     @property
     def baseline(self) -> Arm:
@@ -420,8 +436,9 @@ class Recipe:
             percentile=self.percentile,
         )
 
-    def schedule(self) -> list[Step]:
-        """The full run order.
+    def schedule(self, rounds: int | None = None) -> list[Step]:
+        """The full run order (``rounds`` replicate rounds, ``replicates`` by default; the
+        first rounds are the same whatever ``rounds`` is, so adaptive rounds extend it).
 
         For each replicate round (1-based), for each arm in the round's order
         (:func:`arm_order`: counterbalanced by default; "random" shuffles with one
@@ -434,7 +451,7 @@ class Recipe:
         rng = random.Random(self.seed)
         levels_rng = random.Random(self.seed + 1)
         steps: list[Step] = []
-        for replicate in range(1, self.replicates + 1):
+        for replicate in range(1, (self.replicates if rounds is None else rounds) + 1):
             levels = list(self.threads)
             if self.level_order == "counterbalanced" and replicate % 2 == 0:
                 levels.reverse()
@@ -445,11 +462,17 @@ class Recipe:
                     steps.append(Step(len(steps), replicate, self.arms[i], threads))
         return steps
 
+    def calibration_schedule(self) -> list[Step]:
+        """``calibrate`` rounds of the baseline arm at every thread count (in the order the
+        levels are written), marked as calibration: they come before :meth:`schedule`."""
+        return [Step(0, r, self.baseline, t, calibration=True)
+                for r in range(1, self.calibrate + 1) for t in self.threads]
+
     @property
     def planned_seconds(self) -> float:
         """A lower bound on the run time: warmups, measured time and pauses (no waits,
         plateaus, restarts or table preparation)."""
-        count = self.replicates * len(self.arms) * len(self.threads)
+        count = (self.replicates * len(self.arms) + self.calibrate) * len(self.threads)
         return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause
 
 
@@ -476,8 +499,10 @@ _WAIT_KEYS = (
     "plateau",
     "timeout",
 )
-_STEADY_KEYS = ("window", "cv_max", "slope_max")
-_RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause")
+_STEADY_KEYS = ("window", "cv_max", "slope_max", "judge")
+JUDGES = ("noise", "cv")
+_RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause", "calibrate", "until_ci",
+             "max_replicates")
 _ARM_KEYS = ("name", "knobs")
 
 
@@ -520,12 +545,13 @@ class _Reader(Reader):
             raise self.error(dotted, "is empty", f"write {key} = {example}")
         return value.strip()
 
-    def choice(self, run: Table, key: str, allowed: tuple[str, ...], means: str) -> str:
-        """``[run] key``, one of ``allowed`` (the first is the default)."""
+    def choice(self, run: Table, key: str, allowed: tuple[str, ...], means: str,
+               prefix: str = "run") -> str:
+        """``[prefix] key``, one of ``allowed`` (the first is the default)."""
         choices = " or ".join(f'"{o}"' for o in allowed)
-        value = self.string(run, key, "run", choices) or allowed[0]
+        value = self.string(run, key, prefix, choices) or allowed[0]
         if value not in allowed:
-            raise self.error(f"run.{key}", f"unknown {key.replace('_', ' ')} {value!r}",
+            raise self.error(f"{prefix}.{key}", f"unknown {key.replace('_', ' ')} {value!r}",
                              f"write {key} = {choices} ({means})")
         return value
 
@@ -626,6 +652,9 @@ class _Reader(Reader):
                                   "written, reversed every other round, or shuffled")
         seed = self.integer(run, "seed", "run", lo=0, hi=2**63 - 1)
         pause = self.number(run, "pause", "run", lo=0.0, hi=3600.0, lo_open=False)
+        calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
+        until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
+        max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
         recipe = Recipe(
             path=path,
             name=name,
@@ -649,7 +678,11 @@ class _Reader(Reader):
             seed=1 if seed is None else seed,
             pause=0.0 if pause is None else pause,
             arms=self.arms(doc.get("arm")),
+            calibrate=calibrate or 0,
+            until_ci=until_ci,
+            max_replicates=max_replicates,
         )
+        self.adaptive(recipe, "until_ci" in run, "max_replicates" in run)
         try:
             recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.duration).check()
         except LoadError as exc:  # a rule of LoadSpec not mirrored above
@@ -802,19 +835,47 @@ class _Reader(Reader):
         window = self.integer(table, "window", p, lo=5, hi=3600, unit="seconds")
         cv_max = self.number(table, "cv_max", p, lo=0.0, hi=1.0, lo_open=True)
         slope_max = self.number(table, "slope_max", p, lo=0.0, hi=1.0, lo_open=True)
+        # A recipe written before issue 17 that sets cv_max or slope_max keeps its rule.
+        older = cv_max is not None or slope_max is not None
+        judges = tuple(reversed(JUDGES)) if older and "judge" not in table else JUDGES
+        judge = self.choice(table, "judge", judges, "the trend against its own noise over "
+                            "2 x window, or the older CV and slope bounds over one window", p)
+        if judge == "noise" and older:
+            which = "cv_max" if cv_max is not None else "slope_max"
+            raise self.error(f"{p}.{which}", f"{which} is a bound of the older plateau rule "
+                             '(judge = "cv"); judge = "noise" weighs the trend against the '
+                             "noise instead", f'delete {which}, or write judge = "cv"')
         steady = Steady(
             window=DEFAULT_STEADY[0] if window is None else window,
             cv_max=DEFAULT_STEADY[1] if cv_max is None else cv_max,
             slope_max=DEFAULT_STEADY[2] if slope_max is None else slope_max,
+            judge=judge,
         )
-        if waits.plateau and steady.window > waits.timeout:
+        if waits.plateau and steady.span > waits.timeout:
+            span = (f"the plateau is judged over 2 x window = {steady.span} s"
+                    if judge == "noise" else f"the plateau window ({steady.span} s) is")
             raise self.error(
                 f"{p}.window" if window is not None else "wait.timeout",
-                f"the plateau window ({steady.window} s) is longer than wait.timeout "
+                f"{span} longer than wait.timeout "
                 f"({_fmt(waits.timeout)} s), so a plateau could never be seen in time",
-                f"make wait.timeout at least {steady.window}, or shorten steady.window",
+                f"make wait.timeout at least {steady.span}, or shorten steady.window",
             )
         return steady
+
+    def adaptive(self, recipe: Recipe, until: bool, cap: bool) -> None:
+        """``until_ci`` and ``max_replicates`` go together, the cap above the replicates."""
+        if until and not cap:
+            raise self.error("run.until_ci", "until_ci needs a cap on the rounds it may add",
+                             f"add max_replicates = {2 * recipe.replicates} to [run]")
+        if cap and not until:
+            raise self.error("run.max_replicates", "max_replicates only caps until_ci",
+                             "add until_ci = 0.05 to [run] (keep adding rounds until every "
+                             "cell's CI is within +-5%), or delete max_replicates")
+        if recipe.max_replicates is not None and recipe.max_replicates <= recipe.replicates:
+            raise self.error("run.max_replicates",
+                             f"max_replicates ({recipe.max_replicates}) must be more than "
+                             f"replicates ({recipe.replicates}), or no round could be added",
+                             f"make max_replicates at least {recipe.replicates + 1}")
 
     def arms(self, value: object) -> tuple[Arm, ...]:
         fix = "write each arm as an [[arm]] table (double brackets) with name and knobs"
@@ -1101,10 +1162,18 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
                     f"arms {recipe.arms[j].name!r} and {recipe.arms[i].name!r} set the same "
                     "values on this server: an A/A comparison (it measures noise)"
                 )
+    family = (len(recipe.arms) - 1) * len(recipe.threads)
+    needed = min_runs_for_verdict(family)
     if recipe.replicates < 2:
         warnings.append(
             f"replicates = {recipe.replicates}: one run per arm gives numbers but no "
             "verdict (a difference needs at least 2 replicates, 5 are better)"
+        )
+    elif recipe.replicates < needed and family > 1:
+        warnings.append(
+            f"replicates = {recipe.replicates}: with {family} comparisons in the table "
+            f"(Holm), no cell can read higher or lower below {needed} runs per arm; "
+            f"use replicates = {max(needed, 8)} or fewer arms or thread counts"
         )
     warnings.extend(_gate_warnings(recipe, catalog))
     return warnings

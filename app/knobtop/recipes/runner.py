@@ -7,8 +7,10 @@ For each step of ``Recipe.schedule()`` the runner
 2. with the load stopped, waits on the recipe's gates (history list length, dirty pages,
    checkpoint age), each journaled with how long it took or that it timed out;
 3. starts the load, runs the warmup, then (``plateau``) waits for a steady TPS (rolling
-   window: coefficient of variation and slope, ``stats.SteadyState``);
-4. measures ``duration`` seconds and journals a ``StepResult`` (medians of the window);
+   span: the trend judged against the noise, ``plateau.Plateau``; or the older CV and
+   slope bounds, ``stats.SteadyState``);
+4. measures ``duration`` seconds and journals a ``StepResult`` (medians of the window, the
+   average TPS and stall share, and whether the window itself was flat);
 5. stops the load and pauses.
 
 Abort (or any failure) stops the load and puts every knob back to the session's baseline.
@@ -23,13 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from knobtop.analysis.results import Results, build
+from knobtop.analysis.plateau import MIN_JUDGED, Plateau, trend
+from knobtop.analysis.results import Results, build, calibration_note
 from knobtop.analysis.stats import SteadyState
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
@@ -105,6 +109,10 @@ def time_left(nominal: float, total: int, done: int, spent: float,
     return (todo - 1) * per_step + max(0.0, per_step - current)
 
 
+def _numbered(steps: list[Step], first: int = 0) -> list[Step]:
+    return [dataclasses.replace(s, index=first + i) for i, s in enumerate(steps)]
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -119,12 +127,15 @@ class RecipeRunner:
         *,
         on_progress: Callable[[Progress], None] | None = None,
         prepare: bool = True,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         self.session = session
         self.recipe = recipe
         self.on_progress = on_progress
+        self.on_note = on_note  # what the run found on its way (calibration, added rounds)
         self.prepare = prepare
-        self.steps = recipe.schedule()
+        self.steps = _numbered([*recipe.calibration_schedule(), *recipe.schedule()])
+        self.calibration_line = ""  # what the calibration found (journaled as a mark)
         self.progress = Progress(recipe.name, len(self.steps))
         self.results: list[StepResult] = []
         self.warnings: list[str] = []
@@ -136,7 +147,7 @@ class RecipeRunner:
         self._p95: list[tuple[float, float]] = []
         self._err: list[tuple[float, float]] = []
         self._samples: list[tuple[float, float | None, float | None]] = []  # t, hit, dirty
-        self._steady: SteadyState | None = None
+        self._steady: SteadyState | Plateau | None = None
         self._load_failed = ""
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
         self._step_began: float | None = None
@@ -185,6 +196,12 @@ class RecipeRunner:
 
     def _mark(self, label: str) -> None:
         self.session.mark(label)
+
+    def _note(self, text: str) -> None:
+        """A finding of the run: journaled as a mark, and told to the front end."""
+        self._mark(text)
+        if self.on_note is not None:
+            self.on_note(text)
 
     # -- events from the session -------------------------------------------------------------
 
@@ -235,7 +252,9 @@ class RecipeRunner:
             "arms": {a.name: dict(a.knobs) for a in recipe.arms},
             "threads": list(recipe.threads), "replicates": recipe.replicates,
             "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
-            "level_order": recipe.level_order,
+            "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
+            "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
+            "max_replicates": recipe.max_replicates,
             "workload": recipe.workload, "steps": len(self.steps),
             "warnings": self.warnings,
         }
@@ -248,7 +267,9 @@ class RecipeRunner:
                 session.use_load(recipe.load_spec(recipe.threads[0], 0))
                 await self._abortable(session.prepare_load())
             current: str | None = None
-            for step in self.steps:
+            done = 0
+            while done < len(self.steps):
+                step = self.steps[done]
                 self._check()
                 self.progress.step = step
                 self._step_began = time.monotonic()
@@ -259,6 +280,12 @@ class RecipeRunner:
                 self._spent += time.monotonic() - self._step_began
                 self._step_began = None
                 self.progress.done += 1
+                done += 1
+                if step.calibration and (done == len(self.steps)
+                                         or not self.steps[done].calibration):
+                    self._calibrated()
+                if done == len(self.steps):
+                    self._more_rounds()
         except RunAborted as exc:
             outcome, message = "aborted", str(exc)
             raise
@@ -282,7 +309,48 @@ class RecipeRunner:
         """The results table of the steps measured so far (all of them after ``run()``)."""
         recipe = self.recipe
         return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
-                     self.results, outcome, message, len(self.steps))
+                     self.results, outcome, message, len(self.steps), recipe.replicates,
+                     recipe.waits.plateau)
+
+    def _calibrated(self) -> None:
+        """The calibration rounds are done: journal the noise they saw and the effect the
+        planned replicates can find (a mark; headless prints it, the report finds it)."""
+        note = calibration_note(self.results_so_far())
+        self.calibration_line = "calibration: " + (note or "too few runs to read the noise")
+        self._note(self.calibration_line)
+
+    def _more_rounds(self) -> None:
+        """``until_ci``: one more round while some cell's CI is wider than +-until_ci and
+        the rounds are under ``max_replicates``."""
+        recipe = self.recipe
+        if recipe.until_ci is None or recipe.max_replicates is None:
+            return
+        rounds = max((s.replicate for s in self.steps if not s.calibration), default=0)
+        wide = self._wide_cells(recipe.until_ci)
+        if not wide:
+            self._note(f"every cell's CI is within +-{recipe.until_ci * 100:g}% after {rounds} "
+                       "rounds: done")
+            return
+        if rounds >= recipe.max_replicates:
+            self._note(f"max_replicates ({recipe.max_replicates}) reached; CI still wider "
+                       f"than +-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
+            return
+        extra = [s for s in recipe.schedule(rounds + 1) if s.replicate == rounds + 1]
+        self.steps.extend(_numbered(extra, len(self.steps)))
+        self.progress.total = len(self.steps)
+        self._note(f"round {rounds + 1} added: the CI is wider than "
+                   f"+-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
+
+    def _wide_cells(self, half_width: float) -> list[str]:
+        """The cells (arm x threads) whose TPS ratio CI is wider than +-half_width."""
+        wide = []
+        for cell in self.results_so_far().cells.values():
+            v = cell.verdict
+            if cell.arm == self.recipe.baseline.name:
+                continue
+            if v is None or v.lo is None or v.hi is None or (v.hi - v.lo) / 2 > half_width:
+                wide.append(f"{cell.arm} x{cell.threads}")
+        return wide
 
     async def _abortable(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` unless an abort comes first (then it is cancelled)."""
@@ -361,8 +429,7 @@ class RecipeRunner:
                    f"x{step.threads} rep {step.replicate}")
         waits = await self._gates()
         self._tps, self._p95, self._err, self._samples = [], [], [], []
-        self._steady = SteadyState(recipe.steady.window, recipe.steady.cv_max,
-                                   recipe.steady.slope_max)
+        self._steady = self._detector()
         self._load_failed = ""
         session.use_load(recipe.load_spec(step.threads, 0))
         self._report("starting the load")
@@ -386,8 +453,18 @@ class RecipeRunner:
             self._report("pausing")
             await self._sleep(recipe.pause)
 
+    def _detector(self) -> SteadyState | Plateau:
+        rule = self.recipe.steady
+        if rule.judge == "noise":
+            return Plateau(rule.window)
+        return SteadyState(rule.window, rule.cv_max, rule.slope_max)
+
     def _plateau_text(self) -> str:
         s = self._steady
+        if isinstance(s, Plateau):
+            if s.trend is None or len(s) < s.span:
+                return f"TPS plateau (collecting {len(s)}/{s.span} s)"
+            return f"TPS plateau: {s.trend.text()} (flat: drift <= 1% or |t| <= 2)"
         if s is None or s.cv is None:
             return "TPS plateau (collecting)"
         slope = s.slope if s.slope is not None else 0.0
@@ -406,6 +483,9 @@ class RecipeRunner:
             return [v for t, v in points if start < t <= end]
 
         tps = inside(self._tps)
+        mid = _median(tps)
+        seconds = max(len(tps), round(end - start))
+        line = trend(tps) if len(tps) >= MIN_JUDGED else None
         hits = [h for t, h, _ in self._samples if start < t <= end and h is not None]
         dirty = [d for t, _, d in self._samples if start < t <= end and d is not None]
         return self.session.step_result(
@@ -414,6 +494,13 @@ class RecipeRunner:
             start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
             err=_median(inside(self._err)), hit_ratio=_median(hits),
             dirty_pct=_median(dirty), intervals=len(tps), waits=waits, steady=steady,
+            avg_tps=round(sum(tps) / seconds, 2) if seconds else None,
+            stall=(round(sum(1 for v in tps if v < mid / 2) / seconds, 4)
+                   if mid is not None and seconds else None),
+            pct=self.recipe.percentile,
+            drift=None if line is None else round(line.drift, 4),
+            flat=None if line is None else line.flat,
+            calibration=step.calibration,
         )
 
     # -- waits -----------------------------------------------------------------------------------

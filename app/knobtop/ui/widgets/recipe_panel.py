@@ -51,7 +51,10 @@ class RecipePanel(RichLog):
         """Replace what the panel shows (kept, to lay it out again at a new width)."""
         self._shown = renderable
         self.clear()
-        self.write(renderable, scroll_end=False)
+        # Measured against the panel, not the app console's width (which may be narrower
+        # and made the table wrap its verdict lines).
+        width = self.scrollable_content_region.width
+        self.write(renderable, width=width if width > 0 else None, scroll_end=False)
 
     def on_resize(self, event: events.Resize) -> None:
         # (RichLog's own handler runs after this one: it writes what waited for a size.)

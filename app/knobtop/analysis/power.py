@@ -1,0 +1,236 @@
+"""What effect can an experiment see?  Power by resampling the run-to-run noise (issue 17).
+
+A verdict needs the bootstrap CI to exclude 1 *and* the rank test to agree
+(:mod:`knobtop.analysis.stats`); with few runs and 10% noise a real +10% is found only a
+quarter of the time.  Before a long run, and under every results table, knobtop says which
+effect the planned replicates can find at 80% power.
+
+**Method.**  The noise is the runs' relative deviations from their median (one number per
+run: calibration runs of the baseline against itself, or the baseline cell's own runs).  One
+simulated experiment draws ``n`` runs for arm A and ``n`` for arm B from those deviations
+(a smoothed bootstrap: each draw gets a Gaussian jitter of Silverman's bandwidth, rescaled
+so the variance stays the deviations' own, so five calibration runs do not make a
+five-valued world), multiplies B by ``1 + effect``, and runs the very verdict the results
+table uses (:func:`~knobtop.analysis.stats.compare_runs`, or
+:func:`~knobtop.analysis.stats.compare_paired` when the design pairs rounds; fewer bootstrap
+resamples, the same tests).  Power is the share of simulated experiments that read
+"higher".  With ``comparisons`` > 1 (a table's cells, Holm-corrected) a cell must also reach
+p <= 0.05 / comparisons, the strictest step of Holm's procedure: a conservative bound.
+
+The same random draws serve every effect size (B is only scaled), so power rises with the
+effect and :func:`detectable_effect` can bisect for the smallest effect with the wanted
+power.  Pairs are drawn independently: a drift that a paired design would cancel is not
+credited, so the paired figure is conservative too.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from knobtop.analysis.stats import (
+    HIGHER,
+    LOWER,
+    bootstrap_ratio_ci,
+    compare_paired,
+    compare_runs,
+    cv,
+    holm,
+    mann_whitney_u,
+    mw_critical_u,
+    paired_min_rounds,
+    paired_ratio_ci,
+    wilcoxon_critical_t,
+    wilcoxon_signed_rank,
+)
+
+__all__ = [
+    "POWER",
+    "Detectable",
+    "TableSim",
+    "detectable",
+    "detectable_effect",
+    "deviations",
+    "simulate_tables",
+    "simulated_power",
+]
+
+POWER = 0.8
+MAX_EFFECT = 1.0  # +100%: beyond, "cannot see any effect" is the honest answer
+_SIMS = 300
+_RESAMPLES = 300
+
+
+def deviations(runs: Sequence[float]) -> list[float]:
+    """Each run relative to the runs' median (1.0 = the median); ValueError when the median
+    is not positive."""
+    mid = statistics.median(runs)
+    if mid <= 0:
+        raise ValueError("the runs' median is not positive: no relative spread")
+    return [x / mid for x in runs]
+
+
+def _draws(devs: Sequence[float], n: int, sims: int, seed: int) -> list[tuple[list[float],
+                                                                                list[float]]]:
+    """``sims`` pairs of n draws each from the smoothed, variance-kept deviations."""
+    rng = random.Random(seed)
+    k = len(devs)
+    mean = statistics.fmean(devs)
+    sd = statistics.stdev(devs) if k > 1 else 0.0
+    h = 0.9 * sd * k ** -0.2 if sd > 0 else 0.0
+    shrink = 1 / math.sqrt(1 + (h / sd) ** 2) if sd > 0 else 1.0
+
+    def one() -> float:
+        x = rng.choice(devs) + rng.gauss(0.0, h) if h else rng.choice(devs)
+        return max(1e-9, mean + (x - mean) * shrink)
+
+    return [([one() for _ in range(n)], [one() for _ in range(n)]) for _ in range(sims)]
+
+
+def _threshold(a: list[float], b: list[float], paired: bool, alpha: float) -> float:
+    """The smallest effect at which this simulated experiment reads "higher": the verdict
+    of :func:`compare_runs` / :func:`compare_paired` on ``a`` and ``b x (1 + effect)``
+    for every effect above it, and not below (inf when never).
+
+    Both conditions move with the effect in closed form.  The bootstrap CI of a ratio
+    scales with B (the same resamples, each ratio times 1 + effect), so it clears 1 above
+    1 / lo - 1.  The rank tests count pairs: Mann-Whitney's U is the number of (a, b) pairs
+    with b (1 + effect) > a, which reaches the critical U once the effect passes the
+    c-th smallest a / b - 1; the signed-rank T+ is the number of Walsh averages of the log
+    ratios above -log(1 + effect), so it passes the c-th largest of them."""
+    if paired:
+        crit = wilcoxon_critical_t(len(a), alpha)
+        if crit is None:
+            return math.inf
+        logs = [math.log(y / x) for x, y in zip(a, b, strict=True)]
+        walsh = sorted(((logs[i] + logs[j]) / 2 for i in range(len(logs))
+                        for j in range(i, len(logs))), reverse=True)
+        rank = math.exp(-walsh[crit - 1]) - 1
+        lo = paired_ratio_ci(a, b, resamples=_RESAMPLES)[0]
+    else:
+        crit = mw_critical_u(len(a), len(b), alpha)
+        if crit is None:
+            return math.inf
+        rank = sorted(x / y for x in a for y in b)[crit - 1] - 1
+        lo = bootstrap_ratio_ci(a, b, resamples=_RESAMPLES)[0]
+    return max(rank, 1 / lo - 1)
+
+
+def _thresholds(devs: Sequence[float], n: int, paired: bool, comparisons: int, sims: int,
+                seed: int) -> list[float]:
+    alpha = 0.05 / max(1, comparisons)
+    return sorted(_threshold(a, b, paired, alpha) for a, b in _draws(devs, n, sims, seed))
+
+
+def simulated_power(devs: Sequence[float], n: int, effect: float, *, paired: bool = False,
+                    comparisons: int = 1, sims: int = _SIMS, seed: int = 0) -> float:
+    """The share of simulated experiments (n runs per arm, B = A x (1 + effect)) that the
+    results table would call "higher"; at effect 0, the false-verdict rate."""
+    found = _thresholds(devs, n, paired, comparisons, sims, seed)
+    return sum(1 for t in found if t < effect) / len(found)
+
+
+def detectable_effect(devs: Sequence[float], n: int, *, paired: bool = False,
+                      comparisons: int = 1, power: float = POWER, sims: int = _SIMS,
+                      seed: int = 0) -> float | None:
+    """The smallest relative effect (0.12 = +12%) found with at least ``power``; None when
+    even +100% is not (too few runs for the test ever to reach its p)."""
+    found = _thresholds(devs, n, paired, comparisons, sims, seed)
+    effect = max(0.0, found[math.ceil(power * len(found)) - 1])
+    return None if effect >= MAX_EFFECT else effect
+
+
+@dataclass(frozen=True, slots=True)
+class Detectable:
+    """The smallest effect a design can find at 80% power, and what it was read from."""
+
+    runs: int  # the runs the noise was read from
+    cv: float | None  # their coefficient of variation
+    replicates: int  # runs per arm of the planned design
+    paired: bool
+    comparisons: int
+    effect: float | None  # None: no effect up to +100% reaches the power
+
+    def text(self) -> str:
+        noise = "" if self.cv is None else f"run-to-run CV {self.cv:.1%} over {self.runs} runs; "
+        design = (f"{self.replicates} {'paired rounds' if self.paired else 'runs per arm'}"
+                  + (f", Holm over {self.comparisons}" if self.comparisons > 1 else ""))
+        if self.effect is None:
+            return (f"{noise}{design} cannot find any effect up to +100% at "
+                    f"{POWER:.0%} power: add replicates")
+        return f"{noise}{design} find +{self.effect:.0%} or more at {POWER:.0%} power"
+
+
+def detectable(runs: Sequence[float], replicates: int, *, comparisons: int = 1,
+               seed: int = 0) -> Detectable | None:
+    """What ``replicates`` runs per arm can find, given the noise of ``runs`` (at least 3
+    positive runs; None otherwise).  Paired when the design pairs them
+    (``paired_min_rounds(comparisons)`` rounds or more, as the results table decides)."""
+    values = [x for x in runs if x > 0]
+    if len(values) < 3:
+        return None
+    paired = replicates >= paired_min_rounds(comparisons)
+    effect = detectable_effect(deviations(values), replicates, paired=paired,
+                               comparisons=comparisons, seed=seed)
+    return Detectable(len(values), cv(values), replicates, paired, comparisons, effect)
+
+
+# --- whole tables: the false-verdict rate and power under Holm --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableSim:
+    """Simulated results tables (see :func:`simulate_tables`)."""
+
+    tables: int
+    cells: int
+    any_verdict: float  # share of tables with at least one "higher" or "lower"
+    higher: float  # share of cells reading "higher"
+    lower: float  # share of cells reading "lower"
+
+
+def simulate_tables(draw: Callable[[random.Random], float], n: int, *, effect: float = 0.0,
+                    cells: int = 8, paired: bool = False, sims: int = 1000,
+                    seed: int = 0) -> TableSim:
+    """``sims`` results tables of ``cells`` comparisons, each of ``n`` runs per arm drawn by
+    ``draw`` (B's times ``1 + effect``), judged as :func:`knobtop.analysis.results.build`
+    judges them: paired when ``paired`` and n >= ``paired_min_rounds(cells)``, Holm across
+    the cells
+    when there is more than one.  With effect 0 ``any_verdict`` is the table's
+    false-verdict rate.
+
+    A cell can only read "higher"/"lower" when its (adjusted) p is at most 0.05, so the
+    bootstrap CI (the costly half of a verdict) is computed only for those cells; the label
+    is then exactly the one the table would print (fewer bootstrap resamples)."""
+    rng = random.Random(seed)
+    by_round = paired and n >= paired_min_rounds(cells)
+    tables_hit = higher = lower = 0
+    for _ in range(sims):
+        pairs = [([draw(rng) for _ in range(n)], [draw(rng) * (1 + effect) for _ in range(n)])
+                 for _ in range(cells)]
+        ps = [_p(a, b, by_round) for a, b in pairs]
+        adjusted = holm(ps) if cells > 1 else ps
+        hit = False
+        for (a, b), p_adj in zip(pairs, adjusted, strict=True):
+            if p_adj is None or p_adj > 0.05:
+                continue
+            verdict = (compare_paired(a, b, resamples=_RESAMPLES) if by_round else
+                       compare_runs(a, b, resamples=_RESAMPLES))
+            if verdict.label == HIGHER:
+                higher += 1
+                hit = True
+            elif verdict.label == LOWER:
+                lower += 1
+                hit = True
+        tables_hit += hit
+    total = sims * cells
+    return TableSim(sims, cells, tables_hit / sims, higher / total, lower / total)
+
+
+def _p(a: list[float], b: list[float], paired: bool) -> float:
+    if paired:
+        return wilcoxon_signed_rank([math.log(y / x) for x, y in zip(a, b, strict=True)])[1]
+    return mann_whitney_u(a, b)[1]

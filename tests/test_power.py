@@ -1,0 +1,244 @@
+"""Issue 17, parts 6-8's statistics: critical values of the rank tests (against the tests
+themselves and scipy), the closed-form threshold behind the power simulation (against the
+real verdicts), seeded simulations of whole tables (false-verdict rate under Holm, power
+as calibrated), and the paired design's rule of rounds."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import pytest
+import scipy.stats
+
+from knobtop.analysis.power import (
+    _draws,
+    _p,
+    _threshold,
+    detectable,
+    detectable_effect,
+    deviations,
+    simulate_tables,
+    simulated_power,
+)
+from knobtop.analysis.stats import (
+    HIGHER,
+    compare_paired,
+    compare_runs,
+    holm,
+    mann_whitney_u,
+    min_runs_for_verdict,
+    mw_critical_u,
+    paired_min_rounds,
+    wilcoxon_critical_t,
+    wilcoxon_signed_rank,
+)
+
+
+def _noise(sd: float) -> Callable[[random.Random], float]:
+    def draw(rng: random.Random) -> float:
+        return max(1e-6, rng.gauss(1.0, sd))
+
+    return draw
+
+
+# --- critical values ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n1", "n2"), [(3, 3), (3, 4), (4, 4), (5, 5), (5, 8), (8, 8),
+                                         (10, 10), (12, 12), (20, 15)])
+def test_the_critical_u_is_where_mann_whitney_crosses_five_percent(n1: int, n2: int) -> None:
+    """Samples built to have U = u exactly (a's values interleaved with b's): p <= 0.05 from
+    the critical U up, never below it; scipy agrees on the p of the boundary case."""
+    crit = mw_critical_u(n1, n2)
+
+    def with_u(u: int) -> tuple[list[float], list[float]]:
+        # b_j below a_i for exactly n1*n2 - u pairs: put b's values between a's
+        a = [float(10 * i) for i in range(n1)]
+        b: list[float] = []
+        left = n1 * n2 - u  # pairs with b < a
+        for j in range(n2):
+            k = min(n1, left)  # this b lies below the top k of a's values (no ties)
+            b.append(10.0 * (n1 - k) - 5.0 + 0.01 * j)
+            left -= k
+        return a, b
+
+    ps = {}
+    for u in range(math.ceil(n1 * n2 / 2), n1 * n2 + 1):
+        a, b = with_u(u)
+        assert sum(1 for x in a for y in b if y > x) == u
+        ps[u] = mann_whitney_u(a, b)[1]
+    if crit is None:
+        assert all(p > 0.05 for p in ps.values())
+        return
+    assert ps[crit] <= 0.05
+    assert all(p > 0.05 for u, p in ps.items() if u < crit)
+    a, b = with_u(crit)
+    method = "exact" if min(n1, n2) <= 8 or max(n1, n2) <= 10 else "asymptotic"
+    assert ps[crit] == pytest.approx(scipy.stats.mannwhitneyu(a, b, method=method).pvalue)
+
+
+def test_three_runs_per_arm_can_never_reach_five_percent() -> None:
+    assert mw_critical_u(3, 3) is None
+    assert wilcoxon_critical_t(5) is None  # 2/32 = 0.0625
+    assert wilcoxon_critical_t(6) == 21  # every round agreeing: 2/64
+
+
+@pytest.mark.parametrize("n", [6, 7, 8, 10, 15, 30])
+def test_the_critical_signed_rank_matches_the_test(n: int) -> None:
+    crit = wilcoxon_critical_t(n)
+    assert crit is not None
+    for t in range(n * (n + 1) // 2 + 1):
+        # differences whose positive ranks sum to t: greedy over ranks n..1
+        left, signs = t, []
+        for r in range(n, 0, -1):
+            if r <= left:
+                signs.append(1.0)
+                left -= r
+            else:
+                signs.append(-1.0)
+        if left:
+            continue
+        d = [s * r for s, r in zip(signs, range(n, 0, -1), strict=True)]
+        p = wilcoxon_signed_rank(d)[1]
+        if t >= crit:
+            assert p <= 0.05, (t, p)
+        elif t >= n * (n + 1) / 4:
+            assert p > 0.05, (t, p)
+
+
+@pytest.mark.parametrize("family", [1, 2, 4, 8, 16])
+def test_the_fewest_runs_for_a_verdict_are_where_separation_passes_holm(family: int) -> None:
+    """n runs of B all above n of A: the smallest p there is; times the family it passes
+    0.05 at min_runs_for_verdict and not one run fewer."""
+    n = min_runs_for_verdict(family)
+    apart = [float(i) for i in range(n)], [float(i + 100) for i in range(n)]
+    assert mann_whitney_u(*apart)[1] * family <= 0.05
+    fewer = [float(i) for i in range(n - 1)], [float(i + 100) for i in range(n - 1)]
+    assert mann_whitney_u(*fewer)[1] * family > 0.05
+
+
+def test_paired_rounds_grow_with_the_family() -> None:
+    """Pairing is only used where the signed-rank test can pass Holm's strictest step."""
+    assert [paired_min_rounds(m) for m in (1, 2, 4, 8)] == [6, 7, 8, 9]
+    for m in (1, 2, 4, 8, 16):
+        n = paired_min_rounds(m)
+        assert 2 / 2**n * m <= 0.05 < (2 / 2 ** (n - 1) * m if n > 6 else 1)
+
+
+# --- the threshold is the verdict ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_the_threshold_is_exactly_where_the_verdict_turns_higher(paired: bool) -> None:
+    """For simulated experiments, B x (1 + threshold + eps) reads "higher" with the same
+    bootstrap resamples, B x (1 + threshold - eps) does not."""
+    rng = random.Random(11)
+    runs = [1000 * (1 + rng.gauss(0, 0.1)) for _ in range(10)]
+    checked = 0
+    for n in (4, 5, 6, 8):
+        for a, b in _draws(deviations(runs), n, 25, seed=n):
+            t = _threshold(a, b, paired, 0.05)
+            if math.isinf(t):
+                assert (paired and n < 6) or (not paired and n < 4)
+                continue
+            compare = compare_paired if paired else compare_runs
+            above = compare(a, [y * (1 + t + 1e-9) for y in b], resamples=300)
+            below = compare(a, [y * (1 + t - 1e-9) for y in b], resamples=300)
+            assert above.label == HIGHER and below.label != HIGHER, (n, t)
+            checked += 1
+    assert checked >= (40 if paired else 60)
+
+
+# --- whole tables, seeded -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
+def test_a_table_of_eight_a_a_cells_rarely_claims_a_difference(n: int, paired: bool) -> None:
+    """A/A data with 10% noise: the share of 8-cell tables (Holm) with any "higher" or
+    "lower" stays within 5% plus its binomial tolerance (3 standard errors)."""
+    sims = 600
+    found = simulate_tables(_noise(0.10), n, cells=8, paired=paired, sims=sims,
+                            seed=100 * n + paired)
+    tolerance = 3 * math.sqrt(0.05 * 0.95 / sims)
+    assert found.any_verdict <= 0.05 + tolerance
+    assert found.tables == sims and found.cells == 8
+
+
+def test_one_a_a_cell_reads_a_difference_at_most_five_percent_of_the_time() -> None:
+    for n in (5, 8):
+        sims = 3000
+        one = simulate_tables(_noise(0.10), n, cells=1, sims=sims, seed=n)
+        assert one.higher + one.lower <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sims)
+
+
+def test_the_simulated_table_judges_as_the_results_table_does() -> None:
+    """simulate_tables skips the bootstrap where p cannot pass: the same verdicts as
+    results.build on the same runs (build pairs from the same rounds count)."""
+    from knobtop.analysis.results import build
+    from knobtop.journal.events import StepResult
+
+    rng = random.Random(5)
+    seen: set[str] = set()
+    for effect in (0.0, 0.25):
+        for _ in range(3):
+            runs: dict[tuple[str, int], list[float]] = {}
+            for level in (1, 2, 3, 4):
+                runs[("A", level)] = [rng.gauss(1000, 100) for _ in range(6)]
+                runs[("B", level)] = [rng.gauss(1000, 100) * (1 + effect) for _ in range(6)]
+            steps = [StepResult(t=0.0, wall=0.0, recipe="r", index=0, replicate=k + 1,
+                                arm=arm, threads=lvl, start=0.0, end=1.0, tps=v, p95=1.0)
+                     for (arm, lvl), vs in runs.items() for k, v in enumerate(vs)]
+            table = build("r", ["A", "B"], [1, 2, 3, 4], steps, "end")
+            labels = [table.cells[("B", lvl)].verdict.label  # type: ignore[union-attr]
+                      for lvl in (1, 2, 3, 4)]
+            # the same four comparisons through the simulation's shortcut (6 rounds,
+            # 4 comparisons: unpaired, as paired_min_rounds(4) is 8)
+            ps = [_p(runs[("A", lvl)], runs[("B", lvl)], False) for lvl in (1, 2, 3, 4)]
+            adjusted = holm(ps)
+            for lvl, p_adj, label in zip((1, 2, 3, 4), adjusted, labels, strict=True):
+                if p_adj is None or p_adj > 0.05:
+                    assert label == "noise"
+                else:
+                    full = compare_runs(runs[("A", lvl)], runs[("B", lvl)]).adjusted(p_adj)
+                    assert full.label == label
+                seen.add(label)
+    assert seen == {"noise", "higher"}  # both branches of the shortcut were compared
+
+
+def test_power_at_plus_20_percent_is_what_the_calibration_predicted() -> None:
+    """Calibrate on A/A runs of 10% noise, predict the power of n = 5 and n = 8 at +20% by
+    resampling them; simulate experiments from the true noise: within 0.08.  (200
+    calibration runs, so the test checks the method, not the calibration's own luck: 8
+    runs read a CV only to about +-25%, and power moves steeply with it.)"""
+    rng = random.Random(2026)
+    calibration = [1000 * max(0.01, rng.gauss(1, 0.10)) for _ in range(200)]
+    devs = deviations(calibration)
+    for n in (5, 8):
+        predicted = simulated_power(devs, n, 0.20, sims=400, seed=1)
+        actual = simulate_tables(_noise(0.10), n, effect=0.20, cells=1, sims=800,
+                                 seed=7).higher
+        assert predicted == pytest.approx(actual, abs=0.08), (n, predicted, actual)
+        # and the effect found at 80% power does give about 80% in the true world
+        effect = detectable_effect(devs, n, sims=400, seed=2)
+        assert effect is not None
+        at = simulate_tables(_noise(0.10), n, effect=effect, cells=1, sims=800, seed=8)
+        assert at.higher == pytest.approx(0.80, abs=0.08), (n, effect, at.higher)
+
+
+def test_more_replicates_or_less_noise_detect_smaller_effects() -> None:
+    rng = random.Random(9)
+    noisy = [1000 * rng.gauss(1, 0.10) for _ in range(10)]
+    quiet = [1000 + (x - 1000) / 4 for x in noisy]  # the same shape, a quarter the spread
+    five, eight = detectable(noisy, 5), detectable(noisy, 8)
+    assert five is not None and eight is not None
+    assert five.effect is not None and eight.effect is not None
+    assert eight.effect < five.effect
+    calm = detectable(quiet, 5)
+    assert calm is not None and calm.effect is not None and calm.effect < five.effect / 2
+    three = detectable(noisy, 3)
+    assert three is not None and three.effect is None
+    assert "cannot find any effect" in three.text()
+    assert detectable(noisy[:2], 5) is None  # too few runs to read the noise from

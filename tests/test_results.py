@@ -1,0 +1,147 @@
+"""Issue 17 parts 5-8 in the results table: verdicts on average TPS and on the latency
+percentile, the stall share beside the median, steady / off-plateau flags, calibration
+steps kept out of the cells, and the detectable effect under the table."""
+
+from __future__ import annotations
+
+import random
+
+from knobtop.analysis.results import (
+    CSV_FIELDS,
+    build,
+    calibration_note,
+    collect,
+    detectable_note,
+    results_csv,
+    results_markdown,
+    results_table,
+)
+from knobtop.analysis.stats import HIGHER, LOWER, NOISE
+from knobtop.journal.events import Event, RecipeRun, StepResult
+
+
+def step(arm: str, replicate: int, tps: float, *, avg: float | None = None,
+         p: float = 2.0, stall: float | None = 0.0, threads: int = 4, pct: int = 99,
+         flat: bool | None = True, steady: bool = True,
+         calibration: bool = False) -> StepResult:
+    return StepResult(t=float(replicate), wall=0.0, recipe="r", index=replicate,
+                      replicate=replicate, arm=arm, threads=threads, start=0.0, end=30.0,
+                      tps=tps, p95=p,
+                      avg_tps=tps if avg is None else avg, stall=stall, pct=pct, flat=flat,
+                      steady=steady, calibration=calibration)
+
+
+BASE = [1000.0, 1010.0, 990.0, 1005.0, 995.0]
+
+
+def test_a_stalling_arm_loses_on_average_tps_though_its_median_ties() -> None:
+    """B runs as fast as A most seconds but stalls for a fifth of each run: its per-second
+    median is A's, its average (what the seeds report) is 20% lower, and the verdict is
+    on the average."""
+    steps = [step("A", i + 1, v) for i, v in enumerate(BASE)]
+    steps += [step("B", i + 1, v, avg=v * 0.8, stall=0.2) for i, v in enumerate(BASE)]
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    cell = table.cells[("B", 4)]
+    assert cell.verdict is not None and cell.verdict.label == LOWER
+    assert cell.per_second == 1000.0 and cell.median == 800.0 and cell.stall == 0.2
+    md = results_markdown(table)
+    assert "Average TPS (spread over replicates)" in md
+    assert "median 1,000, stall 20%" in md
+
+
+def test_latency_gets_its_own_verdict_labelled_with_the_percentile_asked() -> None:
+    steps = [step("A", i + 1, v, p=10.0 + i * 0.1) for i, v in enumerate(BASE)]
+    steps += [step("B", i + 1, v, p=15.0 + i * 0.1) for i, v in enumerate(BASE)]
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    cell = table.cells[("B", 4)]
+    assert cell.verdict is not None and cell.verdict.label == NOISE  # same TPS
+    assert cell.lat_verdict is not None and cell.lat_verdict.label == HIGHER
+    assert cell.pct == 99
+    md = results_markdown(table)
+    assert "p99 latency, ms" in md and "p99 latency vs A" in md and "p95" not in md
+    rendered = results_table(table)
+    assert rendered.caption is not None
+
+
+def test_each_verdict_table_is_its_own_holm_family() -> None:
+    rng = random.Random(3)
+    steps = []
+    for level in (1, 2):
+        for arm in ("A", "B", "C"):
+            for r in range(5):
+                steps.append(step(arm, r + 1, rng.gauss(1000, 30), threads=level,
+                                  p=rng.gauss(5, 0.2)))
+    table = build("r", ["A", "B", "C"], [1, 2], steps, "end", replicates=5)
+    md = results_markdown(table)
+    assert md.count("Holm correction across the 4 comparisons") == 2
+    for cell in table.cells.values():
+        if cell.arm != "A":
+            assert cell.verdict is not None and cell.verdict.p_holm is not None
+            assert cell.lat_verdict is not None and cell.lat_verdict.p_holm is not None
+
+
+def test_cells_measured_off_the_plateau_are_flagged() -> None:
+    steps = [step("A", i + 1, v) for i, v in enumerate(BASE)]
+    steps += [step("B", i + 1, v, flat=i != 0, steady=i > 1) for i, v in enumerate(BASE)]
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5, plateau=True)
+    cell = table.cells[("B", 4)]
+    assert (cell.steady, cell.drifting) == (3, 1)
+    md = results_markdown(table)
+    assert "not steady 2/5, off plateau 1/5" in md
+    assert "| A | steady |" in md  # the baseline: every plateau reached, no window drifted
+    text = results_table(table).columns[1]._cells[1]  # B at 4 threads
+    assert "off plateau 1/5" in str(text)
+
+
+def test_calibration_steps_stay_out_of_the_cells_and_set_the_detectable_effect() -> None:
+    rng = random.Random(12)
+    cal = [step("A", r + 1, rng.gauss(1000, 50), calibration=True) for r in range(8)]
+    steps = cal + [step("A", i + 1, v) for i, v in enumerate(BASE)]
+    steps += [step("B", i + 1, v * 1.01) for i, v in enumerate(BASE)]
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    assert len(table.cells[("A", 4)].runs) == 5  # not 13
+    assert len(table.calibration[4]) == 8
+    note = detectable_note(table)
+    assert "from the calibration runs" in note and "4 threads: +" in note
+    line = calibration_note(table)
+    ladder = line.removeprefix(note)
+    assert line.startswith(note) and "8 runs per arm: +" in ladder
+    assert "5 runs per arm" not in ladder  # only more than the 5 planned
+    # the ladder stops at the first count that finds +10% (this noise: CV about 5%)
+    last = ladder.rstrip(".").split("; ")[-1]
+    assert int(last.split("+")[1].rstrip("%")) <= 10 and "30 runs" not in ladder
+    # the CSV keeps every step, calibration marked
+    rows = results_csv(table).splitlines()
+    assert rows[0].split(",") == list(CSV_FIELDS)
+    assert len(rows) == 1 + 18 and sum(r.endswith(",1") for r in rows[1:]) == 8
+
+
+def test_without_calibration_the_baseline_spread_says_what_could_be_seen() -> None:
+    steps = [step("A", i + 1, v) for i, v in enumerate(BASE)]
+    steps += [step("B", i + 1, v) for i, v in enumerate(BASE)]
+    note = detectable_note(build("r", ["A", "B"], [4], steps, "end", replicates=5))
+    assert "the spread of the baseline's own runs (A)" in note
+    three = build("r", ["A", "B"], [4], [s for s in steps if s.replicate <= 3], "end",
+                  replicates=3)
+    assert "none up to +100%" in detectable_note(three)
+
+
+def test_a_journal_carries_the_plan_into_the_table() -> None:
+    plan = {"arms": {"A": {}, "B": {}}, "threads": [4], "steps": 10, "replicates": 5,
+            "plateau": True}
+    events: list[Event] = [RecipeRun(t=0.0, wall=0.0, action="start", name="r", plan=plan)]
+    events += [step("A", i + 1, v) for i, v in enumerate(BASE)]
+    events += [step("B", i + 1, v, steady=False) for i, v in enumerate(BASE)]
+    (table,) = collect(events)
+    assert table.replicates == 5 and table.plateau
+    assert "not steady 5/5" in results_markdown(table)
+
+
+def test_older_journals_without_averages_use_the_median() -> None:
+    old = [StepResult(t=0.0, wall=0.0, recipe="r", index=i, replicate=i + 1, arm=arm,
+                      threads=4, start=0.0, end=1.0, tps=v, p95=2.0)
+           for arm in ("A", "B") for i, v in enumerate(BASE)]
+    table = build("r", ["A", "B"], [4], old, "end")
+    cell = table.cells[("A", 4)]
+    assert cell.runs == tuple(BASE) and cell.stall is None and cell.pct == 95
+    assert "Median of per-second TPS" not in results_markdown(table)
