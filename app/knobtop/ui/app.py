@@ -32,7 +32,7 @@ from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
-from knobtop.ui.messages import JournalEvent, RecipeProgress
+from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
 from knobtop.ui.screens.help import HelpScreen
@@ -218,7 +218,11 @@ class KnobtopApp(KnobtopBase):
         def progress(p: Progress) -> None:  # on the session's thread
             self.post_message(RecipeProgress(dataclasses.replace(p)))
 
-        runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress)
+        def note(text: str) -> None:  # on the session's thread
+            self.post_message(RecipeNote(text))
+
+        runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress,
+                                                   on_note=note)
         outcome, message = "end", ""
         self._recipe_future = self._submit(runner.run())
         try:
@@ -232,6 +236,11 @@ class KnobtopApp(KnobtopBase):
         self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
                     severity="information" if outcome == "end" else "error", timeout=12,
                     markup=False)
+
+    def on_recipe_note(self, message: RecipeNote) -> None:
+        # A finding worth reading before the run goes on (it is in the journal pane too).
+        self.notify(message.text, title=f"recipe {self.recipe.name if self.recipe else ''}",
+                    timeout=30, markup=False)
 
     def on_recipe_progress(self, message: RecipeProgress) -> None:
         # Progress is posted from the session's thread: one can arrive after the results

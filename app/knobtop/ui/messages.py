@@ -22,3 +22,12 @@ class RecipeProgress(Message):
     def __init__(self, progress: Progress) -> None:
         super().__init__()
         self.progress = progress
+
+
+class RecipeNote(Message):
+    """What the running recipe found on its way (the calibration line, an added round),
+    posted from the session thread."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
