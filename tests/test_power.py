@@ -5,8 +5,11 @@ as calibrated), and the paired design's rule of rounds."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+import statistics
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -19,18 +22,20 @@ from knobtop.analysis.power import (
     detectable,
     detectable_effect,
     deviations,
+    median_boot,
+    ratio_quantile,
     simulate_tables,
     simulated_power,
 )
 from knobtop.analysis.stats import (
-    HIGHER,
-    compare_paired,
+    bootstrap_ratio_ci,
     compare_runs,
     holm,
     mann_whitney_u,
     min_runs_for_verdict,
     mw_critical_u,
     paired_min_rounds,
+    paired_ratio_ci,
     wilcoxon_critical_t,
     wilcoxon_signed_rank,
 )
@@ -130,10 +135,42 @@ def test_paired_rounds_grow_with_the_family() -> None:
 # --- the threshold is the verdict ----------------------------------------------------------
 
 
+def test_the_bootstrap_median_distribution_is_every_resample_counted() -> None:
+    """median_boot against all n^n resamples (ties in the data included)."""
+    rng = random.Random(21)
+    for n in range(1, 7):
+        for tied in (False, True):
+            xs = [float(rng.choice((1, 2, 2, 3))) if tied else rng.gauss(10, 2)
+                  for _ in range(n)]
+            brute: Counter[float] = Counter()
+            for idx in itertools.product(range(n), repeat=n):
+                brute[statistics.median([xs[i] for i in idx])] += 1
+            mine: Counter[float] = Counter()
+            for value, p in median_boot(xs):
+                mine[value] += p
+            assert sum(mine.values()) == pytest.approx(1.0)
+            for value in set(brute) | set(mine):
+                assert mine[value] == pytest.approx(brute[value] / n**n, abs=1e-12), (xs, value)
+
+
+def test_the_exact_ratio_bound_is_the_bootstrap_with_endless_resamples() -> None:
+    rng = random.Random(8)
+    for n in (4, 5, 8):
+        a = [rng.gauss(1000, 100) for _ in range(n)]
+        b = [rng.gauss(1080, 100) for _ in range(n)]
+        exact = ratio_quantile(median_boot(a), median_boot(b), 0.025)
+        drawn = bootstrap_ratio_ci(a, b, resamples=100_000, seed=3)[0]
+        assert exact == pytest.approx(drawn, rel=0.004)
+        ratios = [y / x for x, y in zip(a, b, strict=True)]
+        paired = paired_ratio_ci(a, b, resamples=100_000, seed=3)[0]
+        assert min(median_boot(ratios), key=lambda vp: abs(vp[0] - paired))[0] == \
+            pytest.approx(paired, rel=0.004)
+
+
 @pytest.mark.parametrize("paired", [False, True])
-def test_the_threshold_is_exactly_where_the_verdict_turns_higher(paired: bool) -> None:
-    """For simulated experiments, B x (1 + threshold + eps) reads "higher" with the same
-    bootstrap resamples, B x (1 + threshold - eps) does not."""
+def test_the_threshold_is_where_both_halves_of_the_verdict_turn(paired: bool) -> None:
+    """Above the threshold B x (1 + t) passes the rank test at 5% and the (exact) bootstrap
+    CI clears 1; just below, one of the two fails."""
     rng = random.Random(11)
     runs = [1000 * (1 + rng.gauss(0, 0.1)) for _ in range(10)]
     checked = 0
@@ -143,12 +180,28 @@ def test_the_threshold_is_exactly_where_the_verdict_turns_higher(paired: bool) -
             if math.isinf(t):
                 assert (paired and n < 6) or (not paired and n < 4)
                 continue
-            compare = compare_paired if paired else compare_runs
-            above = compare(a, [y * (1 + t + 1e-9) for y in b], resamples=300)
-            below = compare(a, [y * (1 + t - 1e-9) for y in b], resamples=300)
-            assert above.label == HIGHER and below.label != HIGHER, (n, t)
+
+            def passes(effect: float, a: list[float] = a, b: list[float] = b) -> bool:
+                bb = [y * (1 + effect) for y in b]
+                logs = [math.log(y / x) for x, y in zip(a, bb, strict=True)]
+                p = wilcoxon_signed_rank(logs)[1] if paired else mann_whitney_u(a, bb)[1]
+                return p <= 0.05 and _lower(a, bb, paired) > 1.0
+
+            assert passes(t + 1e-7) and not passes(t - 1e-7), (n, t)
             checked += 1
     assert checked >= (40 if paired else 60)
+
+
+def _lower(a: list[float], b: list[float], paired: bool) -> float:
+    if paired:
+        dist = median_boot([y / x for x, y in zip(a, b, strict=True)])
+        total = 0.0
+        for value, p in dist:
+            total += p
+            if total >= 0.025 - 1e-12:
+                return value
+        return dist[-1][0]
+    return ratio_quantile(median_boot(a), median_boot(b), 0.025)
 
 
 # --- whole tables, seeded -----------------------------------------------------------------
