@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -81,6 +82,12 @@ def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:
         (LoadSpec(percentile=0), "percentile must be 1 to 100"),
         (LoadSpec(engine="rocksdb; DROP TABLE x"), "not an engine name"),
         (LoadSpec(engine="1nnodb"), "not an engine name"),
+        # issue 18: sysbench options, each a plain --key=value knobtop does not set itself
+        (LoadSpec(options=(("Skip Trx", "on"),)), "not an option name"),
+        (LoadSpec(options=(("time", "10"),)), "set by knobtop from the load"),
+        (LoadSpec(options=(("mysql-password", "x"),)), "set by knobtop from the load"),
+        (LoadSpec(options=(("range_size", "10 --threads=99"),)), "give a plain value"),
+        (LoadSpec(options=(("range_size", ""),)), "give a plain value"),
     ],
 )
 def test_bad_load_settings_name_the_problem(spec: LoadSpec, says: str) -> None:
@@ -447,3 +454,14 @@ async def test_builtin_driver_missing_tables_also_say_press_p(
     assert failed.action == "failed"
     assert "press P" in str(raised.value) and "sbtest_empty_builtin" in str(raised.value)
     assert failed.message == str(raised.value)
+
+
+def test_sysbench_options_go_to_prepare_and_run_as_written() -> None:
+    sb = Sysbench(LocalHost(), mysql_socket="/tmp/x.sock")
+    spec = LoadSpec(options=(("point_selects", "1"), ("skip_trx", "on")))
+    spec.check()
+    for command in ("prepare", "run"):
+        argv = sb.argv(spec, command)
+        assert argv[-3:] == ["--point_selects=1", "--skip_trx=on", command]
+    with pytest.raises(LoadError, match="takes no sysbench options"):
+        BuiltinDriver.check(dataclasses.replace(spec, workload="oltp_point_select"))

@@ -22,6 +22,7 @@ from knobtop.hosts.procstat import (
     parse_stat_cpu,
     whole_disks,
 )
+from knobtop.metrics.derive import EFFICIENCY, step_efficiency
 
 PROC = Path(__file__).parent / "data" / "proc"
 
@@ -139,3 +140,46 @@ def test_local_os_sample_matches_live_proc() -> None:
     for name in ("disk_read_bytes", "disk_write_bytes", "disk_reads", "disk_writes"):
         assert got[name] <= want[name], name  # psutil read first; counters only grow
         assert got[name] == pytest.approx(want[name], rel=0.05), name
+
+
+# --- a measured window's cost per transaction (issue 18 part 2) ----------------------------
+
+
+def test_step_efficiency_from_two_recorded_snapshots() -> None:
+    """Two real snapshots 2 s apart (tests/data/proc/step): busy CPU, disk reads and bytes
+    per transaction, checked against the raw lines by hand."""
+    step = PROC / "step"
+
+    def snap(which: str) -> list[float]:
+        return parse_proc_snapshot(make_snapshot(
+            {name: (step / f"{name}-{which}.txt").read_text() for name in SECTIONS}))
+
+    first, last = snap("a"), snap("b")
+    cpu_a = [int(v) for v in (step / "stat-a.txt").read_text().split("\n")[0].split()[1:9]]
+    cpu_b = [int(v) for v in (step / "stat-b.txt").read_text().split("\n")[0].split()[1:9]]
+    d = [b - a for a, b in zip(cpu_a, cpu_b, strict=True)]
+    busy_s = (sum(d) - d[3] - d[4]) / 100  # user nice system IDLE IOWAIT irq softirq steal
+
+    def vda(which: str) -> list[int]:
+        for line in (step / f"diskstats-{which}.txt").read_text().splitlines():
+            parts = line.split()
+            if parts[2] == "vda":
+                return [int(v) for v in parts[3:]]
+        raise AssertionError("no vda line")
+
+    da, db = vda("a"), vda("b")
+    reads, rsect, wsect = db[0] - da[0], db[2] - da[2], db[6] - da[6]
+    txns, seconds = 5000.0, 2.0
+    cost = step_efficiency(first, last, OS_FIELDS, txns, seconds)
+    assert set(cost) == set(EFFICIENCY)
+    assert busy_s > 0 and cost["cpu_us_txn"] == pytest.approx(busy_s * 1e6 / txns)
+    assert cost["reads_txn"] == pytest.approx(reads / txns)
+    assert cost["rkb_txn"] == pytest.approx(rsect * 512 / 1e3 / txns)
+    assert cost["wkb_txn"] == pytest.approx(wsect * 512 / 1e3 / txns)
+    assert wsect > 0 and cost["wmb_s"] == pytest.approx(wsect * 512 / seconds / 1e6)
+    assert cost["r_s"] == pytest.approx(reads / seconds)
+    # nothing ran: rates but no per-transaction figures; counters going back: nothing
+    idle = step_efficiency(first, last, OS_FIELDS, 0.0, seconds)
+    assert idle["cpu_us_txn"] is None and idle["wmb_s"] == cost["wmb_s"]
+    back = step_efficiency(last, first, OS_FIELDS, txns, seconds)
+    assert back["reads_txn"] is None and back["wmb_s"] is None

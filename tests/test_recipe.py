@@ -609,6 +609,22 @@ CASES: list[tuple[str, str, str, str | None, str]] = [
     ("applies-type", "[load]", "[applies]\nmysql = 8\n[load]", "applies.mysql", "found integer"),
     ("applies-empty", "[load]", '[applies]\nwhy = "x"\n[load]', "applies", "lists no flavor"),
     ("applies-table", "[load]", 'applies = "mysql"\n[load]', "applies", "a table"),
+    # issue 18: [load] prepared, engine, options
+    ("prepared-type", "table_size = 100", 'table_size = 100\nprepared = "no"', "load.prepared",
+     "expected a boolean"),
+    ("engine-name", "table_size = 100", 'table_size = 100\nengine = "Inno DB"', "load.engine",
+     "not a storage engine name"),
+    ("options-type", "table_size = 100", 'table_size = 100\noptions = "skip_trx"',
+     "load.options", "expected a table"),
+    ("options-name", "table_size = 100", 'table_size = 100\noptions = { "skip trx" = 1 }',
+     "load.options.skip trx", "not an option name"),
+    ("options-own", "table_size = 100", "table_size = 100\noptions = { threads = 8 }",
+     "load.options.threads", "set by knobtop from the load"),
+    ("options-value", "table_size = 100",
+     'table_size = 100\noptions = { range_size = "1; rm -rf /" }', "load.options.range_size",
+     "give a plain value"),
+    ("options-array", "table_size = 100", "table_size = 100\noptions = { range_size = [1] }",
+     "load.options.range_size", "a number, string or true/false"),
 ]
 
 
@@ -985,9 +1001,11 @@ def test_mysql_warnings_unknown_and_restart_notes(tmp_path: Path) -> None:
     )
     recipe = load_recipe(write(tmp_path, body))
     warnings = check_for_server(recipe, catalog)
-    assert len(warnings) == 2, warnings
+    assert len(warnings) == 3, warnings
     assert "whether some_plugin_knob can change at runtime is unknown" in warnings[0]
     assert warnings[1].startswith("innodb_doublewrite: ") and "needs a restart" in warnings[1]
+    # issue 17: BASE's 2 replicates cannot reach a verdict under Holm over its 2 comparisons
+    assert "no cell can read higher or lower below 5 runs per arm" in warnings[2]
     assert static_knobs(recipe, catalog) == ["some_plugin_knob"]
 
 

@@ -113,7 +113,8 @@ def test_calibration_steps_stay_out_of_the_cells_and_set_the_detectable_effect()
     # the CSV keeps every step, calibration marked
     rows = results_csv(table).splitlines()
     assert rows[0].split(",") == list(CSV_FIELDS)
-    assert len(rows) == 1 + 18 and sum(r.endswith(",1") for r in rows[1:]) == 8
+    col = list(CSV_FIELDS).index("calibration")
+    assert len(rows) == 1 + 18 and sum(r.split(",")[col] == "1" for r in rows[1:]) == 8
 
 
 def test_without_calibration_the_baseline_spread_says_what_could_be_seen() -> None:
@@ -145,3 +146,26 @@ def test_older_journals_without_averages_use_the_median() -> None:
     cell = table.cells[("A", 4)]
     assert cell.runs == tuple(BASE) and cell.stall is None and cell.pct == 95
     assert "Median of per-second TPS" not in results_markdown(table)
+
+
+def test_history_and_cost_per_transaction_tables() -> None:
+    """Issue 18 part 2's per-step measures in the report: the purge backlog at the end of
+    each step (the seed's purge table) and the server host's cost per transaction."""
+    import dataclasses
+
+    steps = []
+    for i, v in enumerate(BASE):
+        for arm, hist, cpu in (("A", 100.0, 50.0), ("B", 9000.0 + i, 80.0 + i)):
+            steps.append(dataclasses.replace(
+                step(arm, i + 1, v), history_start=10.0, history_end=hist, cpu_us_txn=cpu,
+                reads_txn=0.01, rkb_txn=0.16, wkb_txn=2.5, r_s=10.0, rmb_s=0.16, wmb_s=2.5))
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    assert table.cells[("B", 4)].history_end == 9002.0
+    assert table.cells[("B", 4)].cost["cpu_us_txn"] == 82.0
+    md = results_markdown(table)
+    assert "History list length at the end of each step" in md and "| B | 9,002 |" in md
+    assert "| B | CPU 82 us, r 0.010, rKB 0.16, wKB 2.50 |" in md
+    assert "| A | r/s 10.0, rMB/s 0.16, wMB/s 2.50 |" in md
+    header, first = results_csv(table).splitlines()[:2]
+    row = dict(zip(header.split(","), first.split(","), strict=True))
+    assert row["history_end"] == "100" and row["cpu_us_txn"] == "50"

@@ -174,6 +174,10 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
         assert s.avg_tps is not None and s.avg_tps > 0 and s.tps is not None
         assert s.stall is not None and 0 <= s.stall <= 1 and s.pct == 95
         assert s.intervals < 10 and s.flat is None  # too short a window to judge a trend
+        # issue 18 part 2: the purge backlog and the server host's cost per transaction
+        assert s.history_start is not None and s.history_end is not None
+        assert s.cpu_us_txn is not None and s.cpu_us_txn > 0
+        assert s.r_s is not None and s.wmb_s is not None
     marks = [e.label for e in events if e.kind == "mark"]
     calibration = [m for m in marks if m.startswith("calibration: ")]
     assert len(calibration) == 1
@@ -223,6 +227,64 @@ async def test_buffer_pool_climb_shows_the_hit_ratio_rising_with_the_pool(
     assert "1 run each: no verdict" in md
     csv_lines = results_csv(table).splitlines()
     assert len(csv_lines) == 3 and csv_lines[0].startswith("recipe,index")
+
+
+async def test_a_pk_fetch_workload_without_prepared_statements_runs_as_written(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    """Issue 18 part 1: [load] prepared = false and options reach sysbench. Callaghan's
+    read-only transaction is one PK fetch (oltp_read_only with every range query off and
+    no BEGIN/COMMIT): one query per transaction, and not one statement prepared."""
+    path = tmp_path / "pk.toml"
+    path.write_text("""
+name = "pk-fetch"
+description = "one primary-key fetch per transaction, no prepared statements (issue 18)"
+[load]
+workload = "oltp_read_only"
+threads = [2]
+duration = 3
+tables = 1
+table_size = 2000
+prepared = false
+options = { point_selects = 1, simple_ranges = 0, sum_ranges = 0, order_ranges = 0, \
+distinct_ranges = 0, skip_trx = true }
+[run]
+replicates = 1
+[[arm]]
+name = "A"
+knobs = { sort_buffer_size = "256K" }
+[[arm]]
+name = "B"
+knobs = { sort_buffer_size = "2M" }
+""")
+    recipe = quick(load_recipe(path), duration=3, replicates=1, arms=load_recipe(path).arms[:2])
+    assert recipe.options == (("point_selects", "1"), ("simple_ranges", "0"),
+                              ("sum_ranges", "0"), ("order_ranges", "0"),
+                              ("distinct_ranges", "0"), ("skip_trx", "on"))
+    journal = tmp_path / "pk.knobtop.jsonl"
+    session = session_for(lab, journal)
+    prepares = int(await show_status(lab[1], "Com_stmt_prepare"))
+    await session.open()
+    try:
+        await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    loads = [e for e in JournalReader(journal) if e.kind == "load" and e.tps > 0]
+    assert loads and all(e.qps == pytest.approx(e.tps, rel=0.02) for e in loads)
+    assert int(await show_status(lab[1], "Com_stmt_prepare")) == prepares
+    starts = [e for e in JournalReader(journal) if e.kind == "phase" and e.action == "start"]
+    assert starts[0].summary["prepared"] is False
+    assert starts[0].summary["options"]["skip_trx"] == "on"
+
+
+async def show_status(info: ConnectionInfo, name: str) -> str:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        rows = await link.query("SHOW GLOBAL STATUS LIKE %s", (name,))
+        return str(rows[0][1])
+    finally:
+        await link.close()
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(

@@ -8,6 +8,9 @@ plateau.
 Built from the journal's ``recipe`` and ``step`` events, so the runner, ``knobtop report``
 and the TUI all show the same table.
 """
+# Over 500 lines: one table's cells, its verdicts and notes, and its three renderings (Rich,
+# Markdown, CSV) share the cell texts; the statistics themselves live in stats.py, power.py
+# and plateau.py.
 
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from knobtop.analysis.stats import (
     paired_min_rounds,
 )
 from knobtop.journal.events import Event, RecipeRun, StepResult
+from knobtop.metrics.derive import EFFICIENCY
 
 NONE = "\u2013"  # an en dash: no value
 
@@ -59,6 +63,8 @@ class Cell:
     lat_verdict: Verdict | None = None  # the latency percentile against the baseline's
     steady: int = 0  # replicates that reached their plateau before measuring
     drifting: int = 0  # replicates whose measured window still drifted (off the plateau)
+    history_end: float | None = None  # median over replicates: the purge backlog at the end
+    cost: dict[str, float] = field(default_factory=dict)  # medians of EFFICIENCY per run
 
 
 
@@ -144,6 +150,9 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                 lat_verdict=None if base else _verdict(base_steps, mine, _latency, pair_from),
                 steady=sum(1 for s in mine if s.steady),
                 drifting=sum(1 for s in mine if s.flat is False),
+                history_end=_med(s.history_end for s in mine),
+                cost={k: v for k in EFFICIENCY
+                      if (v := _med(getattr(s, k) for s in mine)) is not None},
             )
     _holm(out, "verdict")
     _holm(out, "lat_verdict")
@@ -394,6 +403,29 @@ def plateau_text(results: Results, cell: Cell, flags_only: bool = False) -> str:
     return "steady" if results.plateau else "on plateau"
 
 
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return NONE
+    return f"{value:,.{digits}f}" if value < 100 else f"{value:,.0f}"
+
+
+def cost_text(cell: Cell) -> str:
+    """``CPU 123 us, r 0.02, rKB 0.3, wKB 1.2`` per transaction."""
+    c = cell.cost
+    if not c:
+        return NONE
+    return (f"CPU {_num(c.get('cpu_us_txn'), 0)} us, r {_num(c.get('reads_txn'), 3)}, "
+            f"rKB {_num(c.get('rkb_txn'), 2)}, wKB {_num(c.get('wkb_txn'), 2)}")
+
+
+def rate_text(cell: Cell) -> str:
+    c = cell.cost
+    if not c:
+        return NONE
+    return (f"r/s {_num(c.get('r_s'))}, rMB/s {_num(c.get('rmb_s'), 2)}, "
+            f"wMB/s {_num(c.get('wmb_s'), 2)}")
+
+
 def verdict_text(cell: Cell) -> str:
     return "baseline" if cell.verdict is None else cell.verdict.text()
 
@@ -508,6 +540,13 @@ def results_markdown(results: Results) -> str:
     if any(c.hit_ratio is not None for c in cells):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")
+    if any(c.history_end is not None for c in cells):
+        table("History list length at the end of each step (median over replicates)",
+              lambda c: NONE if c.history_end is None else f"{c.history_end:,.0f}")
+    if any(c.cost for c in cells):
+        table("Server host per transaction: CPU microseconds, disk reads, KB read, KB "
+              "written (median over replicates)", cost_text)
+        table("Server host disk rates: reads/s, read MB/s, write MB/s", rate_text)
     if results.plateau or any(c.drifting for c in cells):
         table("Plateau (steady: reached before measuring; off plateau: the measured window "
               "still drifted beyond its noise)", lambda c: plateau_text(results, c))
@@ -537,7 +576,8 @@ def results_markdown(results: Results) -> str:
 
 CSV_FIELDS = ("recipe", "index", "replicate", "arm", "threads", "start", "end", "tps", "p95",
               "err", "hit_ratio", "dirty_pct", "intervals", "steady", "waits", "avg_tps",
-              "stall", "pct", "drift", "flat", "calibration")
+              "stall", "pct", "drift", "flat", "calibration", "history_start", "history_end",
+              *EFFICIENCY)
 
 
 def results_csv(results: Results) -> str:
@@ -555,5 +595,8 @@ def results_csv(results: Results) -> str:
                          "" if s.avg_tps is None else f"{s.avg_tps:.2f}",
                          "" if s.stall is None else f"{s.stall:.4f}", s.pct,
                          "" if s.drift is None else f"{s.drift:.4f}",
-                         "" if s.flat is None else int(s.flat), int(s.calibration)])
+                         "" if s.flat is None else int(s.flat), int(s.calibration),
+                         *("" if v is None else f"{v:g}" for v in (
+                             s.history_start, s.history_end,
+                             *(getattr(s, k) for k in EFFICIENCY)))])
     return buf.getvalue()

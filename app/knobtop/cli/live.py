@@ -164,7 +164,6 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
     """`knobtop run`: the session a recipe asks for, on the lab or a profile's server
     (every option a value: what lab and connect would take by default where the recipe
     says nothing)."""
-    from knobtop.load.base import LoadSpec
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
 
     where: LabPlace | ServerPlace
@@ -174,10 +173,8 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
                             mysql_port=3306, mysql_socket=None, password_env=None,
                             ssh=ssh_options(args), own_tables=False)
-    load = LoadSpec(workload=recipe.workload, threads=recipe.threads[0], tables=recipe.tables,
-                    table_size=recipe.table_size, rate=recipe.rate, rand_type=recipe.rand_type,
-                    percentile=recipe.percentile, prepared=True, duration=0)
-    load.check()
+    load = recipe.load_spec(recipe.threads[0], 0)  # as the recipe says (issue 18: prepared
+    load.check()                                   # statements were forced on)
     return SessionOptions(
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,

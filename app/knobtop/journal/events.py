@@ -211,6 +211,17 @@ class StepResult(Event):
     drift: float | None = None
     flat: bool | None = None
     calibration: bool = False
+    # History list length at the window's first and last sample (the purge backlog), and
+    # what the window cost the server's host per transaction (metrics.derive.step_efficiency)
+    history_start: float | None = None
+    history_end: float | None = None
+    cpu_us_txn: float | None = None
+    reads_txn: float | None = None
+    rkb_txn: float | None = None
+    wkb_txn: float | None = None
+    r_s: float | None = None
+    rmb_s: float | None = None
+    wmb_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,17 @@ WORKLOADS: tuple[str, ...] = (
 RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
 # A storage engine name as CREATE TABLE ... ENGINE= takes it (never quoted, so kept simple).
 ENGINE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+# A workload option passed through to sysbench as --key=value (issue 18): the option names
+# its Lua scripts take (point_selects, skip_trx, range_size, ...) and plain values; the ones
+# knobtop sets itself are refused so a recipe cannot contradict its own [load].
+OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+OPTION_VALUE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,256}")
+OWN_OPTIONS = frozenset({
+    "threads", "time", "events", "tables", "table-size", "table_size", "rate", "rand-type",
+    "rand_type", "percentile", "report-interval", "db-ps-mode", "db-driver", "config-file",
+    "mysql-host", "mysql-port", "mysql-socket", "mysql-user", "mysql-password", "mysql-db",
+    "mysql-storage-engine", "histogram", "warmup-time",
+})
 # A run "until stopped" is still capped, so nothing runs forever if all else fails.
 TIME_CAP = 24 * 3600
 
@@ -41,6 +52,7 @@ class LoadSpec:
     percentile: int = 95
     prepared: bool = True  # sysbench --db-ps-mode auto (True) or disable
     engine: str = ""  # storage engine of the tables (e.g. "rocksdb"); "" = server default
+    options: tuple[tuple[str, str], ...] = ()  # more --key=value for sysbench's script
 
     @property
     def custom(self) -> bool:
@@ -72,6 +84,26 @@ class LoadSpec:
         if self.tables < 1 or self.table_size < 1:
             raise LoadError("tables and table size must be at least 1")
         self.check_engine()
+        self.check_options()
+
+    def check_options(self) -> None:
+        """Each option is a name sysbench's scripts could take and a plain value: nothing a
+        shell or sysbench's own option parser would read as more than one word."""
+        for key, value in self.options:
+            if not OPTION_NAME.fullmatch(key):
+                raise LoadError(f"sysbench option '{key}' is not an option name; write it "
+                                "as sysbench does, e.g. point_selects or skip_trx")
+            if key in OWN_OPTIONS:
+                raise LoadError(f"sysbench option '{key}' is set by knobtop from the load "
+                                "(threads, tables, rate, percentile, ...); set it there "
+                                "instead")
+            if not OPTION_VALUE.fullmatch(value):
+                raise LoadError(f"sysbench option {key} = '{value}': give a plain value "
+                                "(letters, digits and _ . , : / + -), e.g. on, off or 10")
+
+    def option_args(self) -> list[str]:
+        """The options as sysbench arguments."""
+        return [f"--{key}={value}" for key, value in self.options]
 
     def check_engine(self) -> None:
         """The engine name goes unquoted into CREATE TABLE: only a plain identifier."""

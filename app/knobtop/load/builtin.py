@@ -922,6 +922,11 @@ class BuiltinDriver:
                 "use sysbench for other workloads"
             )
         spec.check()
+        if spec.options:
+            raise LoadError(
+                "the built-in load takes no sysbench options ("
+                + ", ".join(f"{k}={v}" for k, v in spec.options)
+                + "); use sysbench (--driver sysbench) for them")
         if spec.rand_type != "uniform":
             raise LoadError(
                 f"the built-in load draws uniform ids only, not '{spec.rand_type}'; "

@@ -172,6 +172,7 @@ class Sysbench:
             f"--tables={spec.tables}",
             f"--table-size={spec.table_size}",
             *([f"--mysql-storage-engine={spec.engine}"] if spec.engine else []),
+            *spec.option_args(),
             *extra,
             command,
         ]

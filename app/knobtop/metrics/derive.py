@@ -141,6 +141,53 @@ def host_metrics(
 
 ROCKS_METRICS = ("rocks_hit_ratio", "rocks_stalls", "rocks_stall_ms")
 # Metrics that need a previous sample of the same server run.
+EFFICIENCY = ("cpu_us_txn", "reads_txn", "rkb_txn", "wkb_txn", "r_s", "rmb_s", "wmb_s")
+
+
+def step_efficiency(first: Sequence[float], last: Sequence[float], fields: Sequence[str],
+                    transactions: float, seconds: float) -> dict[str, float | None]:
+    """What a measured window cost one host, from its raw OS counters at the window's first
+    and last sample (laid out as ``fields``, the header's ``host_fields``) and the
+    transactions the load ran between them: busy CPU microseconds per transaction (all
+    CPUs' time but idle and iowait), disk reads, KB read and KB written per transaction,
+    and reads/s, read and write MB/s over the ``seconds`` between the two samples (the
+    seed posts' efficiency columns, REFERENCE.md sections 5-6).  None where a counter is
+    missing, went backwards, or nothing ran."""
+    index, cpu_n = _layout(tuple(fields))
+    out: dict[str, float | None] = dict.fromkeys(EFFICIENCY)
+
+    def delta(*names: str) -> float | None:
+        total = 0.0
+        for name in names:
+            i = index.get(name)
+            if i is None or i >= len(first) or i >= len(last) or last[i] < first[i]:
+                return None
+            total += last[i] - first[i]
+        return total
+
+    if seconds <= 0:
+        return out
+    per_txn = transactions > 0
+    if cpu_n and "idle" in index:
+        cpu = [b - a for a, b in zip(first[:cpu_n], last[:cpu_n], strict=False)]
+        busy = sum(cpu) - cpu[index["idle"]] - (cpu[index["iowait"]] if "iowait" in index
+                                                else 0.0)
+        if per_txn and busy >= 0:
+            out["cpu_us_txn"] = busy * 1e6 / transactions
+    reads, rbytes, wbytes = delta("disk_reads"), delta("disk_read_bytes"), delta(
+        "disk_write_bytes")
+    if reads is not None:
+        out["r_s"] = reads / seconds
+        out["reads_txn"] = reads / transactions if per_txn else None
+    if rbytes is not None:
+        out["rmb_s"] = rbytes / seconds / 1e6
+        out["rkb_txn"] = rbytes / 1e3 / transactions if per_txn else None
+    if wbytes is not None:
+        out["wmb_s"] = wbytes / seconds / 1e6
+        out["wkb_txn"] = wbytes / 1e3 / transactions if per_txn else None
+    return out
+
+
 INTERVAL_METRICS = ("tps", "qps", "hit_ratio", "row_lock_waits", "pages_flushed", "data_reads",
                     "log_waits", *ROCKS_METRICS, "cpu", "iowait")
 # MyRocks' status variables among the sampled counters (all absent without the plugin).

@@ -81,7 +81,14 @@ from typing import NamedTuple
 from knobtop.analysis.plateau import LONG as PLATEAU_LONG
 from knobtop.analysis.stats import min_runs_for_verdict
 from knobtop.bundled import bundled_dir
-from knobtop.load.base import RAND_TYPES, TIME_CAP, WORKLOADS, LoadError, LoadSpec
+from knobtop.load.base import (
+    ENGINE_NAME,
+    RAND_TYPES,
+    TIME_CAP,
+    WORKLOADS,
+    LoadError,
+    LoadSpec,
+)
 from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
 from knobtop.server.knobs import KnobError, validate
@@ -405,6 +412,9 @@ class Recipe:
     pause: float
     arms: tuple[Arm, ...]
     level_order: str = "ascending"
+    prepared: bool = True  # sysbench prepared statements (false: --db-ps-mode=disable)
+    engine: str = ""  # the tables' storage engine ("" = the server's default)
+    options: tuple[tuple[str, str], ...] = ()  # more sysbench --key=value
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
@@ -434,6 +444,9 @@ class Recipe:
             rate=self.rate,
             rand_type=self.rand_type,
             percentile=self.percentile,
+            prepared=self.prepared,
+            engine=self.engine,
+            options=self.options,
         )
 
     def schedule(self, rounds: int | None = None) -> list[Step]:
@@ -490,6 +503,9 @@ _LOAD_KEYS = (
     "rate",
     "rand_type",
     "percentile",
+    "prepared",
+    "engine",
+    "options",
 )
 _WAIT_KEYS = (
     "history_below",
@@ -518,6 +534,9 @@ class _Load(NamedTuple):
     rate: int
     rand_type: str
     percentile: int
+    prepared: bool
+    engine: str
+    options: tuple[tuple[str, str], ...]
 
 
 class _Reader(Reader):
@@ -670,6 +689,9 @@ class _Reader(Reader):
             rate=spec.rate,
             rand_type=spec.rand_type,
             percentile=spec.percentile,
+            prepared=spec.prepared,
+            engine=spec.engine,
+            options=spec.options,
             waits=waits,
             steady=steady,
             replicates=3 if replicates is None else replicates,
@@ -749,6 +771,12 @@ class _Reader(Reader):
         rate = self.integer(table, "rate", p, lo=0, hi=10**9, unit="transactions per second")
         percentile = self.integer(table, "percentile", p, lo=1, hi=100)
         rand_type = self.string(table, "rand_type", p, '"uniform"') or "uniform"
+        prepared = self.boolean(table, "prepared", p)
+        engine = self.string(table, "engine", p, '"InnoDB"') or ""
+        if engine and not ENGINE_NAME.fullmatch(engine):
+            raise self.error(f"{p}.engine", f"{engine!r} is not a storage engine name",
+                             'write engine = "InnoDB" or "RocksDB", or leave it out for the '
+                             "server's default")
         if rand_type not in RAND_TYPES:
             raise self.error(
                 f"{p}.rand_type",
@@ -766,7 +794,37 @@ class _Reader(Reader):
             rate=0 if rate is None else rate,
             rand_type=rand_type,
             percentile=spec.percentile if percentile is None else percentile,
+            prepared=True if prepared is None else prepared,
+            engine=engine,
+            options=self.options(table),
         )
+
+    def options(self, table: Table) -> tuple[tuple[str, str], ...]:
+        """``[load] options = { point_selects = 1, skip_trx = true }``: more sysbench
+        arguments, each checked as LoadSpec.check_options checks them."""
+        key = "load.options"
+        value = table.get("options")
+        if value is None:
+            return ()
+        example = "options = { point_selects = 1, skip_trx = true }"
+        if not isinstance(value, dict):
+            raise self.wrong_type(key, "a table", value, f"write {example}")
+        out: list[tuple[str, str]] = []
+        for name, raw in value.items():
+            if isinstance(raw, bool):
+                text = "on" if raw else "off"
+            elif isinstance(raw, int | float | str):
+                text = str(raw)
+            else:
+                raise self.wrong_type(f"{key}.{name}", "a number, string or true/false", raw,
+                                      f"write {example}")
+            try:
+                LoadSpec(options=((str(name), text),)).check_options()
+            except LoadError as exc:
+                raise self.error(f"{key}.{name}", str(exc),
+                                 f"correct it or remove it from options ({README})") from None
+            out.append((str(name), text))
+        return tuple(out)
 
     def threads(self, table: Table) -> tuple[int, ...]:
         key = "load.threads"

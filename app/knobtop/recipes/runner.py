@@ -49,6 +49,7 @@ from knobtop.journal.events import (
 from knobtop.load.base import LoadError
 from knobtop.load.multi import ALL
 from knobtop.metrics.board import MetricBoard
+from knobtop.metrics.derive import step_efficiency
 from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
@@ -146,7 +147,9 @@ class RecipeRunner:
         self._tps: list[tuple[float, float]] = []  # (t, tps) of the current phase
         self._p95: list[tuple[float, float]] = []
         self._err: list[tuple[float, float]] = []
-        self._samples: list[tuple[float, float | None, float | None]] = []  # t, hit, dirty
+        # t, hit ratio, dirty %, history length, the server host's raw OS counters
+        self._samples: list[tuple[float, float | None, float | None, float | None,
+                                  list[float] | None]] = []
         self._steady: SteadyState | Plateau | None = None
         self._load_failed = ""
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
@@ -219,8 +222,10 @@ class RecipeRunner:
             if self._steady is not None:
                 self._steady.add(event.tps)
         elif isinstance(event, Sample):
+            server_host = next(iter(event.host.values()), None)  # the target's is first
             self._samples.append((event.t, board.latest.get("hit_ratio"),
-                                  board.latest.get("dirty_pct")))
+                                  board.latest.get("dirty_pct"),
+                                  board.latest.get("history_len"), server_host))
         elif isinstance(event, Phase) and event.action == "failed":
             self._load_failed = event.message or "sysbench exited"
             if self._abort_event is not None:
@@ -486,8 +491,11 @@ class RecipeRunner:
         mid = _median(tps)
         seconds = max(len(tps), round(end - start))
         line = trend(tps) if len(tps) >= MIN_JUDGED else None
-        hits = [h for t, h, _ in self._samples if start < t <= end and h is not None]
-        dirty = [d for t, _, d in self._samples if start < t <= end and d is not None]
+        window = [s for s in self._samples if start < s[0] <= end]
+        hits = [s[1] for s in window if s[1] is not None]
+        dirty = [s[2] for s in window if s[2] is not None]
+        history = [s[3] for s in window if s[3] is not None]
+        cost = self._efficiency(window, (sum(tps) / seconds) if seconds else 0.0)
         return self.session.step_result(
             recipe=self.recipe.name, index=step.index,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
@@ -501,7 +509,25 @@ class RecipeRunner:
             drift=None if line is None else round(line.drift, 4),
             flat=None if line is None else line.flat,
             calibration=step.calibration,
+            history_start=history[0] if history else None,
+            history_end=history[-1] if history else None,
+            **cost,
         )
+
+    def _efficiency(self, window: list[tuple[float, float | None, float | None, float | None,
+                                              list[float] | None]],
+                    avg_tps: float) -> dict[str, float | None]:
+        """The server host's CPU and disk cost per transaction between the window's first
+        and last sample that carry its OS counters."""
+        hosts = [(s[0], s[4]) for s in window if s[4]]
+        board = self._board
+        if len(hosts) < 2 or board is None:
+            return {}
+        (t0, first), (t1, last) = hosts[0], hosts[-1]
+        assert first is not None and last is not None
+        cost = step_efficiency(first, last, board.header.host_fields, avg_tps * (t1 - t0),
+                               t1 - t0)
+        return {k: None if v is None else round(v, 3) for k, v in cost.items()}
 
     # -- waits -----------------------------------------------------------------------------------
 

@@ -74,6 +74,7 @@ def run_options(spec: LoadSpec, driver: LoadDriver) -> dict[str, Any]:
         "prepared": spec.prepared,
         "duration": spec.duration,
         **({"engine": spec.engine} if spec.engine else {}),
+        **({"options": dict(spec.options)} if spec.options else {}),
     }
 
 
