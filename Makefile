@@ -17,8 +17,10 @@ test: deps-test $(STAMP) lint layers typecheck pytest
 
 check: test
 
+# Two workers: the live tests one after another in one (see tests/conftest.py), the rest
+# beside them.
 pytest: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests bench

@@ -242,7 +242,7 @@ description = "one primary-key fetch per transaction, no prepared statements (is
 [load]
 workload = "oltp_read_only"
 threads = [2]
-duration = 3
+duration = 5
 tables = 1
 table_size = 2000
 prepared = false
