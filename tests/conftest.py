@@ -236,13 +236,8 @@ def unmarked_live_tests(items: list[pytest.Item]) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every live test carries @pytest.mark.integration: collection fails otherwise.
-
-    Under ``make test`` (pytest-xdist, ``--dist loadgroup``) the live tests form one group,
-    run one after another in one worker as they always did: two at once would share the
-    two cores with a saturating sysbench, and the kernel's autogroups starve a screen
-    outside sysbench's session for many seconds (issue 16). The other tests (parsers,
-    statistics, screens under run_test) spread over the workers beside them."""
+    """Every live test carries @pytest.mark.integration: collection fails otherwise (``make
+    test`` runs the others in two workers first, then these alone, one after another)."""
     unmarked = unmarked_live_tests(items)
     if unmarked:
         raise pytest.UsageError(
@@ -250,10 +245,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "`pytestmark = pytest.mark.integration` or the decorator):\n  "
             + "\n  ".join(unmarked)
         )
-    if config.pluginmanager.hasplugin("xdist"):
-        for item in items:
-            if item.get_closest_marker("integration") is not None:
-                item.add_marker(pytest.mark.xdist_group("live"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

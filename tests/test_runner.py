@@ -361,7 +361,7 @@ async def test_a_recipe_for_another_server_is_refused_before_anything_changes(
 async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), calibrate=1)
+    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), calibrate=1, replicates=2)
     recipe = dataclasses.replace(recipe, arms=recipe.arms[:2])
     journal = tmp_path / "tui.knobtop.jsonl"
     app = KnobtopApp(session_for(lab, journal), recipe=recipe)

@@ -240,7 +240,9 @@ class LocalHost:
         """Raw OS counters in ``procstat.OS_FIELDS`` order. Disks are summed by the same
         rule as remote hosts (``procstat.whole_disks``), so both count the same I/O."""
         mem = psutil.virtual_memory()
-        per_disk = psutil.disk_io_counters(perdisk=True) or {}
+        # nowrap=False: the kernel's counters as they are (psutil would otherwise add what it
+        # saw before a device went away; a counter going back is handled where rates are made)
+        per_disk = psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
         disks = [per_disk[name] for name in whole_disks(list(per_disk))]
         return [
             *self.cpu_times(),
