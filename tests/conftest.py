@@ -58,12 +58,14 @@ def sshd_server() -> Iterator[SshServer]:
         yield server
 
 
-async def show_global(info: ConnectionInfo, name: str) -> str:
-    """A global variable's value as SHOW GLOBAL VARIABLES gives it (read on its own link)."""
+async def show_global(info: ConnectionInfo, name: str, what: str = "VARIABLES") -> str:
+    """A global variable's value as SHOW GLOBAL VARIABLES gives it (read on its own link);
+    ``what="STATUS"``: a status counter's."""
+    assert what in ("VARIABLES", "STATUS")
     link = ServerLink(info)
     await link.connect()
     try:
-        rows = await link.query("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+        rows = await link.query(f"SHOW GLOBAL {what} LIKE %s", (name,))
         return str(rows[0][1])
     finally:
         await link.close()

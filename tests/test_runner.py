@@ -263,7 +263,7 @@ knobs = { sort_buffer_size = "2M" }
                               ("distinct_ranges", "0"), ("skip_trx", "on"))
     journal = tmp_path / "pk.knobtop.jsonl"
     session = session_for(lab, journal)
-    prepares = int(await show_status(lab[1], "Com_stmt_prepare"))
+    prepares = int(await show_global(lab[1], "Com_stmt_prepare", "STATUS"))
     await session.open()
     try:
         await RecipeRunner(session, recipe).run()
@@ -271,20 +271,10 @@ knobs = { sort_buffer_size = "2M" }
         await session.close()
     loads = [e for e in JournalReader(journal) if e.kind == "load" and e.tps > 0]
     assert loads and all(e.qps == pytest.approx(e.tps, rel=0.02) for e in loads)
-    assert int(await show_status(lab[1], "Com_stmt_prepare")) == prepares
+    assert int(await show_global(lab[1], "Com_stmt_prepare", "STATUS")) == prepares
     starts = [e for e in JournalReader(journal) if e.kind == "phase" and e.action == "start"]
     assert starts[0].summary["prepared"] is False
     assert starts[0].summary["options"]["skip_trx"] == "on"
-
-
-async def show_status(info: ConnectionInfo, name: str) -> str:
-    link = ServerLink(info)
-    await link.connect()
-    try:
-        rows = await link.query("SHOW GLOBAL STATUS LIKE %s", (name,))
-        return str(rows[0][1])
-    finally:
-        await link.close()
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(
