@@ -409,21 +409,27 @@ def _num(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}" if value < 100 else f"{value:,.0f}"
 
 
-def cost_text(cell: Cell) -> str:
-    """``CPU 123 us, r 0.02, rKB 0.3, wKB 1.2`` per transaction."""
-    c = cell.cost
-    if not c:
+# (label, EFFICIENCY key, digits, unit) of the two cost lines a cell shows
+_PER_TXN = (("CPU", "cpu_us_txn", 0, " us"), ("r", "reads_txn", 3, ""),
+            ("rKB", "rkb_txn", 2, ""), ("wKB", "wkb_txn", 2, ""))
+_RATES = (("r/s", "r_s", 1, ""), ("rMB/s", "rmb_s", 2, ""), ("wMB/s", "wmb_s", 2, ""))
+
+
+def _cost_line(cell: Cell, parts: tuple[tuple[str, str, int, str], ...]) -> str:
+    if not cell.cost:
         return NONE
-    return (f"CPU {_num(c.get('cpu_us_txn'), 0)} us, r {_num(c.get('reads_txn'), 3)}, "
-            f"rKB {_num(c.get('rkb_txn'), 2)}, wKB {_num(c.get('wkb_txn'), 2)}")
+    return ", ".join(f"{label} {_num(cell.cost.get(key), digits)}{unit}"
+                     for label, key, digits, unit in parts)
+
+
+def cost_text(cell: Cell) -> str:
+    """``CPU 123 us, r 0.020, rKB 0.30, wKB 1.20`` per transaction."""
+    return _cost_line(cell, _PER_TXN)
 
 
 def rate_text(cell: Cell) -> str:
-    c = cell.cost
-    if not c:
-        return NONE
-    return (f"r/s {_num(c.get('r_s'))}, rMB/s {_num(c.get('rmb_s'), 2)}, "
-            f"wMB/s {_num(c.get('wmb_s'), 2)}")
+    """``r/s 10.0, rMB/s 0.16, wMB/s 2.50``."""
+    return _cost_line(cell, _RATES)
 
 
 def verdict_text(cell: Cell) -> str:
