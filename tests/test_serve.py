@@ -596,3 +596,49 @@ async def test_serve_a_folder_follows_its_newest_journal(journal: Path, tmp_path
         assert proc.wait(30) == 0
     log = (tmp_path / "serve.log").read_text()
     assert f"following the newest journal in {folder} at http://127.0.0.1:{port}" in log, log
+
+
+class SlowViewer:
+    """The app-service end of a download: answers each chunk request after ``delay`` s
+    (a viewer starved on a busy machine), ``chunks`` then the empty end-of-file chunk."""
+
+    def __init__(self, manager: object, chunks: list[bytes], delay: float) -> None:
+        self.manager, self.chunks, self.delay = manager, [*chunks, b""], delay
+        self.app_service_id = "viewer"
+
+    async def send_meta(self, meta: dict[str, object]) -> bool:
+        async def answer() -> None:
+            await asyncio.sleep(self.delay)
+            await self.manager.chunk_received(str(meta["key"]), self.chunks.pop(0))  # type: ignore[attr-defined]
+        asyncio.get_running_loop().create_task(answer())
+        return True
+
+
+async def _download(deadline: float, delay: float) -> tuple[list[bytes], BaseException | None]:
+    from knobtop.ui.serve import PatientDownloads
+    manager = PatientDownloads(deadline)
+    viewer = SlowViewer(manager, [b"<svg>", b"</svg>"], delay)
+    await manager.create_download(app_service=viewer, delivery_key="k",  # type: ignore[arg-type]
+                                  file_name="knobtop-shot.svg", open_method="download",
+                                  mime_type="image/svg+xml")
+    got: list[bytes] = []
+    try:
+        async for chunk in manager.download("k"):
+            got.append(chunk)
+    except Exception as e:  # the outcome is what the test looks at
+        return got, e
+    finally:
+        assert "k" not in manager._active_downloads  # forgotten whatever happened
+    return got, None
+
+
+async def test_a_download_waits_for_a_slow_viewer_and_never_ends_cut_short() -> None:
+    # Answers slower than textual-serve's own 4 s would still be within our deadline; in
+    # proportion here: 0.3 s answers against a 1 s deadline arrive whole.
+    got, error = await _download(deadline=1.0, delay=0.3)
+    assert error is None and b"".join(got) == b"<svg></svg>"
+    # A viewer that never answers in time: the download fails (the browser shows a failed
+    # download) naming the file, instead of delivering what came so far as the whole file.
+    got, error = await _download(deadline=0.2, delay=0.6)
+    assert got == [] and error is not None
+    assert "knobtop-shot.svg" in str(error) and "0.2 s" in str(error)

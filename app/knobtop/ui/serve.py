@@ -11,6 +11,7 @@ bounded; malformed websocket messages ignored.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import logging
@@ -18,7 +19,7 @@ import math
 import re
 import shlex
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -26,6 +27,7 @@ from multidict import MultiDict
 from rich.console import Console
 from rich.text import Text
 from textual_serve.app_service import AppService
+from textual_serve.download_manager import DOWNLOAD_CHUNK_SIZE, DownloadManager
 from textual_serve.server import Server
 from yarl import URL
 
@@ -158,6 +160,49 @@ class OneLineLog(logging.Handler):
             self.handleError(record)
 
 
+# How long a download waits for each chunk from the viewer process. textual-serve waits 4 s,
+# then fails with a truncated file (its task_done() after a timed-out get() raises): a viewer
+# starved on a saturated machine (the very moment someone takes a screenshot) missed it.
+CHUNK_DEADLINE = 30.0
+
+
+class DownloadStalled(Exception):
+    """The viewer sent no chunk of a download within the deadline."""
+
+
+class PatientDownloads(DownloadManager):
+    """textual-serve's download manager with a longer, still bounded, wait per chunk; a
+    download that stalls past it is aborted (the browser sees a failed download), never
+    delivered cut short as if complete."""
+
+    def __init__(self, deadline: float = CHUNK_DEADLINE) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    async def download(self, delivery_key: str) -> AsyncGenerator[bytes, None]:
+        app_service = await self._get_app_service(delivery_key)
+        download = self._active_downloads[delivery_key]
+        try:
+            while True:
+                sent = await app_service.send_meta({
+                    "type": "deliver_chunk_request", "key": delivery_key,
+                    "size": DOWNLOAD_CHUNK_SIZE, "name": download.name})
+                if not sent:
+                    raise DownloadStalled(f"the viewer of {download.file_name} has gone")
+                try:
+                    chunk = await asyncio.wait_for(download.incoming_chunks.get(),
+                                                   self.deadline)
+                except TimeoutError:
+                    raise DownloadStalled(
+                        f"no part of {download.file_name} came from the viewer within "
+                        f"{self.deadline:g} s") from None
+                if not chunk:  # the file is complete, or the viewer cancelled it
+                    return
+                yield chunk
+        finally:
+            self._active_downloads.pop(delivery_key, None)
+
+
 class FollowServer(Server):
     """textual-serve's Server with the origin, host, viewer-count and size checks."""
 
@@ -165,6 +210,7 @@ class FollowServer(Server):
                  title: str, max_viewers: int, console: Console,
                  banner: Callable[[str], None]) -> None:
         super().__init__(command, host=host, port=port, title=title, public_url=public_url)
+        self.download_manager = PatientDownloads()
         self.endpoints = served_endpoints(host, port, public_url)
         self.max_viewers = max_viewers
         self.viewers = 0  # websockets being served (each has its `knobtop follow`)
