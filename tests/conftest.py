@@ -71,6 +71,18 @@ async def show_global(info: ConnectionInfo, name: str, what: str = "VARIABLES") 
         await link.close()
 
 
+async def show_tables(info: ConnectionInfo, database: str) -> list[str]:
+    """The tables of ``database``, sorted (read on a link of its own)."""
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        rows = await link.query("SELECT TABLE_NAME FROM information_schema.TABLES "
+                                "WHERE TABLE_SCHEMA = %s ORDER BY TABLE_NAME", (database,))
+        return [str(r[0]) for r in rows]
+    finally:
+        await link.close()
+
+
 async def status_numbers(link: ServerLink) -> dict[str, int]:
     """SHOW GLOBAL STATUS as the test reads it: lower-case names, numeric values only."""
     out: dict[str, int] = {}

@@ -23,7 +23,7 @@ from knobtop.journal import Load, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
-from knobtop.load.multi import LAG_LIMIT, MultiLoad, _Run, aggregate
+from knobtop.load.multi import LAG_LIMIT, Instances, MultiLoad, _Run, aggregate
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import parse_interval
@@ -88,6 +88,9 @@ def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:
         (LoadSpec(options=(("mysql-password", "x"),)), "set by knobtop from the load"),
         (LoadSpec(options=(("range_size", "10 --threads=99"),)), "give a plain value"),
         (LoadSpec(options=(("range_size", ""),)), "give a plain value"),
+        (LoadSpec(instances=0), "instances must be between 1 and 64"),
+        (LoadSpec(instances=65, threads=100), "instances must be between 1 and 64"),
+        (LoadSpec(instances=8, threads=4), "cannot be shared among 8 instances"),
     ],
 )
 def test_bad_load_settings_name_the_problem(spec: LoadSpec, says: str) -> None:
@@ -465,3 +468,35 @@ def test_sysbench_options_go_to_prepare_and_run_as_written() -> None:
         assert argv[-3:] == ["--point_selects=1", "--skip_trx=on", command]
     with pytest.raises(LoadError, match="takes no sysbench options"):
         BuiltinDriver.check(dataclasses.replace(spec, workload="oltp_point_select"))
+
+
+def test_instances_share_threads_and_rate_and_each_has_its_own_database() -> None:
+    """Issue 18: instances = N runs N sysbench processes per client, each on its own
+    database; threads and rate are the client's totals, shared out."""
+    spec = LoadSpec(threads=10, rate=7, instances=4)
+    spec.check()
+    shares = spec.split()
+    assert [s.threads for s in shares] == [3, 3, 2, 2]
+    assert sum(s.threads for s in shares) == 10 and sum(s.rate for s in shares) == 7
+    assert all(s.instances == 1 for s in shares)
+    assert spec.threads_text() == "10 (4 instances x 3-2)"
+    assert LoadSpec(threads=64, instances=8).threads_text() == "64 (8 instances x 8)"
+    assert LoadSpec(threads=5).threads_text() == "5"
+    clients = MultiLoad([Sysbench(LocalHost(), mysql_socket="/tmp/x.sock", password="pw"),
+                         Sysbench(LocalHost(), mysql_socket="/tmp/x.sock", database="other")])
+    load = Instances(clients, 2)
+    parts = load.parts()
+    assert [p.host_name for p in parts] == ["local#1", "local#2", "local#1", "local#2"]
+    dbs = [p.database for p in load.table_drivers()]
+    assert dbs == ["sbtest_i1", "sbtest_i2", "other_i1", "other_i2"]
+    # Each instance runs its share of its own client's threads, on its own database.
+    run = LoadSpec(threads=3, instances=2)
+    argvs = [p.argv(s, "run", f"--threads={s.threads}")  # type: ignore[attr-defined]
+             for p, s in zip(parts, load.part_specs(run), strict=True)]
+    assert [a[-2] for a in argvs] == ["--threads=2", "--threads=1"] * 2
+    assert [next(x for x in a if x.startswith("--mysql-db=")) for a in argvs] == [
+        f"--mysql-db={db}" for db in dbs]
+    assert all("--mysql-socket=/tmp/x.sock" in a for a in argvs)
+    with pytest.raises(LoadError, match="needs the sysbench driver"):
+        Instances(BuiltinDriver(ConnectionInfo(host="127.0.0.1", port=1, user="u",
+                                               password="")), 2)

@@ -625,6 +625,10 @@ CASES: list[tuple[str, str, str, str | None, str]] = [
      "give a plain value"),
     ("options-array", "table_size = 100", "table_size = 100\noptions = { range_size = [1] }",
      "load.options.range_size", "a number, string or true/false"),
+    ("instances-range", "table_size = 100", "table_size = 100\ninstances = 0",
+     "load.instances", "1 to 64"),
+    ("instances-threads", "table_size = 100", "table_size = 100\ninstances = 4",
+     "load.threads", "2 threads cannot be shared among 4 instances"),
 ]
 
 
@@ -660,6 +664,16 @@ def test_the_base_recipe_itself_loads(tmp_path: Path) -> None:
         Arm("B", {"sort_buffer_size": "2M"}),
     )
     assert recipe.threads == (2, 4) and recipe.replicates == 2
+
+
+def test_instances_are_a_load_field_and_threads_their_total(tmp_path: Path) -> None:
+    recipe = load_recipe(write(tmp_path, edited("table_size = 100",
+                                                "table_size = 100\ninstances = 2")))
+    assert recipe.instances == 2
+    spec = recipe.load_spec(4, 10)
+    assert spec.instances == 2 and spec.threads == 4
+    assert [s.threads for s in spec.split()] == [2, 2]
+    assert load_recipe(write(tmp_path, BASE, "one")).instances == 1
 
 
 def test_syntax_error_names_the_line(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EventCollector, show_global
+from conftest import EventCollector, show_global, show_tables
 from harness.procs import sysbench_processes
 from harness.ui import until, widget_text
 from knobtop.analysis.results import build, collect, results_csv, results_markdown
@@ -232,9 +232,10 @@ async def test_buffer_pool_climb_shows_the_hit_ratio_rising_with_the_pool(
 async def test_a_pk_fetch_workload_without_prepared_statements_runs_as_written(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    """Issue 18 part 1: [load] prepared = false and options reach sysbench. Callaghan's
-    read-only transaction is one PK fetch (oltp_read_only with every range query off and
-    no BEGIN/COMMIT): one query per transaction, and not one statement prepared."""
+    """Issue 18 part 1: [load] prepared = false, options and instances reach sysbench.
+    Callaghan's read-only transaction is one PK fetch (oltp_read_only with every range query
+    off and no BEGIN/COMMIT): one query per transaction, and not one statement prepared;
+    his sysbench instances run at once, each on its own table (here 2, sharing 2 threads)."""
     path = tmp_path / "pk.toml"
     path.write_text("""
 name = "pk-fetch"
@@ -246,6 +247,7 @@ duration = 5
 tables = 1
 table_size = 2000
 prepared = false
+instances = 2
 options = { point_selects = 1, simple_ranges = 0, sum_ranges = 0, order_ranges = 0, \
 distinct_ranges = 0, skip_trx = true }
 [run]
@@ -275,6 +277,25 @@ knobs = { sort_buffer_size = "2M" }
     starts = [e for e in JournalReader(journal) if e.kind == "phase" and e.action == "start"]
     assert starts[0].summary["prepared"] is False
     assert starts[0].summary["options"]["skip_trx"] == "on"
+    # Two instances at once, each on its own database, summed per second.
+    assert starts[0].summary["instances"] == 2 and starts[0].host == "local#1,local#2"
+    for db in ("sbtest_i1", "sbtest_i2"):
+        assert await show_tables(lab[1], db) == ["sbtest1"]
+    by_src: dict[str, list[tuple[float, float]]] = {}
+    for e in loads:
+        by_src.setdefault(e.src, []).append((e.t, e.tps))
+    assert set(by_src) == {"sysbench@local#1", "sysbench@local#2", "all"}
+    first, second = (by_src[f"sysbench@local#{i}"] for i in (1, 2))
+    assert first[0][0] < second[-1][0] and second[0][0] < first[-1][0]  # at the same time
+    # Average TPS x the window's seconds is the transactions both instances reported in it.
+    steps = [e for e in JournalReader(journal) if e.kind == "step"]
+    assert len(steps) == 2
+    for step in steps:
+        seconds = max(step.intervals, round(step.end - step.start))
+        done = sum(tps for src in (first, second) for t, tps in src
+                   if step.start < t <= step.end)
+        one_second = max(tps for src in (first, second) for _, tps in src)
+        assert step.avg_tps * seconds == pytest.approx(done, abs=one_second)
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(

@@ -198,6 +198,11 @@ def run_recipe(args: argparse.Namespace) -> int:
                   f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
                   f"{steps} steps, at least {short_duration(recipe.planned_seconds)}{more}",
                   highlight=False, markup=False)
+    if recipe.instances > 1:
+        levels = ", ".join(recipe.load_spec(t, 0).threads_text() for t in recipe.threads)
+        console.print(f"{recipe.instances} sysbench instances at once on each client, each "
+                      f"on its own database; threads are their total: {levels}",
+                      highlight=False, markup=False)
     return run_session(recipe_options(args, recipe), console)
 
 

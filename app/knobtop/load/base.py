@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from knobtop.errors import KnobtopError
@@ -32,6 +32,7 @@ OWN_OPTIONS = frozenset({
     "mysql-host", "mysql-port", "mysql-socket", "mysql-user", "mysql-password", "mysql-db",
     "mysql-storage-engine", "histogram", "warmup-time",
 })
+MAX_INSTANCES = 64
 # A run "until stopped" is still capped, so nothing runs forever if all else fails.
 TIME_CAP = 24 * 3600
 
@@ -53,6 +54,9 @@ class LoadSpec:
     prepared: bool = True  # sysbench --db-ps-mode auto (True) or disable
     engine: str = ""  # storage engine of the tables (e.g. "rocksdb"); "" = server default
     options: tuple[tuple[str, str], ...] = ()  # more --key=value for sysbench's script
+    # sysbench processes at once on each client, each on its own database; ``threads`` and
+    # ``rate`` are the totals per client, shared out among them (see split()).
+    instances: int = 1
 
     @property
     def custom(self) -> bool:
@@ -83,6 +87,13 @@ class LoadSpec:
             raise LoadError("rate and duration cannot be negative")
         if self.tables < 1 or self.table_size < 1:
             raise LoadError("tables and table size must be at least 1")
+        if not 1 <= self.instances <= MAX_INSTANCES:
+            raise LoadError(f"instances must be between 1 and {MAX_INSTANCES}, "
+                            f"not {self.instances}")
+        if self.threads < self.instances:
+            raise LoadError(f"threads {self.threads} cannot be shared among {self.instances} "
+                            "instances (threads is the total of all instances): give at least "
+                            "one thread per instance")
         self.check_engine()
         self.check_options()
 
@@ -100,6 +111,25 @@ class LoadSpec:
             if not OPTION_VALUE.fullmatch(value):
                 raise LoadError(f"sysbench option {key} = '{value}': give a plain value "
                                 "(letters, digits and _ . , : / + -), e.g. on, off or 10")
+
+    def split(self) -> list[LoadSpec]:
+        """One spec per instance: ``threads`` and ``rate`` shared out as evenly as they go
+        (the first instances take the remainder), each a single instance."""
+        n = self.instances
+
+        def share(total: int, i: int) -> int:
+            return total // n + (1 if i < total % n else 0)
+
+        return [replace(self, threads=share(self.threads, i), rate=share(self.rate, i),
+                        instances=1) for i in range(n)]
+
+    def threads_text(self) -> str:
+        """The thread count as a person reads it: ``64 (8 instances x 8)``."""
+        if self.instances == 1:
+            return str(self.threads)
+        counts = sorted({s.threads for s in self.split()}, reverse=True)
+        each = "-".join(str(c) for c in counts)
+        return f"{self.threads} ({self.instances} instances x {each})"
 
     def option_args(self) -> list[str]:
         """The options as sysbench arguments."""

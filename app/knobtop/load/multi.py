@@ -16,6 +16,7 @@ from knobtop.load.base import (
     ReportCallback,
     TableDriver,
 )
+from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport
 
 ALL = "all"
@@ -94,8 +95,10 @@ class MultiLoad:
         run = _Run(on_report, on_exit, {d.host_name for d in self.drivers})
         self._run = run
         # All at once: their "second N" lines then line up (a start over SSH takes a while).
+        specs = self.part_specs(spec)
         results = await asyncio.gather(
-            *(d.start(spec, *self._callbacks(run, d.host_name)) for d in self.drivers),
+            *(d.start(s, *self._callbacks(run, d.host_name))
+              for d, s in zip(self.drivers, specs, strict=True)),
             return_exceptions=True,
         )
         errors = [r for r in results if isinstance(r, BaseException)]
@@ -109,6 +112,10 @@ class MultiLoad:
             if not isinstance(first, LoadError):
                 raise first
             raise LoadError(f"{first} (no client was left running)") from None
+
+    def part_specs(self, spec: LoadSpec) -> list[LoadSpec]:
+        """What each driver runs: the same load on every client."""
+        return [spec] * len(self.drivers)
 
     def _callbacks(self, run: _Run, host: str) -> tuple[ReportCallback, ExitCallback]:
         def report(src: str, item: IntervalReport) -> None:
@@ -167,3 +174,23 @@ class MultiLoad:
         run.user_stop = True
         await asyncio.gather(*(d.stop() for d in self.drivers if d.running))
         return None
+
+
+class Instances(MultiLoad):
+    """``instances = N``: N sysbench processes at once on each client, each on its own
+    database (``sbtest_i1`` ...), reporting per instance (``sysbench@HOST#2``) and summed
+    per second like several clients. A client's threads and rate are shared out among its
+    instances (LoadSpec.split)."""
+
+    def __init__(self, driver: LoadDriver, instances: int) -> None:
+        clients = driver.parts()
+        if not all(isinstance(c, Sysbench) for c in clients):
+            raise LoadError(f"instances = {instances} needs the sysbench driver: the "
+                            f"{driver.name} driver runs one load; raise its threads instead")
+        self.instances = instances
+        super().__init__([c.instance(i) for c in clients if isinstance(c, Sysbench)
+                          for i in range(1, instances + 1)])
+
+    def part_specs(self, spec: LoadSpec) -> list[LoadSpec]:
+        shares = spec.split()
+        return [shares[i % self.instances] for i in range(len(self.drivers))]

@@ -133,6 +133,7 @@ class Sysbench:
     ) -> None:
         self.host = host
         self.host_name = host.name
+        self._address = (mysql_host, mysql_port, mysql_socket)
         self._target = (
             [f"--mysql-socket={mysql_socket}"]
             if mysql_socket
@@ -150,6 +151,18 @@ class Sysbench:
 
     def parts(self) -> list[LoadDriver]:
         return [self]
+
+    def instance(self, number: int) -> Sysbench:
+        """Instance ``number`` (from 1) of this client's load: its own sysbench process on
+        its own database (``sbtest_i3``), reporting as ``sysbench@HOST#3``."""
+        mysql_host, mysql_port, mysql_socket = self._address
+        clone = Sysbench(self.host, mysql_host=mysql_host, mysql_port=mysql_port,
+                         mysql_socket=mysql_socket, user=self._user, password=self._password,
+                         database=f"{self.database}_i{number}"[:64], binary=self.binary)
+        clone.host_name = f"{self.host_name}#{number}"
+        clone.src = f"sysbench@{clone.host_name}"
+        clone.version = self.version
+        return clone
 
     def table_drivers(self) -> list[TableDriver]:
         return [self]

@@ -280,8 +280,12 @@ class MetricBoard:
             self.load_hosts = len(event.host.split(","))
             self.load_by_src = {}
             self.load_label = f"{event.workload} x{event.threads}"
-            if self.load_hosts > 1:
-                self.load_label += f" on {self.load_hosts} clients"
+            instances = int((event.summary or {}).get("instances") or 1)
+            clients = self.load_hosts // instances
+            if instances > 1:
+                self.load_label += f" in {instances} instances"
+            if clients > 1:
+                self.load_label += f" on {clients} clients"
             label = f"load {self.load_label}"
             # A stop just before (a thread or workload change) and this start are one phase
             # change: one tick, named after the new phase.  So is a pause for a restart,

@@ -83,6 +83,7 @@ from knobtop.analysis.stats import min_runs_for_verdict
 from knobtop.bundled import bundled_dir
 from knobtop.load.base import (
     ENGINE_NAME,
+    MAX_INSTANCES,
     RAND_TYPES,
     TIME_CAP,
     WORKLOADS,
@@ -415,6 +416,7 @@ class Recipe:
     prepared: bool = True  # sysbench prepared statements (false: --db-ps-mode=disable)
     engine: str = ""  # the tables' storage engine ("" = the server's default)
     options: tuple[tuple[str, str], ...] = ()  # more sysbench --key=value
+    instances: int = 1  # sysbench processes at once per client; threads are their total
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
@@ -447,6 +449,7 @@ class Recipe:
             prepared=self.prepared,
             engine=self.engine,
             options=self.options,
+            instances=self.instances,
         )
 
     def schedule(self, rounds: int | None = None) -> list[Step]:
@@ -506,6 +509,7 @@ _LOAD_KEYS = (
     "prepared",
     "engine",
     "options",
+    "instances",
 )
 _WAIT_KEYS = (
     "history_below",
@@ -537,6 +541,7 @@ class _Load(NamedTuple):
     prepared: bool
     engine: str
     options: tuple[tuple[str, str], ...]
+    instances: int
 
 
 class _Reader(Reader):
@@ -692,6 +697,7 @@ class _Reader(Reader):
             prepared=spec.prepared,
             engine=spec.engine,
             options=spec.options,
+            instances=spec.instances,
             waits=waits,
             steady=steady,
             replicates=3 if replicates is None else replicates,
@@ -783,10 +789,17 @@ class _Reader(Reader):
                 f"unknown rand_type {rand_type!r}",
                 f"use one of {', '.join(RAND_TYPES)}",
             )
+        instances = self.integer(table, "instances", p, lo=1, hi=MAX_INSTANCES) or 1
+        threads = self.threads(table)
+        if min(threads) < instances:
+            raise self.error(f"{p}.threads", f"{min(threads)} threads cannot be shared among "
+                             f"{instances} instances",
+                             "threads is the total of all instances on a client: give every "
+                             "level at least one thread per instance")
         spec = LoadSpec()
         return _Load(
             workload=workload,
-            threads=self.threads(table),
+            threads=threads,
             duration=duration,
             warmup=0 if warmup is None else warmup,
             tables=spec.tables if tables is None else tables,
@@ -797,6 +810,7 @@ class _Reader(Reader):
             prepared=True if prepared is None else prepared,
             engine=engine,
             options=self.options(table),
+            instances=instances,
         )
 
     def options(self, table: Table) -> tuple[tuple[str, str], ...]:

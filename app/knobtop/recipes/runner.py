@@ -226,6 +226,9 @@ class RecipeRunner:
             self._samples.append((event.t, board.latest.get("hit_ratio"),
                                   board.latest.get("dirty_pct"),
                                   board.latest.get("history_len"), server_host))
+        elif isinstance(event, Phase) and event.action == "start":
+            # Several clients or instances: their per-second sum ("all") is the step's TPS.
+            self._multi = len(event.host.split(",")) > 1
         elif isinstance(event, Phase) and event.action == "failed":
             self._load_failed = event.message or "sysbench exited"
             if self._abort_event is not None:
@@ -260,7 +263,8 @@ class RecipeRunner:
             "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
             "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
             "max_replicates": recipe.max_replicates,
-            "workload": recipe.workload, "steps": len(self.steps),
+            "workload": recipe.workload, "instances": recipe.instances,
+            "steps": len(self.steps),
             "warnings": self.warnings,
         }
         session.recipe_event("start", recipe.name, plan)

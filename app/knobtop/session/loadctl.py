@@ -20,7 +20,7 @@ from typing import Any
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Load, Phase
 from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
-from knobtop.load.multi import ALL
+from knobtop.load.multi import ALL, Instances
 from knobtop.load.prepare import prepare_all, table_drivers
 from knobtop.load.sysbench import missing_tables_hint
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
@@ -75,6 +75,7 @@ def run_options(spec: LoadSpec, driver: LoadDriver) -> dict[str, Any]:
         "duration": spec.duration,
         **({"engine": spec.engine} if spec.engine else {}),
         **({"options": dict(spec.options)} if spec.options else {}),
+        **({"instances": spec.instances} if spec.instances > 1 else {}),
     }
 
 
@@ -83,7 +84,9 @@ class LoadController:
                  connection: ConnectionInfo, via: Tunnel | None,
                  closed: Callable[[], bool]) -> None:
         self.recorder = recorder
-        self.driver = driver
+        self.driver = driver  # the clients' drivers (one instance each)
+        self.active = driver  # the one the current or last phase runs (see driver_for)
+        self._instanced: Instances | None = None
         self.default = default  # the profile's (or the command line's) load
         self.spec: LoadSpec | None = None  # the load running or planned
         self.phase = 0
@@ -102,10 +105,18 @@ class LoadController:
 
     @property
     def running(self) -> bool:
-        return self.driver is not None and self.driver.running
+        return self.active is not None and self.active.running
 
     def sources(self) -> tuple[str, ...]:
-        return tuple(d.host_name for d in self.driver.parts()) if self.driver else ()
+        return tuple(d.host_name for d in self.active.parts()) if self.active else ()
+
+    def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
+        """The driver that runs ``spec``: the clients' own, or N instances of each."""
+        if self.driver is None or spec.instances == 1:
+            return self.driver
+        if self._instanced is None or self._instanced.instances != spec.instances:
+            self._instanced = Instances(self.driver, spec.instances)
+        return self._instanced
 
     def _link(self) -> ServerLink:
         return ServerLink(self._connection, via=self._via)
@@ -157,7 +168,7 @@ class LoadController:
                 raise LoadError("stop the load before preparing its tables")
             spec = self.current
             self.recorder.mark(f"prepare {spec.tables} tables x {spec.table_size} rows")
-            loaded = await prepare_all(self._link, self.driver, spec, progress)
+            loaded = await prepare_all(self._link, self.driver_for(spec), spec, progress)
             self.recorder.mark("tables ready" if loaded else "tables were already there")
             return loaded
 
@@ -168,7 +179,7 @@ class LoadController:
                 await self._stop()
             spec = self.current
             seen: set[str] = set()
-            for sb in table_drivers(self.driver):
+            for sb in table_drivers(self.driver_for(spec)):
                 if sb.database not in seen:
                     seen.add(sb.database)
                     await sb.cleanup(spec)
@@ -202,8 +213,8 @@ class LoadController:
     # -- inside the lock
 
     async def _stop(self) -> None:
-        if self.driver is not None:
-            await self.driver.stop()
+        if self.active is not None:
+            await self.active.stop()
 
     async def _start(self, workload: str | None, threads: int | None) -> Phase:
         rec = self.recorder
@@ -214,8 +225,11 @@ class LoadController:
         previous = self.spec
         spec = self.plan(workload, threads)
         self.spec = previous
-        if self.driver.running:
+        driver = self.driver_for(spec)
+        assert driver is not None
+        if self.running:
             await self._stop()
+        self.active = driver
         self.phase += 1
         self.spec = spec
         self.phase_reports = PhaseNumbers()
@@ -228,17 +242,17 @@ class LoadController:
         began, began_wall = rec.now(), rec.wall()
         self._early_loads = []
         try:
-            await self.driver.start(spec, self.on_report, lambda ex: self._on_exit(phase, ex))
+            await driver.start(spec, self.on_report, lambda ex: self._on_exit(phase, ex))
         except LoadError as exc:
             message = await self._with_tables_hint(str(exc), spec)
             self._emit_phase_start(Phase(
                 t=rec.now(), wall=rec.wall(), action="failed", phase=phase,
-                driver=self.driver.name, workload=spec.workload, threads=spec.threads,
-                host=self.driver.host_name, message=message))
+                driver=driver.name, workload=spec.workload, threads=spec.threads,
+                host=driver.host_name, message=message))
             raise LoadError(message) from None
         event = Phase(t=began, wall=began_wall, action="start", phase=phase,
-                      driver=self.driver.name, workload=spec.workload, threads=spec.threads,
-                      host=self.driver.host_name, summary=run_options(spec, self.driver))
+                      driver=driver.name, workload=spec.workload, threads=spec.threads,
+                      host=driver.host_name, summary=run_options(spec, driver))
         self._emit_phase_start(event)
         return event
 
@@ -267,7 +281,7 @@ class LoadController:
             rec.emit(load)
 
     async def _on_exit(self, phase: int, exit: LoadExit) -> None:
-        rec, spec, driver = self.recorder, self.current, self.driver
+        rec, spec, driver = self.recorder, self.current, self.active
         summary: dict[str, Any] = phase_stats(self.phase_reports)
         if exit.summary is not None:
             summary["sysbench"] = exit.summary.to_event()
@@ -298,7 +312,7 @@ class LoadController:
         """
         if self._closed() or not any(mark in message for mark in TABLE_ERRORS):
             return message
-        for sb in table_drivers(self.driver):
+        for sb in table_drivers(self.driver_for(spec)):
             hint = missing_tables_hint(sb.database)
             if hint in message:
                 return message
