@@ -14,15 +14,20 @@ from knobtop.hosts.procstat import (
     OS_FIELDS,
     SECTIONS,
     ProcParseError,
+    device_counters,
+    device_numbers,
     make_snapshot,
     parse_diskstats,
     parse_loadavg,
     parse_meminfo,
+    parse_pid_stat,
     parse_proc_snapshot,
     parse_stat_cpu,
+    parse_status_rss,
     whole_disks,
 )
 from knobtop.metrics.derive import EFFICIENCY, step_efficiency
+from knobtop.metrics.footprint import Footprint, footprint_cost
 
 PROC = Path(__file__).parent / "data" / "proc"
 
@@ -183,3 +188,60 @@ def test_step_efficiency_from_two_recorded_snapshots() -> None:
     assert idle["cpu_us_txn"] is None and idle["wmb_s"] == cost["wmb_s"]
     back = step_efficiency(last, first, OS_FIELDS, txns, seconds)
     assert back["reads_txn"] is None and back["wmb_s"] is None
+
+
+# -- the server's own footprint (issue 18): one process, one device
+
+
+def test_a_device_number_splits_as_the_kernel_encodes_it() -> None:
+    import os
+    for major, minor in ((254, 0), (8, 17), (259, 3), (7, 1000), (4095, 1048575)):
+        assert device_numbers(os.makedev(major, minor)) == (major, minor)
+
+
+def test_the_datadir_device_line_is_read_alone() -> None:
+    a = device_counters(recorded("step/diskstats-a"), 254, 0)
+    assert a is not None
+    name, (reads, rbytes, writes, wbytes) = a
+    assert name == "vda"
+    # vda's line: 1275172 reads, 42352466 sectors read, 650559 writes, 14938192 written
+    assert (reads, rbytes, writes, wbytes) == (1275172, 42352466 * 512, 650559,
+                                               14938192 * 512)
+    assert device_counters(recorded("step/diskstats-a"), 0, 45) is None  # tmpfs: none
+
+
+def test_mysqld_cpu_and_rss_from_its_proc_files() -> None:
+    name, cpu = parse_pid_stat(recorded("mysqld/stat-idle"))
+    fields = recorded("mysqld/stat-idle").split(") ")[1].split()
+    assert name == "mariadbd"
+    assert cpu == (int(fields[11]) + int(fields[12])) / 100
+    rss_kb = re.search(r"VmRSS:\s+(\d+) kB", recorded("mysqld/status-idle"))
+    assert rss_kb is not None
+    assert parse_status_rss(recorded("mysqld/status-idle")) == int(rss_kb[1]) * 1024
+    # A command name with a space and a ')' in it: the fields count from the last ')'.
+    odd = recorded("mysqld/stat-idle").replace("(mariadbd)", "(my sql) d)", 1)
+    assert parse_pid_stat(odd) == ("my sql) d", cpu)
+    with pytest.raises(ProcParseError):
+        parse_pid_stat("1234")
+    with pytest.raises(ProcParseError):
+        parse_status_rss("Name:\tmariadbd\n")
+
+
+def test_footprint_cost_per_transaction_and_its_limits() -> None:
+    a = device_counters(recorded("step/diskstats-a"), 254, 0)
+    b = device_counters(recorded("step/diskstats-b"), 254, 0)
+    assert a is not None and b is not None
+    first = Footprint(t=10.0, pid=7, cpu=100.0, rss=3e8, disk="vda", io=a[1])
+    last = Footprint(t=20.0, pid=7, cpu=102.5, rss=3.1e8, disk="vda", io=b[1],
+                     datadir_bytes=2.5e8, db_bytes=4e7)
+    cost = footprint_cost(first, last, transactions=5000)
+    assert cost["mysqld_us_txn"] == pytest.approx(2.5e6 / 5000)
+    assert cost["disk"] == "vda"
+    assert cost["r_s"] == pytest.approx((1275220 - 1275172) / 10)
+    assert cost["rkb_txn"] == pytest.approx((42355946 - 42352466) * 512 / 1e3 / 5000)
+    assert cost["wmb_s"] == pytest.approx((14946456 - 14938192) * 512 / 10 / 1e6)
+    assert (cost["rss_mb"], cost["db_mb"], cost["datadir_mb"]) == (310.0, 40.0, 250.0)
+    # A restart in between (another pid) or a device that changed: no figure, not a wrong one
+    restarted = footprint_cost(first, Footprint(t=20.0, pid=8, cpu=1.0), 5000)
+    assert restarted["mysqld_us_txn"] is None and "r_s" not in restarted
+    assert footprint_cost(first, last, transactions=0)["mysqld_us_txn"] is None

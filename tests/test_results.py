@@ -169,3 +169,28 @@ def test_history_and_cost_per_transaction_tables() -> None:
     header, first = results_csv(table).splitlines()[:2]
     row = dict(zip(header.split(","), first.split(","), strict=True))
     assert row["history_end"] == "100" and row["cpu_us_txn"] == "50"
+
+
+def test_the_servers_own_footprint_and_the_datadir_device_in_the_report() -> None:
+    """Issue 18 part 2: mysqld's own CPU per transaction, its RSS, the databases' and the
+    datadir's size get their table; the disk tables say they are the datadir's device."""
+    import dataclasses
+
+    steps = [dataclasses.replace(step(arm, i + 1, v), cpu_us_txn=90.0, reads_txn=0.5,
+                                 rkb_txn=8.0, wkb_txn=3.0, r_s=500.0, rmb_s=8.0, wmb_s=3.0,
+                                 mysqld_us_txn=70.0 + i, rss_mb=310.0, db_mb=24.0 + i,
+                                 datadir_mb=180.0, disk="vda")
+             for i, v in enumerate(BASE) for arm in ("A", "B")]
+    table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    md = results_markdown(table)
+    assert "reads, KB read, KB written on the datadir's device (vda)" in md
+    assert "Disk rates on the datadir's device (vda)" in md
+    assert "| A | mysqld CPU 72 us, RSS 310 MB, db 26 MB, datadir 180 MB |" in md
+    header, first = results_csv(table).splitlines()[:2]
+    row = dict(zip(header.split(","), first.split(","), strict=True))
+    assert row["mysqld_us_txn"] == "70" and row["disk"] == "vda" and row["db_mb"] == "24"
+    # Without the device (an older journal, a tmpfs datadir): the host's disks, no table.
+    plain = [dataclasses.replace(s, disk="", mysqld_us_txn=None, rss_mb=None, db_mb=None,
+                                 datadir_mb=None) for s in steps]
+    md = results_markdown(build("r", ["A", "B"], [4], plain, "end", replicates=5))
+    assert "on the server host's disks" in md and "mysqld alone" not in md

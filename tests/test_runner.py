@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EventCollector, show_global, show_tables
-from harness.procs import sysbench_processes
+from harness.procs import device_of, sysbench_processes
 from harness.ui import until, widget_text
 from knobtop.analysis.results import build, collect, results_csv, results_markdown
 from knobtop.analysis.stats import NOISE
@@ -296,6 +296,13 @@ knobs = { sort_buffer_size = "2M" }
                    if step.start < t <= step.end)
         one_second = max(tps for src in (first, second) for _, tps in src)
         assert step.avg_tps * seconds == pytest.approx(done, abs=one_second)
+        # The server's own footprint: mysqld's CPU, the datadir's device, the sizes.
+        assert step.disk == device_of(lab[0].datadir) != ""
+        assert step.mysqld_us_txn is not None and step.mysqld_us_txn > 0
+        assert step.cpu_us_txn is not None and step.mysqld_us_txn <= step.cpu_us_txn * 1.1
+        assert step.r_s is not None and step.wmb_s is not None
+        assert step.rss_mb and step.db_mb and step.datadir_mb
+        assert step.datadir_mb > step.db_mb  # the tables, plus the system tablespace and logs
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(

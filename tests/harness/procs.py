@@ -20,3 +20,14 @@ def sysbench_processes(marker: str) -> dict[int, str]:
         if cmd.startswith("sysbench ") and marker in cmd and state != "Z":
             found[int(pid)] = cmd
     return found
+
+
+def device_of(path: Path) -> str:
+    """The /proc/diskstats name of the block device ``path`` is on ("" if none), read by
+    the test itself."""
+    st = os.stat(path)
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        major, minor, name = line.split()[:3]
+        if (int(major), int(minor)) == (os.major(st.st_dev), os.minor(st.st_dev)):
+            return name
+    return ""

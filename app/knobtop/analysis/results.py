@@ -40,8 +40,11 @@ from knobtop.analysis.stats import (
 )
 from knobtop.journal.events import Event, RecipeRun, StepResult
 from knobtop.metrics.derive import EFFICIENCY
+from knobtop.metrics.footprint import FOOTPRINT
 
 NONE = "\u2013"  # an en dash: no value
+# What a step costs: the host-wide columns, then the server's own (mysqld, sizes)
+STEP_COSTS = (*EFFICIENCY, *FOOTPRINT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,7 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                 steady=sum(1 for s in mine if s.steady),
                 drifting=sum(1 for s in mine if s.flat is False),
                 history_end=_med(s.history_end for s in mine),
-                cost={k: v for k in EFFICIENCY
+                cost={k: v for k in STEP_COSTS
                       if (v := _med(getattr(s, k) for s in mine)) is not None},
             )
     _holm(out, "verdict")
@@ -409,10 +412,12 @@ def _num(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}" if value < 100 else f"{value:,.0f}"
 
 
-# (label, EFFICIENCY key, digits, unit) of the two cost lines a cell shows
+# (label, STEP_COSTS key, digits, unit) of the cost lines a cell shows
 _PER_TXN = (("CPU", "cpu_us_txn", 0, " us"), ("r", "reads_txn", 3, ""),
             ("rKB", "rkb_txn", 2, ""), ("wKB", "wkb_txn", 2, ""))
 _RATES = (("r/s", "r_s", 1, ""), ("rMB/s", "rmb_s", 2, ""), ("wMB/s", "wmb_s", 2, ""))
+_SERVER = (("mysqld CPU", "mysqld_us_txn", 0, " us"), ("RSS", "rss_mb", 0, " MB"),
+           ("db", "db_mb", 0, " MB"), ("datadir", "datadir_mb", 0, " MB"))
 
 
 def _cost_line(cell: Cell, parts: tuple[tuple[str, str, int, str], ...]) -> str:
@@ -430,6 +435,19 @@ def cost_text(cell: Cell) -> str:
 def rate_text(cell: Cell) -> str:
     """``r/s 10.0, rMB/s 0.16, wMB/s 2.50``."""
     return _cost_line(cell, _RATES)
+
+
+def server_text(cell: Cell) -> str:
+    """``mysqld CPU 95 us, RSS 310 MB, db 24 MB, datadir 180 MB``."""
+    return _cost_line(cell, _SERVER)
+
+
+def disk_words(results: Results) -> str:
+    """Where the disk columns come from: the datadir's device, or every whole disk."""
+    disks = sorted({s.disk for s in results.steps if s.disk})
+    if disks:
+        return f"the datadir's device ({', '.join(disks)})"
+    return "the server host's disks"
 
 
 def verdict_text(cell: Cell) -> str:
@@ -550,9 +568,13 @@ def results_markdown(results: Results) -> str:
         table("History list length at the end of each step (median over replicates)",
               lambda c: NONE if c.history_end is None else f"{c.history_end:,.0f}")
     if any(c.cost for c in cells):
-        table("Server host per transaction: CPU microseconds, disk reads, KB read, KB "
-              "written (median over replicates)", cost_text)
-        table("Server host disk rates: reads/s, read MB/s, write MB/s", rate_text)
+        where = disk_words(results)
+        table(f"Per transaction: server host CPU microseconds; reads, KB read, KB written on "
+              f"{where} (median over replicates)", cost_text)
+        table(f"Disk rates on {where}: reads/s, read MB/s, write MB/s", rate_text)
+    if any(c.cost.get(k) is not None for c in cells for k in FOOTPRINT):
+        table("mysqld alone: CPU microseconds per transaction, RSS; database and datadir "
+              "size at the end of the step", server_text)
     if results.plateau or any(c.drifting for c in cells):
         table("Plateau (steady: reached before measuring; off plateau: the measured window "
               "still drifted beyond its noise)", lambda c: plateau_text(results, c))
@@ -583,7 +605,7 @@ def results_markdown(results: Results) -> str:
 CSV_FIELDS = ("recipe", "index", "replicate", "arm", "threads", "start", "end", "tps", "p95",
               "err", "hit_ratio", "dirty_pct", "intervals", "steady", "waits", "avg_tps",
               "stall", "pct", "drift", "flat", "calibration", "history_start", "history_end",
-              *EFFICIENCY)
+              *STEP_COSTS, "disk")
 
 
 def results_csv(results: Results) -> str:
@@ -604,5 +626,5 @@ def results_csv(results: Results) -> str:
                          "" if s.flat is None else int(s.flat), int(s.calibration),
                          *("" if v is None else f"{v:g}" for v in (
                              s.history_start, s.history_end,
-                             *(getattr(s, k) for k in EFFICIENCY)))])
+                             *(getattr(s, k) for k in STEP_COSTS))), s.disk])
     return buf.getvalue()

@@ -150,3 +150,54 @@ def parse_proc_snapshot(text: str, user_hz: float = USER_HZ) -> list[float]:
         *parse_diskstats(sections["diskstats"]),
         parse_loadavg(sections["loadavg"]),
     ]
+
+
+# -- one process and one device (issue 18: the mysqld process's own cost, the datadir's disk)
+
+
+def device_numbers(st_dev: int) -> tuple[int, int]:
+    """(major, minor) of a Linux ``st_dev`` (as ``stat -c %d`` prints it): glibc's
+    encoding, the same on every Linux host."""
+    major = ((st_dev >> 8) & 0xFFF) | ((st_dev >> 32) & ~0xFFF)
+    minor = (st_dev & 0xFF) | ((st_dev >> 12) & ~0xFF)
+    return major, minor
+
+
+def device_counters(text: str, major: int,
+                    minor: int) -> tuple[str, tuple[float, float, float, float]] | None:
+    """The /proc/diskstats line of device ``major:minor`` (the partition or volume a path
+    lives on, not the whole disk): (name, (reads, read bytes, writes, written bytes)); None
+    when no block device has that number (tmpfs, overlay, NFS: no disk of its own)."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 10 or not parts[0].isdigit() or not parts[1].isdigit():
+            continue
+        if (int(parts[0]), int(parts[1])) == (major, minor):
+            f = [int(v) for v in parts[3:10]]
+            return parts[2], (float(f[0]), float(f[2] * SECTOR_BYTES), float(f[4]),
+                              float(f[6] * SECTOR_BYTES))
+    return None
+
+
+def parse_pid_stat(text: str, user_hz: float = USER_HZ) -> tuple[str, float]:
+    """(command name, CPU seconds in user and system mode) from /proc/PID/stat. The name
+    is in parentheses and may hold spaces and ')' itself: the fields count from the last
+    ')'."""
+    head, sep, rest = text.strip().rpartition(")")
+    name = head.partition("(")[2]
+    fields = rest.split()
+    if not sep or len(fields) < 13:
+        raise ProcParseError("not /proc/PID/stat text (no 'pid (comm) state ...' fields)")
+    # After ')': state(3) ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+    # cmajflt utime(14) stime(15)
+    return name, (int(fields[11]) + int(fields[12])) / user_hz
+
+
+def parse_status_rss(text: str) -> float:
+    """VmRSS of /proc/PID/status in bytes."""
+    for line in text.splitlines():
+        key, sep, rest = line.partition(":")
+        if sep and key == "VmRSS":
+            parts = rest.split()
+            return float(int(parts[0]) * (1024 if parts[1:] == ["kB"] else 1))
+    raise ProcParseError("no VmRSS line in /proc/PID/status text")

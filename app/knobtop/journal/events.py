@@ -222,6 +222,14 @@ class StepResult(Event):
     r_s: float | None = None
     rmb_s: float | None = None
     wmb_s: float | None = None
+    # The server's own (metrics.footprint): mysqld's CPU per transaction, its RSS and the
+    # databases' and datadir's size at the window's end; ``disk`` names the datadir's
+    # device when the disk columns above are its own ("" = every whole disk of the host)
+    mysqld_us_txn: float | None = None
+    rss_mb: float | None = None
+    db_mb: float | None = None
+    datadir_mb: float | None = None
+    disk: str = ""
 
 
 @dataclass(frozen=True, slots=True)

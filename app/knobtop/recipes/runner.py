@@ -50,6 +50,7 @@ from knobtop.load.base import LoadError
 from knobtop.load.multi import ALL
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
+from knobtop.metrics.footprint import Footprint, footprint_cost
 from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
@@ -148,6 +149,7 @@ class RecipeRunner:
         self._p95: list[tuple[float, float]] = []
         self._err: list[tuple[float, float]] = []
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
+        self._footprint_said: set[str] = set()  # what the footprint could not read
         self._samples: list[tuple[float, float | None, float | None, float | None,
                                   list[float] | None]] = []
         self._steady: SteadyState | Plateau | None = None
@@ -452,12 +454,15 @@ class RecipeRunner:
                                        "a TPS plateau", self._plateau_text)
             waits["plateau"] = round(time.monotonic() - began, 2)
         start = session.now()
+        first = await self._footprint(False)
         await self._countdown(recipe.duration, "measuring")
         end = session.now()
+        last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
         self._check()
-        self.results.append(self._result(step, start, end, waits, steady))  # journaled
+        self.results.append(self._result(step, start, end, waits, steady,
+                                         (first, last)))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
@@ -486,8 +491,17 @@ class RecipeRunner:
             self._report(f"{state}, {left:.0f} s left")
             await self._sleep(min(1.0, left))
 
+    async def _footprint(self, sizes: bool) -> Footprint:
+        """The server's own footprint now; what is missing is said once."""
+        reading = await self.session.footprint(sizes)
+        if reading.problem and reading.problem not in self._footprint_said:
+            self._footprint_said.add(reading.problem)
+            self._mark(f"server footprint: {reading.problem}")
+        return reading
+
     def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
-                steady: bool) -> StepResult:
+                steady: bool, footprints: tuple[Footprint, Footprint] | None = None
+                ) -> StepResult:
         def inside(points: list[tuple[float, float]]) -> list[float]:
             return [v for t, v in points if start < t <= end]
 
@@ -499,7 +513,13 @@ class RecipeRunner:
         hits = [s[1] for s in window if s[1] is not None]
         dirty = [s[2] for s in window if s[2] is not None]
         history = [s[3] for s in window if s[3] is not None]
-        cost = self._efficiency(window, (sum(tps) / seconds) if seconds else 0.0)
+        avg = (sum(tps) / seconds) if seconds else 0.0
+        cost: dict[str, float | str | None] = dict(self._efficiency(window, avg))
+        if footprints is not None:
+            first, last = footprints
+            own = footprint_cost(first, last, avg * (last.t - first.t))
+            cost.update({k: v if isinstance(v, str) or v is None else round(v, 3)
+                         for k, v in own.items()})
         return self.session.step_result(
             recipe=self.recipe.name, index=step.index,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,

@@ -37,11 +37,13 @@ from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
+from knobtop.metrics.footprint import Footprint
 from knobtop.server.knobs import SEED_KNOBS
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
+from knobtop.session.footprint import FootprintProbe
 from knobtop.session.knobs import KNOB_TIMEOUT, KnobApplier
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff, Listener, SessionPort, SessionState
@@ -105,6 +107,7 @@ class Session:
         # open, a server that differs from them is said and journaled.
         self.previous_baseline: tuple[str, dict[str, str | None]] | None = None
         self._closed = False
+        self._footprint: FootprintProbe | None = None
         self._journal_failure: asyncio.Task[None] | None = None
         self.recorder = Recorder(config.journal_path)
         self.recorder.on_failure = self._journal_failed
@@ -400,6 +403,13 @@ class Session:
 
     def step_result(self, **fields: Any) -> StepResult:
         return self.recorder.step_result(**fields)
+
+    async def footprint(self, sizes: bool = False) -> Footprint:
+        """The server's own footprint now, read on its host (``sizes``: with the datadir's
+        and the databases' size)."""
+        if self._footprint is None:
+            self._footprint = FootprintProbe(self.host, self.server_link, self.now)
+        return await self._footprint.read(sizes)
 
 
 def as_port(session: Session) -> SessionPort:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
+    from knobtop.metrics.footprint import Footprint
     from knobtop.server.catalog import Catalog
     from knobtop.server.variables import PurgeWait
 
@@ -128,6 +129,8 @@ class SessionPort(Protocol):
                      message: str = "") -> RecipeRun: ...
 
     def step_result(self, **fields: Any) -> StepResult: ...
+
+    async def footprint(self, sizes: bool = False) -> Footprint: ...
 
 
 __all__ = ["LOST_SOURCE", "BaselineDiff", "Listener", "SessionPort", "SessionState"]

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
+    from knobtop.metrics.footprint import Footprint
     from knobtop.server.variables import PurgeWait
 
 
@@ -361,6 +362,9 @@ class RemoteSession:
 
     def step_result(self, **fields: Any) -> StepResult:
         return cast("StepResult", self._call_sync("step_result", **fields))
+
+    async def footprint(self, sizes: bool = False) -> Footprint:
+        return cast("Footprint", await self._call("footprint", sizes))
 
 
 __all__ = ["CLOSE_DEADLINE", "Ready", "RemoteSession", "SessionLost"]

@@ -1,0 +1,80 @@
+"""The server's own footprint (issue 18 part 2) read from a real sandbox mariadbd, on this
+host and over a real SSH connection to it: the process is the sandbox's, the device is the
+one its datadir is on, and the numbers agree with what this test reads itself."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.procs import device_of
+from harness.sshd import SshServer, make_host
+from knobtop.hosts.base import Host
+from knobtop.hosts.local import LocalHost
+from knobtop.lab import Sandbox
+from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.session.footprint import FootprintProbe
+
+pytestmark = pytest.mark.integration
+
+
+def apparent_size(root: Path) -> int:
+    """``du -sb``'s figure as Python counts it: every file's and directory's size once."""
+    total, seen = os.lstat(root).st_size, set()
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(folder, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+async def run_sql(info: ConnectionInfo, *statements: str) -> None:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        for sql in statements:
+            await link.query(sql)
+    finally:
+        await link.close()
+
+
+@pytest.mark.parametrize("where", ["local", "ssh"])
+async def test_the_footprint_is_the_sandboxes_mysqld_and_datadir_device(
+    mariadb: Sandbox, mariadb_info: ConnectionInfo, sshd_server: SshServer, where: str
+) -> None:
+    host: Host = LocalHost() if where == "local" else make_host(sshd_server)
+    probe = FootprintProbe(host, lambda: ServerLink(mariadb_info), time.monotonic)
+    mysqld = psutil.Process(int(mariadb.pid_file.read_text()))
+    try:
+        before_cpu = sum(mysqld.cpu_times()[:2])
+        first = await probe.read(sizes=False)
+        await run_sql(mariadb_info, "DROP DATABASE IF EXISTS fp_test",
+                      "CREATE DATABASE fp_test",
+                      "CREATE TABLE fp_test.t (id INT PRIMARY KEY, pad CHAR(200)) "
+                      "ENGINE=InnoDB",
+                      "INSERT INTO fp_test.t SELECT seq, REPEAT('x', 200) "
+                      "FROM fp_test.seq_1_to_20000")
+        last = await probe.read(sizes=True)
+        after_cpu = sum(mysqld.cpu_times()[:2])
+        on_disk = apparent_size(mariadb.datadir)
+    finally:
+        await run_sql(mariadb_info, "DROP DATABASE IF EXISTS fp_test")
+        await host.close()
+    assert first.problem == last.problem == ""
+    assert first.pid == last.pid == mysqld.pid
+    assert first.disk == last.disk == device_of(mariadb.datadir) != ""
+    assert first.cpu is not None and last.cpu is not None
+    # /proc's ticks are 10 ms: mysqld's CPU as psutil reads it brackets the probe's.
+    assert before_cpu - 0.01 <= first.cpu <= last.cpu <= after_cpu + 0.01
+    assert last.cpu > first.cpu  # 20,000 rows inserted in between
+    assert first.io is not None and last.io is not None
+    assert last.io[3] > first.io[3]  # the redo log reached the datadir's device
+    assert last.rss == pytest.approx(mysqld.memory_info().rss, rel=0.1)
+    assert last.db_bytes is not None and last.db_bytes >= 20000 * 200  # the table's pages
+    assert last.datadir_bytes == pytest.approx(on_disk, rel=0.02)
