@@ -15,7 +15,7 @@ from harness.journals import board_of
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Load, Phase, Sample
 from knobtop.lab import LabError, Sandbox, missing_plugin, server_plugin_dir
-from knobtop.load.base import LoadSpec
+from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
@@ -201,3 +201,89 @@ def test_a_missing_plugin_names_the_package_and_starts_nothing(tmp_path: Path) -
     with pytest.raises(LabError, match=f"ha_nosuchengine.so is not in {plugin_dir}"):
         sandbox.start()
     assert not sandbox.datadir.exists() and sandbox.running_pid() is None
+
+
+ENGINE_ARMS = """
+name = "engines"
+description = "InnoDB vs InnoDB compressed vs MyRocks on one server (issue 18 part 3)"
+[load]
+workload = "oltp_point_select"
+threads = [2]
+duration = 5
+tables = 1
+table_size = 2000
+[run]
+replicates = 1
+[[arm]]
+name = "innodb"
+knobs = {}
+load = { engine = "InnoDB" }
+[[arm]]
+name = "kbs8"
+knobs = {}
+load = { engine = "InnoDB", table_options = { KEY_BLOCK_SIZE = 8 } }
+[[arm]]
+name = "rocksdb"
+knobs = {}
+load = { engine = "RocksDB" }
+"""
+
+
+async def test_arms_on_innodb_compressed_and_rocksdb_tables_each_get_their_own(
+    rocks_lab: Sandbox, sysbench_path: str, tmp_path: Path
+) -> None:
+    """Issue 18: arms that differ in engine and table options prepare each their own
+    tables (in a database per shape, checked on the server first) and report a row each."""
+    import dataclasses
+
+    from knobtop.analysis.results import build, results_markdown
+    from knobtop.recipes.recipe import load_recipe
+    from knobtop.recipes.runner import RecipeRunner
+
+    path = tmp_path / "engines.toml"
+    path.write_text(ENGINE_ARMS)
+    recipe = dataclasses.replace(load_recipe(path), duration=2, warmup=1, pause=0.0)
+    info = rocks_lab.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(rocks_lab.socket), user=info.user,
+                      password=info.password, database="sbtest")
+    journal = tmp_path / "engines.knobtop.jsonl"
+    session = Session(SessionConfig(profile="engines", connection=info, journal_path=journal,
+                                    interval=0.5), LocalHost(), driver)
+    await session.open()
+    try:
+        steps = (await RecipeRunner(session, recipe).run()).steps
+    finally:
+        await session.close()
+    assert await engines(info, "sbtest_innodb") == {"sbtest1": "InnoDB"}
+    assert await engines(info, "sbtest_innodb_kbs8") == {"sbtest1": "InnoDB"}
+    assert await engines(info, "sbtest_rocksdb") == {"sbtest1": "ROCKSDB"}
+    options = await query(info, "SELECT CREATE_OPTIONS FROM information_schema.TABLES WHERE "
+                                "TABLE_SCHEMA = 'sbtest_innodb_kbs8'")
+    assert "key_block_size=8" in str(options[0][0]).lower()
+    assert sorted(s.arm for s in steps) == ["innodb", "kbs8", "rocksdb"]
+    assert all(s.avg_tps and s.avg_tps > 0 for s in steps)
+    # Each step ran on its arm's database: its phase start says the engine.
+    starts = [e for e in JournalReader(journal) if isinstance(e, Phase) and e.action == "start"]
+    assert [s.summary.get("engine") for s in starts] == [
+        {"innodb": "InnoDB", "kbs8": "InnoDB", "rocksdb": "RocksDB"}[s.arm] for s in steps]
+    assert starts[[s.arm for s in steps].index("kbs8")].summary["table_options"] == {
+        "KEY_BLOCK_SIZE": "8"}
+    marks = [e.label for e in JournalReader(journal) if e.kind == "mark"]
+    assert any("arm rocksdb: tables of their own (RocksDB" in m for m in marks)
+    md = results_markdown(build(recipe.name, ["innodb", "kbs8", "rocksdb"], [2], steps))
+    for arm in ("innodb", "kbs8", "rocksdb"):
+        assert f"| {arm} |" in md
+
+
+async def test_table_options_the_server_refuses_are_said_before_anything_loads(
+    rocks_lab: Sandbox, sysbench_path: str
+) -> None:
+    info = rocks_lab.connection()
+    driver = Sysbench(LocalHost(), mysql_socket=str(rocks_lab.socket), user=info.user,
+                      password=info.password, database="sbtest_badshape")
+    spec = LoadSpec(workload="oltp_point_select", tables=1, table_size=100, engine="InnoDB",
+                    table_options=(("KEY_BLOCK_SIZE", "3"),))
+    with pytest.raises(LoadError, match="KEY_BLOCK_SIZE=3") as raised:
+        await prepare_tables(info, driver, spec)
+    assert "table options KEY_BLOCK_SIZE=3" in str(raised.value)
+    assert await engines(info, "sbtest_badshape") == {}  # nothing loaded, no scratch left

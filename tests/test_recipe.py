@@ -625,6 +625,23 @@ CASES: list[tuple[str, str, str, str | None, str]] = [
      "give a plain value"),
     ("options-array", "table_size = 100", "table_size = 100\noptions = { range_size = [1] }",
      "load.options.range_size", "a number, string or true/false"),
+    ("table-options-name", "table_size = 100",
+     'table_size = 100\ntable_options = { "KEY BLOCK" = 8 }', "load.table_options.KEY BLOCK",
+     "not a table option name"),
+    ("table-options-value", "table_size = 100",
+     'table_size = 100\ntable_options = { COMMENT = "x\' -- y" }', "load.table_options.COMMENT",
+     "give a number or a word"),
+    ("arm-load-key", 'knobs = { sort_buffer_size = "2M" }',
+     'knobs = { sort_buffer_size = "2M" }\nload = { threads = 8 }', "arm[1].load.threads",
+     "unknown key"),
+    ("arm-load-engine", 'knobs = { sort_buffer_size = "2M" }',
+     'knobs = { sort_buffer_size = "2M" }\nload = { engine = "rocks db" }', "arm[1].load.engine",
+     "not a storage engine name"),
+    ("arm-load-instances", 'knobs = { sort_buffer_size = "2M" }',
+     'knobs = { sort_buffer_size = "2M" }\nload = { instances = 4 }', "arm[1].load.instances",
+     "2 threads cannot be shared among 4 instances"),
+    ("arm-neither", 'knobs = { sort_buffer_size = "2M" }', 'load = {}', "arm[1].knobs",
+     "missing knobs"),
     ("instances-range", "table_size = 100", "table_size = 100\ninstances = 0",
      "load.instances", "1 to 64"),
     ("instances-threads", "table_size = 100", "table_size = 100\ninstances = 4",
@@ -674,6 +691,30 @@ def test_instances_are_a_load_field_and_threads_their_total(tmp_path: Path) -> N
     assert spec.instances == 2 and spec.threads == 4
     assert [s.threads for s in spec.split()] == [2, 2]
     assert load_recipe(write(tmp_path, BASE, "one")).instances == 1
+
+
+def test_arms_may_run_other_tables_and_load_and_get_databases_of_their_own(
+        tmp_path: Path) -> None:
+    """Issue 18 part 3: an arm sets engine, table_options, workload, options, instances;
+    knobs may then be empty (in every arm, as the same-knobs rule wants)."""
+    body = BASE.replace('knobs = { sort_buffer_size = "256K" }', "knobs = {}")
+    body = body.replace('knobs = { sort_buffer_size = "2M" }',
+                        'load = { engine = "RocksDB", instances = 2, '
+                        'options = { skip_trx = true } }\n'
+                        '[[arm]]\nname = "C"\n'
+                        'load = { engine = "InnoDB", table_options = { KEY_BLOCK_SIZE = 8 }, '
+                        'workload = "oltp_point_select" }')
+    recipe = load_recipe(write(tmp_path, body))
+    a, b, c = recipe.arms
+    assert a.knobs == b.knobs == c.knobs == {}
+    assert b.load == {"engine": "RocksDB", "instances": 2, "options": (("skip_trx", "on"),)}
+    specs = {arm.name: spec for arm, spec in recipe.arm_specs()}
+    assert (specs["A"].engine, specs["A"].shape, specs["A"].instances) == ("", "", 1)
+    assert (specs["B"].shape, specs["B"].instances, specs["B"].threads) == ("rocksdb", 2, 2)
+    assert specs["C"].shape == "innodb_kbs8" and specs["C"].workload == "oltp_point_select"
+    assert specs["C"].table_options_sql() == "KEY_BLOCK_SIZE=8"
+    assert recipe.load_spec(4, 10, b).threads == 4  # the step's threads, the arm's engine
+    assert recipe.load_spec(4, 10, b).engine == "RocksDB"
 
 
 def test_syntax_error_names_the_line(tmp_path: Path) -> None:

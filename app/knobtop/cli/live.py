@@ -168,7 +168,8 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
     where: LabPlace | ServerPlace
     if args.lab:
-        where = LabPlace(dir=args.dir, fresh=False, keep_running=False, driver=args.driver)
+        where = LabPlace(dir=args.dir, fresh=False, keep_running=False, driver=args.driver,
+                         plugins=recipe_plugins(recipe))
     else:
         where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
                             mysql_port=3306, mysql_socket=None, password_env=None,
@@ -180,6 +181,16 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
     )
+
+
+# Engines a recipe may ask for that the lab's mariadbd loads as a plugin.
+ENGINE_PLUGINS = {"rocksdb": "ha_rocksdb"}
+
+
+def recipe_plugins(recipe: Recipe) -> tuple[str, ...]:
+    """The plugins the lab's sandbox needs for the engines of a recipe's tables."""
+    engines = {spec.engine.lower() for _, spec in recipe.arm_specs()}
+    return tuple(sorted(ENGINE_PLUGINS[e] for e in engines if e in ENGINE_PLUGINS))
 
 
 def run_recipe(args: argparse.Namespace) -> int:

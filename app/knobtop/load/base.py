@@ -33,6 +33,9 @@ OWN_OPTIONS = frozenset({
     "mysql-storage-engine", "histogram", "warmup-time",
 })
 MAX_INSTANCES = 64
+# A table option (CREATE TABLE ... NAME=VALUE): a plain name and a number or word.
+TABLE_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z_]{0,63}")
+TABLE_OPTION_VALUE = re.compile(r"[A-Za-z0-9_]{1,64}")
 # A run "until stopped" is still capped, so nothing runs forever if all else fails.
 TIME_CAP = 24 * 3600
 
@@ -57,6 +60,9 @@ class LoadSpec:
     # sysbench processes at once on each client, each on its own database; ``threads`` and
     # ``rate`` are the totals per client, shared out among them (see split()).
     instances: int = 1
+    # CREATE TABLE options the tables get when prepared (KEY_BLOCK_SIZE=8,
+    # PAGE_COMPRESSED=1 ...): knobtop applies them, sysbench 1.0 cannot.
+    table_options: tuple[tuple[str, str], ...] = ()
 
     @property
     def custom(self) -> bool:
@@ -96,6 +102,7 @@ class LoadSpec:
                             "one thread per instance")
         self.check_engine()
         self.check_options()
+        self.check_table_options()
 
     def check_options(self) -> None:
         """Each option is a name sysbench's scripts could take and a plain value: nothing a
@@ -111,6 +118,37 @@ class LoadSpec:
             if not OPTION_VALUE.fullmatch(value):
                 raise LoadError(f"sysbench option {key} = '{value}': give a plain value "
                                 "(letters, digits and _ . , : / + -), e.g. on, off or 10")
+
+    def check_table_options(self) -> None:
+        """Each table option is NAME=VALUE with a plain name and value: they go into
+        ALTER TABLE as written, so nothing else may (no quotes, spaces, comments)."""
+        for key, value in self.table_options:
+            if not TABLE_OPTION_NAME.fullmatch(key):
+                raise LoadError(f"table option '{key}' is not a table option name; write it "
+                                "as CREATE TABLE takes it, e.g. KEY_BLOCK_SIZE or "
+                                "PAGE_COMPRESSED")
+            if not TABLE_OPTION_VALUE.fullmatch(value):
+                raise LoadError(f"table option {key} = '{value}': give a number or a word "
+                                "(letters, digits and _), e.g. 8 or COMPRESSED")
+
+    def table_options_sql(self) -> str:
+        """``KEY_BLOCK_SIZE=8 ROW_FORMAT=COMPRESSED`` (checked: plain words only)."""
+        self.check_table_options()
+        return " ".join(f"{key}={value}" for key, value in self.table_options)
+
+    @property
+    def shape(self) -> str:
+        """What sets these tables apart from the default ones, as a database-name suffix:
+        "" for the server's default engine without options, else the engine and the
+        options (``rocksdb``, ``innodb_kbs8_rfcompressed``): arms with other tables get a
+        database of their own instead of rebuilding one between steps."""
+        if not self.engine and not self.table_options:
+            return ""
+        words = [self.engine.lower() or "default"]
+        for key, value in self.table_options:
+            short = "".join(part[:1] for part in key.lower().split("_"))
+            words.append(f"{short}{value.lower()}")
+        return "_".join(words)[:40]
 
     def split(self) -> list[LoadSpec]:
         """One spec per instance: ``threads`` and ``rate`` shared out as evenly as they go

@@ -182,15 +182,33 @@ class Instances(MultiLoad):
     per second like several clients. A client's threads and rate are shared out among its
     instances (LoadSpec.split)."""
 
-    def __init__(self, driver: LoadDriver, instances: int) -> None:
-        clients = driver.parts()
-        if not all(isinstance(c, Sysbench) for c in clients):
-            raise LoadError(f"instances = {instances} needs the sysbench driver: the "
-                            f"{driver.name} driver runs one load; raise its threads instead")
+    def __init__(self, driver: LoadDriver, instances: int, shape: str = "") -> None:
         self.instances = instances
-        super().__init__([c.instance(i) for c in clients if isinstance(c, Sysbench)
+        super().__init__([c.clone(shape, i) for c in _sysbench_clients(driver, instances)
                           for i in range(1, instances + 1)])
 
     def part_specs(self, spec: LoadSpec) -> list[LoadSpec]:
         shares = spec.split()
         return [shares[i % self.instances] for i in range(len(self.drivers))]
+
+
+def _sysbench_clients(driver: LoadDriver, instances: int) -> list[Sysbench]:
+    clients = driver.parts()
+    if not all(isinstance(c, Sysbench) for c in clients):
+        what = (f"instances = {instances}" if instances > 1 else
+                "tables of their own (another engine or table options)")
+        raise LoadError(f"{what} needs the sysbench driver: the {driver.name} driver runs "
+                        "one load on one database (use --driver sysbench)")
+    return [c for c in clients if isinstance(c, Sysbench)]
+
+
+def shaped(driver: LoadDriver, spec: LoadSpec) -> LoadDriver:
+    """The driver that runs ``spec``: ``driver`` itself for the default tables and one
+    instance; else clones of its clients on the spec's own database(s) (LoadSpec.shape)
+    and, with instances, N of each."""
+    if spec.instances > 1:
+        return Instances(driver, spec.instances, spec.shape)
+    if not spec.shape:
+        return driver
+    clones = [c.clone(spec.shape) for c in _sysbench_clients(driver, 1)]
+    return clones[0] if len(clones) == 1 else MultiLoad(clones)

@@ -152,15 +152,19 @@ class Sysbench:
     def parts(self) -> list[LoadDriver]:
         return [self]
 
-    def instance(self, number: int) -> Sysbench:
-        """Instance ``number`` (from 1) of this client's load: its own sysbench process on
-        its own database (``sbtest_i3``), reporting as ``sysbench@HOST#3``."""
+    def clone(self, suffix: str, number: int = 0) -> Sysbench:
+        """This client's load on database ``sbtest_SUFFIX`` (tables of another shape) and,
+        with ``number``, as instance ``number`` of several: its own sysbench process on its
+        own database (``sbtest_i3``), reporting as ``sysbench@HOST#3``."""
         mysql_host, mysql_port, mysql_socket = self._address
+        database = "_".join(p for p in (self.database, suffix,
+                                        f"i{number}" if number else "") if p)
         clone = Sysbench(self.host, mysql_host=mysql_host, mysql_port=mysql_port,
                          mysql_socket=mysql_socket, user=self._user, password=self._password,
-                         database=f"{self.database}_i{number}"[:64], binary=self.binary)
-        clone.host_name = f"{self.host_name}#{number}"
-        clone.src = f"sysbench@{clone.host_name}"
+                         database=database[:64], binary=self.binary)
+        if number:
+            clone.host_name = f"{self.host_name}#{number}"
+            clone.src = f"sysbench@{clone.host_name}"
         clone.version = self.version
         return clone
 

@@ -73,10 +73,10 @@ import difflib
 import math
 import random
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from knobtop.analysis.plateau import LONG as PLATEAU_LONG
 from knobtop.analysis.stats import min_runs_for_verdict
@@ -316,9 +316,12 @@ class Arm:
 
     name: str
     knobs: dict[str, str]
+    # What this arm runs differently from [load] (issue 18): engine, table_options,
+    # workload, options, instances, as LoadSpec fields
+    load: dict[str, Any] = field(default_factory=dict)
 
     def __hash__(self) -> int:
-        return hash((self.name, tuple(self.knobs.items())))
+        return hash((self.name, tuple(self.knobs.items()), repr(sorted(self.load.items()))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +420,7 @@ class Recipe:
     engine: str = ""  # the tables' storage engine ("" = the server's default)
     options: tuple[tuple[str, str], ...] = ()  # more sysbench --key=value
     instances: int = 1  # sysbench processes at once per client; threads are their total
+    table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
@@ -435,9 +439,10 @@ class Recipe:
                 seen.setdefault(knob, None)
         return list(seen)
 
-    def load_spec(self, threads: int, duration: int) -> LoadSpec:
-        """The load of one step: this recipe's workload at ``threads`` for ``duration`` s."""
-        return LoadSpec(
+    def load_spec(self, threads: int, duration: int, arm: Arm | None = None) -> LoadSpec:
+        """The load of one step: this recipe's workload at ``threads`` for ``duration`` s,
+        with what ``arm`` runs differently."""
+        spec = LoadSpec(
             workload=self.workload,
             threads=threads,
             tables=self.tables,
@@ -450,7 +455,13 @@ class Recipe:
             engine=self.engine,
             options=self.options,
             instances=self.instances,
+            table_options=self.table_options,
         )
+        return replace(spec, **arm.load) if arm is not None and arm.load else spec
+
+    def arm_specs(self) -> list[tuple[Arm, LoadSpec]]:
+        """Each arm with its load at the first thread count (for preparing tables)."""
+        return [(arm, self.load_spec(self.threads[0], 0, arm)) for arm in self.arms]
 
     def schedule(self, rounds: int | None = None) -> list[Step]:
         """The full run order (``rounds`` replicate rounds, ``replicates`` by default; the
@@ -510,7 +521,10 @@ _LOAD_KEYS = (
     "engine",
     "options",
     "instances",
+    "table_options",
 )
+# What an arm may run differently from [load] (arm.load = { engine = "RocksDB" }).
+ARM_LOAD_KEYS = ("workload", "engine", "table_options", "options", "instances")
 _WAIT_KEYS = (
     "history_below",
     "dirty_at_lwm",
@@ -523,7 +537,7 @@ _STEADY_KEYS = ("window", "cv_max", "slope_max", "judge")
 JUDGES = ("noise", "cv")
 _RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause", "calibrate", "until_ci",
              "max_replicates")
-_ARM_KEYS = ("name", "knobs")
+_ARM_KEYS = ("name", "knobs", "load")
 
 
 class _Load(NamedTuple):
@@ -542,6 +556,7 @@ class _Load(NamedTuple):
     engine: str
     options: tuple[tuple[str, str], ...]
     instances: int
+    table_options: tuple[tuple[str, str], ...]
 
 
 class _Reader(Reader):
@@ -698,6 +713,7 @@ class _Reader(Reader):
             engine=spec.engine,
             options=spec.options,
             instances=spec.instances,
+            table_options=spec.table_options,
             waits=waits,
             steady=steady,
             replicates=3 if replicates is None else replicates,
@@ -715,6 +731,15 @@ class _Reader(Reader):
             recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.duration).check()
         except LoadError as exc:  # a rule of LoadSpec not mirrored above
             raise self.error("load", str(exc), f"correct [load] (see {README})") from None
+        for i, arm in enumerate(recipe.arms):
+            if "instances" in arm.load:
+                self.instances_fit(arm.load["instances"], recipe.threads,
+                                   f"arm[{i}].load.instances")
+            try:
+                recipe.load_spec(max(recipe.threads), recipe.duration, arm).check()
+            except LoadError as exc:
+                raise self.error(f"arm[{i}].load", str(exc),
+                                 f"correct the arm's load (see {README})") from None
         return recipe
 
     def applies(self, doc: Table) -> tuple[dict[str, str], str]:
@@ -750,7 +775,63 @@ class _Reader(Reader):
     def load(self, table: Table) -> _Load:
         p = "load"
         self.check_keys(table, _LOAD_KEYS, p)
-        workload = self.req_string(table, "workload", p, '"oltp_read_write"')
+        workload = self.workload(self.req_string(table, "workload", p, '"oltp_read_write"'), p)
+        duration = self.integer(table, "duration", p, lo=MIN_DURATION, hi=TIME_CAP, unit="seconds")
+        if duration is None:
+            raise self.error(
+                f"{p}.duration", "missing duration", "add duration = 60 (measured seconds per step)"
+            )
+        warmup = self.integer(table, "warmup", p, lo=0, hi=TIME_CAP, unit="seconds")
+        tables = self.integer(table, "tables", p, lo=1, hi=100_000)
+        table_size = self.integer(table, "table_size", p, lo=1, hi=10**12)
+        rate = self.integer(table, "rate", p, lo=0, hi=10**9, unit="transactions per second")
+        percentile = self.integer(table, "percentile", p, lo=1, hi=100)
+        rand_type = self.string(table, "rand_type", p, '"uniform"') or "uniform"
+        prepared = self.boolean(table, "prepared", p)
+        engine = self.engine(table, p)
+        if rand_type not in RAND_TYPES:
+            raise self.error(
+                f"{p}.rand_type",
+                f"unknown rand_type {rand_type!r}",
+                f"use one of {', '.join(RAND_TYPES)}",
+            )
+        instances = self.integer(table, "instances", p, lo=1, hi=MAX_INSTANCES) or 1
+        threads = self.threads(table)
+        self.instances_fit(instances, threads, f"{p}.threads")
+        spec = LoadSpec()
+        return _Load(
+            workload=workload,
+            threads=threads,
+            duration=duration,
+            warmup=0 if warmup is None else warmup,
+            tables=spec.tables if tables is None else tables,
+            table_size=spec.table_size if table_size is None else table_size,
+            rate=0 if rate is None else rate,
+            rand_type=rand_type,
+            percentile=spec.percentile if percentile is None else percentile,
+            prepared=True if prepared is None else prepared,
+            engine=engine,
+            options=self.options(table, p),
+            instances=instances,
+            table_options=self.table_options(table, p),
+        )
+
+    def instances_fit(self, instances: int, threads: tuple[int, ...], key: str) -> None:
+        if min(threads) < instances:
+            raise self.error(key, f"{min(threads)} threads cannot be shared among "
+                             f"{instances} instances",
+                             "threads is the total of all instances on a client: give every "
+                             "level at least one thread per instance")
+
+    def engine(self, table: Table, p: str) -> str:
+        engine = self.string(table, "engine", p, '"InnoDB"') or ""
+        if engine and not ENGINE_NAME.fullmatch(engine):
+            raise self.error(f"{p}.engine", f"{engine!r} is not a storage engine name",
+                             'write engine = "InnoDB" or "RocksDB", or leave it out for the '
+                             "server's default")
+        return engine
+
+    def workload(self, workload: str, p: str) -> str:
         if workload.endswith(".lua"):
             if not workload.startswith("/") or any(c.isspace() for c in workload):
                 raise self.error(
@@ -766,79 +847,76 @@ class _Reader(Reader):
                 f"unknown workload {workload!r}",
                 f"{hint}use one of {', '.join(WORKLOADS)}, or an absolute .lua path",
             )
-        duration = self.integer(table, "duration", p, lo=MIN_DURATION, hi=TIME_CAP, unit="seconds")
-        if duration is None:
-            raise self.error(
-                f"{p}.duration", "missing duration", "add duration = 60 (measured seconds per step)"
-            )
-        warmup = self.integer(table, "warmup", p, lo=0, hi=TIME_CAP, unit="seconds")
-        tables = self.integer(table, "tables", p, lo=1, hi=100_000)
-        table_size = self.integer(table, "table_size", p, lo=1, hi=10**12)
-        rate = self.integer(table, "rate", p, lo=0, hi=10**9, unit="transactions per second")
-        percentile = self.integer(table, "percentile", p, lo=1, hi=100)
-        rand_type = self.string(table, "rand_type", p, '"uniform"') or "uniform"
-        prepared = self.boolean(table, "prepared", p)
-        engine = self.string(table, "engine", p, '"InnoDB"') or ""
-        if engine and not ENGINE_NAME.fullmatch(engine):
-            raise self.error(f"{p}.engine", f"{engine!r} is not a storage engine name",
-                             'write engine = "InnoDB" or "RocksDB", or leave it out for the '
-                             "server's default")
-        if rand_type not in RAND_TYPES:
-            raise self.error(
-                f"{p}.rand_type",
-                f"unknown rand_type {rand_type!r}",
-                f"use one of {', '.join(RAND_TYPES)}",
-            )
-        instances = self.integer(table, "instances", p, lo=1, hi=MAX_INSTANCES) or 1
-        threads = self.threads(table)
-        if min(threads) < instances:
-            raise self.error(f"{p}.threads", f"{min(threads)} threads cannot be shared among "
-                             f"{instances} instances",
-                             "threads is the total of all instances on a client: give every "
-                             "level at least one thread per instance")
-        spec = LoadSpec()
-        return _Load(
-            workload=workload,
-            threads=threads,
-            duration=duration,
-            warmup=0 if warmup is None else warmup,
-            tables=spec.tables if tables is None else tables,
-            table_size=spec.table_size if table_size is None else table_size,
-            rate=0 if rate is None else rate,
-            rand_type=rand_type,
-            percentile=spec.percentile if percentile is None else percentile,
-            prepared=True if prepared is None else prepared,
-            engine=engine,
-            options=self.options(table),
-            instances=instances,
-        )
+        return workload
 
-    def options(self, table: Table) -> tuple[tuple[str, str], ...]:
+    def options(self, table: Table, p: str) -> tuple[tuple[str, str], ...]:
         """``[load] options = { point_selects = 1, skip_trx = true }``: more sysbench
         arguments, each checked as LoadSpec.check_options checks them."""
-        key = "load.options"
-        value = table.get("options")
+        return self.pairs(table, p, "options",
+                          "options = { point_selects = 1, skip_trx = true }",
+                          lambda pairs: LoadSpec(options=pairs).check_options(),
+                          ("on", "off"))
+
+    def table_options(self, table: Table, p: str) -> tuple[tuple[str, str], ...]:
+        """``table_options = { KEY_BLOCK_SIZE = 8, ROW_FORMAT = "COMPRESSED" }``: what
+        CREATE TABLE gets, each checked as LoadSpec.check_table_options checks them."""
+        return self.pairs(table, p, "table_options",
+                          'table_options = { KEY_BLOCK_SIZE = 8, ROW_FORMAT = "COMPRESSED" }',
+                          lambda pairs: LoadSpec(table_options=pairs).check_table_options(),
+                          ("1", "0"))
+
+    def pairs(self, table: Table, p: str, name: str, example: str,
+              check: Callable[[tuple[tuple[str, str], ...]], None],
+              booleans: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+        """A TOML table of name = plain value (true/false as ``booleans``), each pair
+        checked by ``check`` (a LoadError becomes this file's error at its key)."""
+        key = f"{p}.{name}"
+        value = table.get(name)
         if value is None:
             return ()
-        example = "options = { point_selects = 1, skip_trx = true }"
         if not isinstance(value, dict):
             raise self.wrong_type(key, "a table", value, f"write {example}")
         out: list[tuple[str, str]] = []
-        for name, raw in value.items():
+        for item, raw in value.items():
             if isinstance(raw, bool):
-                text = "on" if raw else "off"
+                text = booleans[0] if raw else booleans[1]
             elif isinstance(raw, int | float | str):
                 text = str(raw)
             else:
-                raise self.wrong_type(f"{key}.{name}", "a number, string or true/false", raw,
+                raise self.wrong_type(f"{key}.{item}", "a number, string or true/false", raw,
                                       f"write {example}")
             try:
-                LoadSpec(options=((str(name), text),)).check_options()
+                check(((str(item), text),))
             except LoadError as exc:
-                raise self.error(f"{key}.{name}", str(exc),
-                                 f"correct it or remove it from options ({README})") from None
-            out.append((str(name), text))
+                raise self.error(f"{key}.{item}", str(exc),
+                                 f"correct it or remove it from {name} ({README})") from None
+            out.append((str(item), text))
         return tuple(out)
+
+    def arm_load(self, table: Table, p: str) -> dict[str, Any]:
+        """``load = { engine = "RocksDB" }`` of an arm: the [load] fields it runs
+        differently, checked as in [load]."""
+        value = table.get("load")
+        example = 'load = { engine = "RocksDB" } or load = { table_options = { ... } }'
+        if value is None:
+            return {}
+        key = f"{p}.load"
+        if not isinstance(value, dict):
+            raise self.wrong_type(key, "a table", value, f"write {example}")
+        self.check_keys(value, ARM_LOAD_KEYS, key)
+        out: dict[str, Any] = {}
+        if "workload" in value:
+            out["workload"] = self.workload(
+                self.req_string(value, "workload", key, '"oltp_read_only"'), key)
+        if "engine" in value:
+            out["engine"] = self.engine(value, key)
+        if "options" in value:
+            out["options"] = self.options(value, key)
+        if "table_options" in value:
+            out["table_options"] = self.table_options(value, key)
+        if "instances" in value:
+            out["instances"] = self.integer(value, "instances", key, lo=1, hi=MAX_INSTANCES)
+        return out
 
     def threads(self, table: Table) -> tuple[int, ...]:
         key = "load.threads"
@@ -978,6 +1056,13 @@ class _Reader(Reader):
                 "add another [[arm]] with the values to compare against the baseline "
                 "(the first arm)",
             )
+        if not any(arm.load for arm in arms):
+            for i, arm in enumerate(arms):
+                if not arm.knobs:  # then every arm would run the same thing
+                    raise self.error(f"arm[{i}].knobs", "names no knob",
+                                     'write knobs = { innodb_doublewrite = "OFF" } (one or '
+                                     'more knob = value), or give an arm load = { engine = '
+                                     '"RocksDB" } to compare tables or loads')
         self.same_knobs(arms)
         return tuple(arms)
 
@@ -991,15 +1076,16 @@ class _Reader(Reader):
                 "use up to 16 letters, digits, '.', '_', '+' or '-', e.g. \"B\" or \"bp-256M\"",
             )
         knob_fix = 'write knobs = { innodb_doublewrite = "OFF" } (one or more knob = value)'
-        if "knobs" not in table:
+        load = self.arm_load(table, p)
+        if "knobs" not in table and not load:
             raise self.error(
-                f"{p}.knobs", "missing knobs", f"add {knob_fix.removeprefix('write ')}"
+                f"{p}.knobs", "missing knobs", f"add {knob_fix.removeprefix('write ')}, or "
+                'load = { engine = "RocksDB" } for an arm that differs in its tables or load'
             )
-        raw = table["knobs"]
+        raw = table.get("knobs", {})
         if not isinstance(raw, dict):
             raise self.wrong_type(f"{p}.knobs", "a table", raw, knob_fix)
-        if not raw:
-            raise self.error(f"{p}.knobs", "names no knob", knob_fix)
+
         knobs: dict[str, str] = {}
         written: dict[str, str] = {}
         for key, value in raw.items():
@@ -1026,7 +1112,7 @@ class _Reader(Reader):
                 "it cannot go in with server variables",
                 f"make {NDB_PARAMETER} the only knob of the recipe (one recipe per kind)",
             )
-        return Arm(name=name, knobs=knobs)
+        return Arm(name=name, knobs=knobs, load=load)
 
     def knob_value(self, value: object, dotted: str, key: str) -> str:
         if isinstance(value, bool):

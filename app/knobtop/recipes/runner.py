@@ -260,6 +260,9 @@ class RecipeRunner:
         plan = {
             "path": str(recipe.path), "description": recipe.description.strip(),
             "arms": {a.name: dict(a.knobs) for a in recipe.arms},
+            "arm_load": {a.name: {k: dict(v) if k.endswith("options") else v
+                                  for k, v in a.load.items()}
+                         for a in recipe.arms if a.load},
             "threads": list(recipe.threads), "replicates": recipe.replicates,
             "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
             "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
@@ -273,10 +276,7 @@ class RecipeRunner:
         outcome, message = "end", ""
         try:
             if self.prepare:
-                self._check()
-                self._report("preparing tables")
-                session.use_load(recipe.load_spec(recipe.threads[0], 0))
-                await self._abortable(session.prepare_load())
+                await self._prepare_tables()
             current: str | None = None
             done = 0
             while done < len(self.steps):
@@ -442,7 +442,7 @@ class RecipeRunner:
         self._tps, self._p95, self._err, self._samples = [], [], [], []
         self._steady = self._detector()
         self._load_failed = ""
-        session.use_load(recipe.load_spec(step.threads, 0))
+        session.use_load(recipe.load_spec(step.threads, 0, step.arm))
         self._report("starting the load")
         await session.start_load()
         self._report("warming up")
@@ -466,6 +466,30 @@ class RecipeRunner:
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
+
+    async def _prepare_tables(self) -> None:
+        """The tables of every arm: one set per table shape and instance count (an arm
+        with another engine or table options, or with instances, runs on databases of its
+        own, said in the journal)."""
+        done: set[tuple[str, int, str]] = set()
+        for arm, spec in self.recipe.arm_specs():
+            key = (spec.shape, spec.instances, spec.workload)
+            if key in done:
+                continue
+            done.add(key)
+            self._check()
+            own = []
+            if spec.shape:
+                own.append(f"tables of their own ({spec.engine or 'default engine'}"
+                           + (f", {spec.table_options_sql()}" if spec.table_options else "")
+                           + f"; databases ending _{spec.shape})")
+            if spec.instances > 1:
+                own.append(f"{spec.instances} instances, each on its own database")
+            if own and len(self.recipe.arms) > 1:
+                self._mark(f"arm {arm.name}: {'; '.join(own)}")
+            self._report(f"preparing tables for arm {arm.name}")
+            self.session.use_load(spec)
+            await self._abortable(self.session.prepare_load())
 
     def _detector(self) -> SteadyState | Plateau:
         rule = self.recipe.steady

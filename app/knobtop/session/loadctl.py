@@ -20,7 +20,7 @@ from typing import Any
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Load, Phase
 from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
-from knobtop.load.multi import ALL, Instances
+from knobtop.load.multi import ALL, shaped
 from knobtop.load.prepare import prepare_all, table_drivers
 from knobtop.load.sysbench import missing_tables_hint
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress
@@ -76,6 +76,7 @@ def run_options(spec: LoadSpec, driver: LoadDriver) -> dict[str, Any]:
         **({"engine": spec.engine} if spec.engine else {}),
         **({"options": dict(spec.options)} if spec.options else {}),
         **({"instances": spec.instances} if spec.instances > 1 else {}),
+        **({"table_options": dict(spec.table_options)} if spec.table_options else {}),
     }
 
 
@@ -86,7 +87,7 @@ class LoadController:
         self.recorder = recorder
         self.driver = driver  # the clients' drivers (one instance each)
         self.active = driver  # the one the current or last phase runs (see driver_for)
-        self._instanced: Instances | None = None
+        self._shaped: dict[tuple[int, str], LoadDriver] = {}
         self.default = default  # the profile's (or the command line's) load
         self.spec: LoadSpec | None = None  # the load running or planned
         self.phase = 0
@@ -111,12 +112,14 @@ class LoadController:
         return tuple(d.host_name for d in self.active.parts()) if self.active else ()
 
     def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
-        """The driver that runs ``spec``: the clients' own, or N instances of each."""
-        if self.driver is None or spec.instances == 1:
+        """The driver that runs ``spec``: the clients' own, or clones of them on the
+        spec's own tables and instances (load.multi.shaped), made once per shape."""
+        if self.driver is None or (spec.instances == 1 and not spec.shape):
             return self.driver
-        if self._instanced is None or self._instanced.instances != spec.instances:
-            self._instanced = Instances(self.driver, spec.instances)
-        return self._instanced
+        key = (spec.instances, spec.shape)
+        if key not in self._shaped:
+            self._shaped[key] = shaped(self.driver, spec)
+        return self._shaped[key]
 
     def _link(self) -> ServerLink:
         return ServerLink(self._connection, via=self._via)
@@ -168,7 +171,7 @@ class LoadController:
                 raise LoadError("stop the load before preparing its tables")
             spec = self.current
             self.recorder.mark(f"prepare {spec.tables} tables x {spec.table_size} rows")
-            loaded = await prepare_all(self._link, self.driver_for(spec), spec, progress)
+            loaded = await prepare_all(self._link, self.driver, spec, progress)
             self.recorder.mark("tables ready" if loaded else "tables were already there")
             return loaded
 

@@ -35,6 +35,7 @@ class LabPlace:
     fresh: bool  # wipe the sandbox first
     keep_running: bool  # leave a sandbox started here running on exit
     driver: str  # "auto", "sysbench" or "builtin"
+    plugins: tuple[str, ...] = ()  # server plugins the sandbox loads (ha_rocksdb)
 
 
 @dataclass(frozen=True)
