@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from knobtop.analysis.results import (
     CSV_FIELDS,
     build,
@@ -17,6 +19,7 @@ from knobtop.analysis.results import (
     results_table,
 )
 from knobtop.analysis.stats import HIGHER, LOWER, NOISE
+from knobtop.errors import BadValue
 from knobtop.journal.events import Event, RecipeRun, StepResult
 
 
@@ -194,3 +197,45 @@ def test_the_servers_own_footprint_and_the_datadir_device_in_the_report() -> Non
                                  datadir_mb=None) for s in steps]
     md = results_markdown(build("r", ["A", "B"], [4], plain, "end", replicates=5))
     assert "on the server host's disks" in md and "mysqld alone" not in md
+
+
+def test_the_seed_table_shapes_from_one_run() -> None:
+    """Issue 18 part 4: sweep, efficiency, overhead and purge, in Markdown and CSV."""
+    import dataclasses
+
+    from knobtop.analysis.seedtables import seed_table
+
+    steps = []
+    for i, v in enumerate(BASE):
+        for threads, scale in ((8, 1.0), (256, 0.5)):
+            steps.append(dataclasses.replace(
+                step("0", i + 1, v * scale, threads=threads), history_end=300.0 * scale,
+                cpu_us_txn=100.0, mysqld_us_txn=80.0, rss_mb=300.0, disk="vda"))
+            steps.append(dataclasses.replace(
+                step("32", i + 1, v * scale * (1.0 if threads == 8 else 6.0),
+                     threads=threads), history_end=15000.0 * scale, cpu_us_txn=90.0,
+                mysqld_us_txn=70.0, rss_mb=310.0, disk="vda"))
+    table = build("tc", ["0", "32"], [8, 256], steps, "end", replicates=5)
+
+    sweep = seed_table("sweep", table)
+    md = sweep.markdown()
+    assert "| configuration | 8 | 256 |" in md
+    assert "| 0 | 1,000 (base) | 500 (base) |" in md
+    assert "| 32 | 1,000 (1.00x noise) | 3,000 (6.00x higher) |" in md
+    rows = sweep.csv().splitlines()
+    assert rows[0] == "arm,threads,avg_tps,runs,ratio,ci_lo,ci_hi,p,p_holm,verdict"
+    assert rows[-1].startswith("32,256,3000,5,6,") and rows[-1].endswith(",higher")
+
+    eff = seed_table("efficiency", table).markdown()
+    assert "| configuration | threads | tps | p99 ms | CPU us/t | mysqld us/t |" in eff
+    assert "| 32 | 256 | 3,000 | 2.0 | 90 | 70 |" in eff and "the datadir's device (vda)" in eff
+
+    over = seed_table("overhead", table)
+    assert "| threads | 0 | 32 |" in over.markdown()
+    assert "| 256 | 500 | 3,000 (-500.0%, higher) |" in over.markdown()
+    assert "256,32,3000,500,-500,higher" in over.csv()
+
+    purge = seed_table("purge", table).markdown()
+    assert "| 32 | 15,000 | 7,500 |" in purge
+    with pytest.raises(BadValue, match="unknown table"):
+        seed_table("nope", table)

@@ -245,6 +245,24 @@ def markdown_report(data: JournalData) -> str:
     return "\n".join(lines)
 
 
+def seed_tables(data: JournalData, name: str, fmt: str) -> str:
+    """One of the seed posts' tables (analysis.seedtables) for each recipe run of the
+    journal, as Markdown or CSV (one header for all runs)."""
+    from knobtop.analysis.seedtables import seed_table
+
+    runs = collect(data.recipe_events)
+    if not runs:
+        raise BadValue(f"{data.path}: no recipe steps in this journal (knobtop run records "
+                       "them); --table needs a recipe journal")
+    tables = [seed_table(name, results) for results in runs]
+    if fmt == "csv":
+        text = tables[0].csv()
+        for table in tables[1:]:
+            text += table.csv().split("\n", 1)[1]
+        return text
+    return "\n".join(t.markdown() for t in tables)
+
+
 def steps_csv(data: JournalData) -> str:
     """One row per measured recipe step (all recipe runs in the journal)."""
     runs = collect(data.recipe_events)

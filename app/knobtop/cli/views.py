@@ -231,8 +231,15 @@ def run_report(args: argparse.Namespace) -> int:
 
     t_from, t_to = parse_range(args.span) if args.span else (None, None)
     data = load_journal(args.journal, t_from=t_from, t_to=t_to)
-    formats = {"md": markdown_report, "csv": csv_report, "steps-csv": steps_csv}
-    text = formats[args.format](data)
+    if args.table:
+        from knobtop.analysis.report import seed_tables
+
+        if args.format == "steps-csv":
+            raise BadValue("--table prints one table as md or csv: drop --format steps-csv")
+        text = seed_tables(data, args.table, args.format)
+    else:
+        formats = {"md": markdown_report, "csv": csv_report, "steps-csv": steps_csv}
+        text = formats[args.format](data)
     if args.output:
         args.output.write_text(text)
     else:

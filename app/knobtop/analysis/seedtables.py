@@ -1,0 +1,208 @@
+"""The seed posts' table shapes from a recipe journal (issue 18 part 4; REFERENCE.md section
+5), for `knobtop report JOURNAL --table NAME --format md|csv`:
+
+* ``sweep``: configurations x thread counts of average TPS, each against the baseline
+  (ratio and verdict), as Callaghan's concurrency sweeps (shape A).
+* ``efficiency``: one row per arm (and thread count): TPS, the latency percentile, CPU per
+  transaction for the host and for mysqld alone, reads / KB read / KB written per
+  transaction, r/s, MB/s, database and datadir size, mysqld RSS (the LinkBench post, B).
+* ``overhead``: thread counts x arms of TPS and overhead % = 1 - arm / baseline (the
+  performance_schema post, C).
+* ``purge``: arms x thread counts of the history list length at the end of each step
+  (the purge-lag table of shape A).
+* ``timeline``: the named metrics at elapsed-time checkpoints of a timeline recipe (D).
+
+Each is a :class:`SeedTable` (title, header, rows, note) printed as Markdown or CSV. The
+numbers are the ones the results tables use (medians over replicates of each run's
+figure); nothing here measures anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from knobtop.analysis.results import NONE, Cell, Results, disk_words, fmt_ms, fmt_tps
+from knobtop.analysis.stats import TOO_FEW, Verdict
+from knobtop.errors import BadValue
+
+TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline")
+
+
+@dataclass
+class SeedTable:
+    title: str
+    header: list[str]
+    rows: list[list[str]]  # as shown in Markdown
+    csv_header: list[str]
+    csv_rows: list[list[str]]  # plain numbers for a spreadsheet
+    notes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        def row(cells: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        lines = [f"**{self.title}**", "", row(self.header),
+                 row(["---"] * len(self.header)), *(row(r) for r in self.rows), ""]
+        lines += [*self.notes, ""] if self.notes else []
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.csv_header)
+        writer.writerows(self.csv_rows)
+        return buf.getvalue()
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return ""
+    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _verdict_words(v: Verdict | None) -> str:
+    if v is None:
+        return "base"
+    ratio = "n/a" if v.ratio is None else f"{v.ratio:.2f}x"
+    label = "no verdict" if v.label == TOO_FEW else v.label
+    return f"{ratio} {label}"
+
+
+def _cell(results: Results, arm: str, threads: int) -> Cell | None:
+    return results.cells.get((arm, threads))
+
+
+def _verdict_csv(v: Verdict | None) -> list[str]:
+    if v is None:
+        return ["", "", "", "", "", "baseline"]
+    return [_num(v.ratio, 4), _num(v.lo, 4), _num(v.hi, 4), _num(v.p, 4),
+            _num(v.p_holm, 4), v.label]
+
+
+def sweep(results: Results) -> SeedTable:
+    rows, csv_rows = [], []
+    for arm in results.arms:
+        row = [arm]
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            row.append(NONE if c is None else
+                       f"{fmt_tps(c.median)} ({_verdict_words(c.verdict)})")
+            if c is not None:
+                csv_rows.append([arm, str(threads), _num(c.median, 2), str(len(c.runs)),
+                                 *_verdict_csv(c.verdict)])
+        rows.append(row)
+    return SeedTable(
+        title=f"{results.recipe}: average TPS by configuration and total client threads "
+              f"(ratio to {results.baseline} and verdict)",
+        header=["configuration", *(str(t) for t in results.threads)], rows=rows,
+        csv_header=["arm", "threads", "avg_tps", "runs", "ratio", "ci_lo", "ci_hi", "p",
+                    "p_holm", "verdict"],
+        csv_rows=csv_rows,
+        notes=["Average TPS = transactions / seconds of each measured window, median over "
+               "replicates; verdicts as in `knobtop report` (bootstrap CI and rank test, "
+               "Holm across the table)."])
+
+
+# (header, cost key or callable, digits) of the efficiency table's columns after tps / pN
+_EFFICIENCY: tuple[tuple[str, str, int], ...] = (
+    ("CPU us/t", "cpu_us_txn", 0), ("mysqld us/t", "mysqld_us_txn", 0),
+    ("r/t", "reads_txn", 3), ("rKB/t", "rkb_txn", 2), ("wKB/t", "wkb_txn", 2),
+    ("r/s", "r_s", 1), ("rMB/s", "rmb_s", 2), ("wMB/s", "wmb_s", 2),
+    ("size MB", "db_mb", 0), ("datadir MB", "datadir_mb", 0), ("RSS MB", "rss_mb", 0))
+
+
+def efficiency(results: Results) -> SeedTable:
+    pct = next((c.pct for c in results.cells.values()), 95)
+    many = len(results.threads) > 1
+    rows, csv_rows = [], []
+    for arm in results.arms:
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            if c is None:
+                continue
+            lead = [arm, *([str(threads)] if many else [])]
+            values = [c.cost.get(key) for _, key, _ in _EFFICIENCY]
+            rows.append([*lead, fmt_tps(c.median),
+                         NONE if c.p95 is None else fmt_ms(c.p95),
+                         *(NONE if v is None else f"{v:,.{d}f}"
+                           for v, (_, _, d) in zip(values, _EFFICIENCY, strict=True))])
+            csv_rows.append([arm, str(threads), _num(c.median, 2), _num(c.p95, 3),
+                             *(_num(v, 4) for v in values)])
+    return SeedTable(
+        title=f"{results.recipe}: efficiency per transaction, one row per configuration",
+        header=["configuration", *(["threads"] if many else []), "tps", f"p{pct} ms",
+                *(h for h, _, _ in _EFFICIENCY)],
+        rows=rows,
+        csv_header=["arm", "threads", "avg_tps", f"p{pct}_ms",
+                    *(key for _, key, _ in _EFFICIENCY)],
+        csv_rows=csv_rows,
+        notes=[f"CPU us/t: the server host's busy CPU per transaction; mysqld us/t: the "
+               f"mysqld process alone. Disk columns from {disk_words(results)}. Sizes at "
+               "the end of each step (database: InnoDB's tablespace files and other "
+               "engines' data + index length). Medians over replicates."])
+
+
+def overhead(results: Results) -> SeedTable:
+    others = results.arms[1:]
+    base = results.baseline
+    rows, csv_rows = [], []
+    for threads in results.threads:
+        b = _cell(results, base, threads)
+        row = [str(threads), NONE if b is None else fmt_tps(b.median)]
+        for arm in others:
+            c = _cell(results, arm, threads)
+            if c is None:
+                row.append(NONE)
+                continue
+            cost = (None if b is None or not b.median or c.median is None
+                    else 1 - c.median / b.median)
+            label = "" if c.verdict is None else c.verdict.label
+            row.append(f"{fmt_tps(c.median)} ({NONE if cost is None else f'{cost:.1%}'}"
+                       f"{', ' + label if label else ''})")
+            csv_rows.append([str(threads), arm, _num(c.median, 2),
+                             _num(None if b is None else b.median, 2),
+                             _num(None if cost is None else cost * 100, 2), label])
+        rows.append(row)
+    return SeedTable(
+        title=f"{results.recipe}: TPS and overhead % = 1 - arm / {base} by client threads",
+        header=["threads", base, *others], rows=rows,
+        csv_header=["threads", "arm", "avg_tps", "base_tps", "overhead_pct", "verdict"],
+        csv_rows=csv_rows,
+        notes=["Overhead from the medians over replicates of average TPS; the verdict says "
+               "whether the difference is beyond the run-to-run noise."])
+
+
+def purge(results: Results) -> SeedTable:
+    rows, csv_rows = [], []
+    for arm in results.arms:
+        row = [arm]
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            value = None if c is None else c.history_end
+            row.append(NONE if value is None else f"{value:,.0f}")
+            if c is not None:
+                csv_rows.append([arm, str(threads), _num(value, 0)])
+        rows.append(row)
+    return SeedTable(
+        title=f"{results.recipe}: history list length at the end of each step (purge lag)",
+        header=["configuration", *(str(t) for t in results.threads)], rows=rows,
+        csv_header=["arm", "threads", "history_end"], csv_rows=csv_rows,
+        notes=["Median over replicates of the last sample's History list length in each "
+               "measured window."])
+
+
+BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
+    "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge}
+
+
+def seed_table(name: str, results: Results) -> SeedTable:
+    """The table ``name`` (one of TABLES) of one recipe run."""
+    if name not in BUILDERS:
+        raise BadValue(f"unknown table {name!r}: choose one of {', '.join(TABLES)}")
+    if not results.cells:
+        raise BadValue(f"recipe {results.recipe} has no measured step yet: no table")
+    return BUILDERS[name](results)
