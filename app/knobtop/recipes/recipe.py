@@ -1082,14 +1082,19 @@ class _Reader(Reader):
                 f"{p}.knobs", "missing knobs", f"add {knob_fix.removeprefix('write ')}, or "
                 'load = { engine = "RocksDB" } for an arm that differs in its tables or load'
             )
-        raw = table.get("knobs", {})
-        if not isinstance(raw, dict):
-            raise self.wrong_type(f"{p}.knobs", "a table", raw, knob_fix)
+        return Arm(name=name, knobs=self.knobs(table.get("knobs", {}), f"{p}.knobs"),
+                   load=load)
 
+    def knobs(self, raw: object, p: str) -> dict[str, str]:
+        """A ``knobs = { name = value }`` table: names checked and made canonical, values
+        as strings (see knob_value)."""
+        knob_fix = 'write knobs = { innodb_doublewrite = "OFF" } (one or more knob = value)'
+        if not isinstance(raw, dict):
+            raise self.wrong_type(p, "a table", raw, knob_fix)
         knobs: dict[str, str] = {}
         written: dict[str, str] = {}
         for key, value in raw.items():
-            dotted = f"{p}.knobs.{key}"
+            dotted = f"{p}.{key}"
             if not _KNOB_NAME.match(key):
                 raise self.error(
                     dotted,
@@ -1107,12 +1112,12 @@ class _Reader(Reader):
             written[knob] = key
         if NDB_PARAMETER in knobs and len(knobs) > 1:
             raise self.error(
-                f"{p}.knobs.{written[NDB_PARAMETER]}",
+                f"{p}.{written[NDB_PARAMETER]}",
                 f"{NDB_PARAMETER} is a data-node parameter changed by its own rolling restart; "
                 "it cannot go in with server variables",
                 f"make {NDB_PARAMETER} the only knob of the recipe (one recipe per kind)",
             )
-        return Arm(name=name, knobs=knobs, load=load)
+        return knobs
 
     def knob_value(self, value: object, dotted: str, key: str) -> str:
         if isinstance(value, bool):
