@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 BUNDLED = {
     "aa-noise",
     "buffer-pool-climb",
+    "buffer-pool-timeline",  # issue 18: a timeline recipe
     "doublewrite",
     "flush-threads-mariadb",
     "flush-threads-mariadb-10.1",
@@ -114,7 +115,10 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
     assert recipe.path == path
     assert recipe.name == path.stem
     assert len(recipe.description) > 80  # says what it shows
-    assert len(recipe.arms) >= 2
+    if recipe.timeline is not None:  # issue 18: one load, actions and checkpoints
+        assert recipe.timeline.actions and recipe.timeline.checkpoints
+    else:
+        assert len(recipe.arms) >= 2
     assert all(list(arm.knobs) == recipe.knobs for arm in recipe.arms)
     if recipe.name != "aa-noise":  # issue 17: the A/A recipe's arms are the same on purpose
         assert len({tuple(arm.knobs.values()) for arm in recipe.arms}) == len(recipe.arms)
@@ -899,6 +903,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
     assert set(passed) == {
         "aa-noise",  # issue 17's A/A recipe
         "buffer-pool-climb",
+        "buffer-pool-timeline",
         "doublewrite",
         "flush-threads-mariadb",
         "purge-threads",
@@ -910,6 +915,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
     assert statics == {
         "aa-noise": [],
         "buffer-pool-climb": [],
+        "buffer-pool-timeline": [],
         "doublewrite": ["innodb_doublewrite"],
         "flush-threads-mariadb": [],  # dynamic from 10.11
         "purge-threads": [],  # dynamic from 10.7.1
@@ -1125,3 +1131,54 @@ def test_the_command_line_overrides_the_order(tmp_path: Path) -> None:
     with pytest.raises(BadValue, match="--order sideways: give one of counterbalanced"):
         recipe_from_args(build_parser().parse_args(["run", str(path), "--lab", "--order",
                                                     "sideways"]))
+
+
+TIMELINE = """\
+name = "tl"
+description = "a timeline"
+[load]
+workload = "oltp_point_select"
+threads = 4
+duration = 60
+[run]
+kind = "timeline"
+[timeline]
+start = { innodb_buffer_pool_size = "32M" }
+checkpoints = [10, 30, 60]
+[[timeline.action]]
+at = 20
+knobs = { innodb_buffer_pool_size = "256M" }
+"""
+
+
+def test_a_timeline_recipe_has_actions_and_checkpoints_instead_of_arms(
+        tmp_path: Path) -> None:
+    recipe = load_recipe(write(tmp_path, TIMELINE))
+    assert recipe.timeline is not None
+    assert recipe.timeline.checkpoints == (10.0, 30.0, 60.0)
+    assert recipe.timeline.metrics == ("load_tps", "hit_ratio", "dirty_pct", "history_len")
+    assert recipe.timeline.actions[0].at == 20 and not recipe.timeline.actions[0].keep_load
+    assert recipe.schedule() == [] and recipe.planned_seconds == 60.0
+    assert recipe.timeline.start == {"innodb_buffer_pool_size": "32M"}
+
+
+@pytest.mark.parametrize(("old", "new", "key", "expected"), [
+    ("checkpoints = [10, 30, 60]", "checkpoints = [10, 90]", "timeline.checkpoints[1]",
+     "outside the 60 s timeline"),
+    ("checkpoints = [10, 30, 60]", "checkpoints = [30, 10]", "timeline.checkpoints[1]",
+     "out of order"),
+    ("checkpoints = [10, 30, 60]", 'checkpoints = [10]\nmetrics = ["hit_rate"]',
+     "timeline.metrics[0]", "did you mean 'hit_ratio'"),
+    ("at = 20", "at = 60", "timeline.action[0].at", "not inside the 60 s timeline"),
+    ("knobs = { innodb_buffer_pool_size = \"256M\" }", "knobs = {}",
+     "timeline.action[0].knobs", "names no knob"),
+    ("threads = 4", "threads = [4, 8]", "load.threads", "a timeline runs one load"),
+    ('kind = "timeline"', 'kind = "arms"', "timeline", "a [timeline] table in a recipe of arms"),
+    ("[run]", '[[arm]]\nname = "A"\nknobs = { sort_buffer_size = "1M" }\n[run]', "arm",
+     "a timeline recipe has no arms"),
+])
+def test_timeline_refusals_name_the_key(tmp_path: Path, old: str, new: str, key: str,
+                                        expected: str) -> None:
+    assert old in TIMELINE
+    err = refused(write(tmp_path, TIMELINE.replace(old, new, 1)), key)
+    assert expected in str(err)

@@ -435,3 +435,85 @@ async def test_quitting_the_screen_mid_recipe_aborts_it_and_restores_the_baselin
     runs = [e for e in JournalReader(journal) if isinstance(e, RecipeRun)]
     assert [e.action for e in runs] == ["start", "aborted"]
     assert not sysbench_processes(str(lab[0].socket))
+
+
+TIMELINE = """
+name = "climb-timeline"
+description = "a buffer pool resize and a restart with the load running (issue 18 part 5)"
+[load]
+workload = "oltp_point_select"
+threads = 4
+duration = 16
+tables = 2
+table_size = 50000
+[run]
+kind = "timeline"
+[timeline]
+start = { innodb_buffer_pool_size = "32M" }
+checkpoints = [4, 8, 16]
+metrics = ["load_tps", "hit_ratio", "data_reads"]
+window = 3
+[[timeline.action]]
+at = 4.5
+knobs = { innodb_buffer_pool_size = "256M" }
+[[timeline.action]]
+at = 9
+knobs = { innodb_doublewrite = "OFF" }
+keep_load = true
+"""
+
+
+async def test_a_timeline_keeps_the_load_running_through_a_resize_and_a_restart(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    """Issue 18 part 5: one load for the whole timeline; the pool grows at 4.5 s and the
+    hit ratio climbs after it; a static knob restarts the server at 9 s with the load kept
+    running (the built-in driver reconnects: one phase from start to end); checkpoints on
+    schedule; the baseline back at the end."""
+    from knobtop.analysis.seedtables import timeline
+    from knobtop.journal import Checkpoint, Phase
+    from knobtop.load.builtin import BuiltinDriver
+
+    path = tmp_path / "timeline.toml"
+    path.write_text(TIMELINE)
+    recipe = load_recipe(path)
+    assert recipe.timeline is not None and recipe.schedule() == []
+    sandbox, info = lab
+    pool, doublewrite = (await show_global(info, "innodb_buffer_pool_size"),
+                         await show_global(info, "innodb_doublewrite"))
+    journal = tmp_path / "timeline.knobtop.jsonl"
+    node = ServerNode(name="lab", host=LocalHost(), link=lambda: ServerLink(info),
+                      restart_command=sandbox.restart_command(),
+                      dropin_path=sandbox.dropin_file)
+    session = Session(SessionConfig(profile="lab", connection=info, journal_path=journal,
+                                    interval=0.5, nodes=(node,)), LocalHost(),
+                      BuiltinDriver(info, database="sbtest_timeline"))
+    await session.open()
+    try:
+        results = await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    events = list(JournalReader(journal))
+    points = [e for e in events if isinstance(e, Checkpoint)]
+    assert [p.at for p in points] == [4, 8, 16]
+    assert results.checkpoints == points and results.kind == "timeline"
+    first = next(e for e in events if isinstance(e, Phase) and e.action == "start")
+    ends = [e for e in events if isinstance(e, Phase) and e.action != "start"]
+    restart = next(e for e in events if e.kind == "restart")
+    # One load phase from the start to the end: the restart at 9 s did not stop it.
+    assert len([e for e in events if isinstance(e, Phase) and e.action == "start"]) == 1
+    assert first.t < restart.t < ends[0].t and ends[0].action == "stop"
+    # Each checkpoint on schedule (within a second of its time after the load started).
+    for p in points:
+        assert p.at <= p.t - first.t <= p.at + 1.5
+    small, large = (p.values["hit_ratio"] for p in points[:2])
+    assert small is not None and large is not None and large > small
+    assert points[-1].values["load_tps"] is not None and points[-1].values["load_tps"] > 0
+    table = timeline(results).markdown()
+    assert "| s | load_tps | hit_ratio | data_reads |" in table
+    assert "4.5 s innodb_buffer_pool_size=256M" in table and "innodb_doublewrite=OFF" in table
+    marks = [e.label for e in events if e.kind == "mark"]
+    assert any(m.startswith("timeline climb-timeline: ") for m in marks)
+    # The baseline is back: the pool and doublewrite as before the run.
+    assert await show_global(info, "innodb_buffer_pool_size") == pool
+    assert await show_global(info, "innodb_doublewrite") == doublewrite

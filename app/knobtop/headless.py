@@ -247,6 +247,12 @@ async def run_recipe_headless(
                 await session.close(reason)
     for warning in runner.warnings:
         console.print(f"warning: {warning}", highlight=False, markup=False)
+    if runner.checkpoints:  # a timeline: its checkpoints are the result
+        from knobtop.analysis.seedtables import timeline
+
+        results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
+        console.print(timeline(results).markdown(), highlight=False, markup=False)
+        return code, results
     if not runner.results:
         return code, None
     results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))

@@ -14,6 +14,7 @@ from pathlib import Path
 from knobtop.analysis.times import fmt_rel
 from knobtop.journal import (
     Change,
+    Checkpoint,
     End,
     Error,
     Event,
@@ -247,7 +248,7 @@ class _Loader:
                 _apply_change(data.knobs_end, event)
             if inside:
                 data.changes.append(event)
-        elif isinstance(event, RecipeRun | StepResult):
+        elif isinstance(event, RecipeRun | StepResult | Checkpoint):
             if inside:
                 data.recipe_events.append(event)
         elif isinstance(event, Unknown):

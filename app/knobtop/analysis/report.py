@@ -239,9 +239,15 @@ def markdown_report(data: JournalData) -> str:
     lines.append("")
     runs = collect(data.recipe_events)
     if runs:
+        from knobtop.analysis.seedtables import timeline
+
         lines += ["## Recipe results", ""]
         for results in runs:
-            lines.append(results_markdown(results))
+            if results.kind == "timeline":
+                lines.append(timeline(results).markdown() if results.checkpoints else
+                             f"Timeline {results.recipe}: no checkpoint yet.\n")
+            else:
+                lines.append(results_markdown(results))
     return "\n".join(lines)
 
 

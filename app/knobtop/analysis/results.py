@@ -19,6 +19,7 @@ import io
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -38,7 +39,7 @@ from knobtop.analysis.stats import (
     median,
     paired_min_rounds,
 )
-from knobtop.journal.events import Event, RecipeRun, StepResult
+from knobtop.journal.events import Checkpoint, Event, RecipeRun, StepResult
 from knobtop.metrics.derive import EFFICIENCY
 from knobtop.metrics.footprint import FOOTPRINT
 
@@ -84,6 +85,10 @@ class Results:
     replicates: int = 0  # planned runs per arm (0: unknown, the runs seen count)
     plateau: bool = False  # the recipe waited for a plateau before measuring
     calibration: dict[int, tuple[float, ...]] = field(default_factory=dict)  # threads -> runs
+    # A timeline recipe ([run] kind = "timeline"): its checkpoints and planned actions
+    kind: str = "arms"
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def baseline(self) -> str:
@@ -348,9 +353,11 @@ def collect(events: Iterable[Event]) -> list[Results]:
     def close(outcome: str, message: str) -> None:
         nonlocal current, steps
         if current is not None:
-            found.append(build(current.recipe, current.arms, current.threads, steps, outcome,
-                               message, current.planned_steps, current.replicates,
-                               current.plateau))
+            built = build(current.recipe, current.arms, current.threads, steps, outcome,
+                          message, current.planned_steps, current.replicates, current.plateau)
+            built.kind, built.actions = current.kind, current.actions
+            built.checkpoints = current.checkpoints
+            found.append(built)
         current, steps = None, []
 
     for event in events:
@@ -362,12 +369,17 @@ def collect(events: Iterable[Event]) -> list[Results]:
                                   [int(t) for t in plan.get("threads", [])], [],
                                   planned_steps=int(plan.get("steps", 0)),
                                   replicates=int(plan.get("replicates", 0)),
-                                  plateau=bool(plan.get("plateau", False)))
+                                  plateau=bool(plan.get("plateau", False)),
+                                  kind=str(plan.get("kind", "arms")),
+                                  actions=list(plan.get("actions", [])))
             elif current is not None and event.name == current.recipe:
                 close(event.action, event.message)
         elif isinstance(event, StepResult) and current is not None \
                 and event.recipe == current.recipe:
             steps.append(event)
+        elif isinstance(event, Checkpoint) and current is not None \
+                and event.recipe == current.recipe:
+            current.checkpoints.append(event)
     close("running", "")
     return found
 

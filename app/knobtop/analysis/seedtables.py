@@ -195,14 +195,66 @@ def purge(results: Results) -> SeedTable:
                "measured window."])
 
 
+ARROWS = {"climbing": " ↑", "falling": " ↓"}
+
+
+def _value_text(key: str, value: float | None) -> str:
+    if value is None:
+        return NONE
+    if key in ("load_tps", "tps", "qps", "history_len", "checkpoint_age"):
+        return f"{value:,.0f}"
+    return f"{value:,.2f}"
+
+
+def timeline(results: Results) -> SeedTable:
+    if results.kind != "timeline":
+        raise BadValue(f"recipe {results.recipe} is not a timeline: --table timeline needs a "
+                       'recipe with [run] kind = "timeline"')
+    points = results.checkpoints
+    if not points:
+        raise BadValue(f"timeline {results.recipe} has no checkpoint yet: no table")
+    keys: dict[str, None] = {}
+    for cp in points:
+        for key in cp.values:
+            keys.setdefault(key, None)
+    rows, csv_rows = [], []
+    previous = -1.0
+    for cp in points:
+        done = [a for a in results.actions if previous < float(a.get("at", -1)) <= cp.at]
+        previous = cp.at
+        acts = "; ".join(f"{a['at']:g} s " + ", ".join(f"{k}={v}" for k, v in
+                                                       dict(a.get("knobs", {})).items())
+                         for a in done)
+        rows.append([f"{cp.at:g}", *(_value_text(k, cp.values.get(k))
+                                     + ARROWS.get(cp.trends.get(k, ""), "")
+                                     for k in keys), acts or NONE])
+        csv_rows.append([f"{cp.at:g}", *(_num(cp.values.get(k), 4) for k in keys),
+                         ";".join(f"{k}={v}" for k, v in cp.trends.items()), acts])
+    last = points[-1]
+    moving = [f"{k} {v}" for k, v in last.trends.items()]
+    notes = [f"Each value over the {last.window:g} s before its checkpoint (load_tps: "
+             "transactions / seconds, a second without load counting 0; sampled metrics: "
+             "their mean); ↑ ↓ still climbing or falling beyond the noise over 2 x that."]
+    notes.append(f"At {last.at:g} s: " + (", ".join(moving) if moving else
+                                          "every metric settled") + ".")
+    return SeedTable(
+        title=f"{results.recipe}: metrics at elapsed-time checkpoints (seconds from the "
+              "load's start)",
+        header=["s", *keys, "actions since the previous checkpoint"], rows=rows,
+        csv_header=["at_s", *keys, "trends", "actions"], csv_rows=csv_rows, notes=notes)
+
+
 BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
-    "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge}
+    "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge,
+    "timeline": timeline}
 
 
 def seed_table(name: str, results: Results) -> SeedTable:
     """The table ``name`` (one of TABLES) of one recipe run."""
     if name not in BUILDERS:
         raise BadValue(f"unknown table {name!r}: choose one of {', '.join(TABLES)}")
-    if not results.cells:
-        raise BadValue(f"recipe {results.recipe} has no measured step yet: no table")
+    if name != "timeline" and not results.cells:
+        why = ("it is a timeline: use --table timeline" if results.kind == "timeline"
+               else "no measured step yet")
+        raise BadValue(f"recipe {results.recipe} has no steps ({why}): no {name} table")
     return BUILDERS[name](results)

@@ -199,6 +199,14 @@ def run_recipe(args: argparse.Namespace) -> int:
 
     console = stderr_console()
     recipe = recipe_from_args(args)
+    if recipe.timeline is not None:
+        tl = recipe.timeline
+        console.print(f"Timeline {recipe.name}: one load ({recipe.workload} x"
+                      f"{recipe.threads[0]}) for {short_duration(recipe.duration)}, "
+                      f"{len(tl.actions)} actions, checkpoints at "
+                      + ", ".join(f"{c:g}" for c in tl.checkpoints) + " s",
+                      highlight=False, markup=False)
+        return run_session(recipe_options(args, recipe), console)
     steps = len(recipe.schedule())
     calibration = len(recipe.calibration_schedule())
     first = (f"{calibration} calibration steps (the baseline against itself), then "
@@ -289,6 +297,8 @@ def write_markdown(path: Path | None, results: Results | None, console: Console)
     if path is None or results is None:
         return
     from knobtop.analysis.results import results_markdown
+    from knobtop.analysis.seedtables import timeline
 
-    path.write_text(results_markdown(results))
+    path.write_text(timeline(results).markdown() if results.kind == "timeline" and
+                    results.checkpoints else results_markdown(results))
     console.print(f"Markdown: {path}", markup=False)

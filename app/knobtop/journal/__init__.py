@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from knobtop.journal.events import (
         FORMAT_VERSION,
         Change,
+        Checkpoint,
         End,
         Error,
         Event,
@@ -46,6 +47,7 @@ __getattr__ = lazy_names(__name__, {
     "Restart": "knobtop.journal.events",
     "Sample": "knobtop.journal.events",
     "StepResult": "knobtop.journal.events",
+    "Checkpoint": "knobtop.journal.events",
     "Unknown": "knobtop.journal.events",
     "JournalFormatError": "knobtop.journal.reader",
     "JournalReader": "knobtop.journal.reader",
@@ -55,6 +57,7 @@ __getattr__ = lazy_names(__name__, {
 __all__ = [
     "FORMAT_VERSION",
     "Change",
+    "Checkpoint",
     "End",
     "Error",
     "Event",

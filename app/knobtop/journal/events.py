@@ -233,6 +233,22 @@ class StepResult(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Checkpoint(Event):
+    """A timeline recipe's checkpoint: ``at`` seconds after its load started, each of
+    ``values`` over the ``window`` seconds before it (``load_tps``: transactions / seconds,
+    a second without load counting 0; sampled metrics: their mean; ``ndb_hit@NODE``: a
+    data node's disk page buffer hit ratio), and ``trends`` of those that still move
+    ("climbing" or "falling" beyond their noise over the last 2 x window seconds)."""
+
+    kind: ClassVar[str] = "checkpoint"
+    recipe: str
+    at: float
+    window: float
+    values: dict[str, float | None] = field(default_factory=dict)
+    trends: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Incident(Event):
     """What the incident page showed (sampled only while it is shown): the processlist,
     InnoDB lock waits, the oldest transaction, replication, Galera, the error log's tail.
@@ -267,7 +283,7 @@ class Unknown(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End, RecipeRun,
-                StepResult, Incident)
+                StepResult, Incident, Checkpoint)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

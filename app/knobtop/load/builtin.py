@@ -66,6 +66,10 @@ _RWO: dict[str, tuple[int, int, int]] = {
 }
 # sysbench's default --mysql-ignore-errors: roll back, count in err/s, run a new event.
 IGNORED_ERRORS = frozenset({1213, 1020, 1205})
+# How long a client keeps reconnecting to a server that went away (a restart), and how
+# often it tries.
+RECONNECT_FOR = 60.0
+RECONNECT_PAUSE = 0.25
 
 # sysbench's latency histogram: 1024 log-spaced buckets from 0.001 ms to 100 s.
 HIST_SIZE = 1024
@@ -324,15 +328,25 @@ class _Worker:
             return
         if code is not None and 0 < code < 2000:
             raise _Fatal(self._describe(exc)) from None
-        # A client-side error (lost connection, reset): reconnect once, as sysbench does
-        # for 2006/2013 when told to ignore them; a second failure ends the run.
+        # A client-side error (lost connection, reset): reconnect, as sysbench does for
+        # 2006/2013 when told to ignore them, and keep trying while the server restarts
+        # (a timeline keeps this load running through a restart); a server that does not
+        # answer for RECONNECT_FOR seconds ends the run.
         with contextlib.suppress(Exception):
             c.conn.close()
         c.stmts.clear()
-        try:
-            c.conn = await self.connect()
-        except Exception as again:
-            raise _Fatal(f"{self._describe(again)} (connection lost; reconnect failed)") from None
+        deadline = time.monotonic() + RECONNECT_FOR
+        while True:
+            try:
+                c.conn = await self.connect()
+                break
+            except Exception as again:
+                code = again.args[0] if again.args and isinstance(again.args[0], int) else 0
+                if 0 < code < 2000 or time.monotonic() >= deadline:  # refused, or gone for good
+                    raise _Fatal(f"{self._describe(again)} (connection lost; reconnecting "
+                                 "failed)") from None
+                self.cur.errors += 1
+                await asyncio.sleep(RECONNECT_PAUSE)
         self.cur.reconnects += 1
 
     async def _client(self, c: _Client, t0: float) -> None:

@@ -391,6 +391,50 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class Action:
+    """A change at ``at`` seconds into a timeline, with the load running."""
+
+    at: float
+    knobs: dict[str, str]
+    # A static change restarts the server: by default the load pauses through the restart
+    # (nothing runs on a stopped server; sysbench 1.0.20 even crashes reconnecting) and
+    # resumes at once, the timeline's clock running on. keep_load leaves it running: for a
+    # server that stays up (an NDB SQL node while its data nodes restart) or a driver that
+    # reconnects (the built-in one).
+    keep_load: bool = False
+
+    def __hash__(self) -> int:
+        return hash((self.at, tuple(self.knobs.items()), self.keep_load))
+
+
+# What a checkpoint can hold: the load's own TPS and latency, and the sampled metrics
+# (metrics.board), and NDB's per-data-node disk page buffer hit ratio.
+TIMELINE_METRICS = ("load_tps", "load_p95", "tps", "qps", "hit_ratio", "dirty_pct",
+                    "history_len", "checkpoint_age", "checkpoint_pct", "threads_running",
+                    "cpu", "iowait", "data_reads", "pages_flushed", "rocks_hit_ratio",
+                    "ndb_hit")
+DEFAULT_TIMELINE_METRICS = ("load_tps", "hit_ratio", "dirty_pct", "history_len")
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """``[run] kind = "timeline"``: the load runs once, without stopping, for
+    ``[load] duration`` seconds while ``actions`` happen; ``metrics`` are read at each of
+    ``checkpoints`` (seconds from the load's start), each over the ``window`` seconds
+    before it. ``start`` knobs are set before the load starts."""
+
+    start: dict[str, str]
+    checkpoints: tuple[float, ...]
+    metrics: tuple[str, ...]
+    window: float
+    actions: tuple[Action, ...]
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.start.items()), self.checkpoints, self.metrics, self.window,
+                     self.actions))
+
+
+@dataclass(frozen=True, slots=True)
 class Recipe:
     """A checked recipe; ``path`` is the file it came from."""
 
@@ -421,6 +465,7 @@ class Recipe:
     options: tuple[tuple[str, str], ...] = ()  # more sysbench --key=value
     instances: int = 1  # sysbench processes at once per client; threads are their total
     table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
+    timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
@@ -478,6 +523,8 @@ class Recipe:
         rng = random.Random(self.seed)
         levels_rng = random.Random(self.seed + 1)
         steps: list[Step] = []
+        if self.timeline is not None:
+            return steps  # one load for the whole run: no steps
         for replicate in range(1, (self.replicates if rounds is None else rounds) + 1):
             levels = list(self.threads)
             if self.level_order == "counterbalanced" and replicate % 2 == 0:
@@ -499,13 +546,19 @@ class Recipe:
     def planned_seconds(self) -> float:
         """A lower bound on the run time: warmups, measured time and pauses (no waits,
         plateaus, restarts or table preparation)."""
+        if self.timeline is not None:
+            return float(self.duration)
         count = (self.replicates * len(self.arms) + self.calibrate) * len(self.threads)
         return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause
 
 
 # --------------------------------------------------------------------------- TOML reader
 
-_TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm")
+_TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
+             "timeline")
+_TIMELINE_KEYS = ("start", "checkpoints", "metrics", "window", "action")
+_ACTION_KEYS = ("at", "knobs", "keep_load")
+KINDS = ("arms", "timeline")
 _APPLIES_KEYS = (*APPLIES_FLAVORS, "why")
 _LOAD_KEYS = (
     "workload",
@@ -536,7 +589,7 @@ _WAIT_KEYS = (
 _STEADY_KEYS = ("window", "cv_max", "slope_max", "judge")
 JUDGES = ("noise", "cv")
 _RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause", "calibrate", "until_ci",
-             "max_replicates")
+             "max_replicates", "kind")
 _ARM_KEYS = ("name", "knobs", "load")
 
 
@@ -694,6 +747,17 @@ class _Reader(Reader):
         calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
         until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
         max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
+        kind = self.choice(run, "kind", KINDS, "arms compared step by step, or one load "
+                           "with actions at given times")
+        timeline = None
+        if kind == "timeline":
+            timeline = self.timeline(doc, spec)
+            arms: tuple[Arm, ...] = (Arm("timeline", dict(timeline.start)),)
+        else:
+            if "timeline" in doc:
+                raise self.error("timeline", "a [timeline] table in a recipe of arms",
+                                 'add kind = "timeline" to [run], or remove [timeline]')
+            arms = self.arms(doc.get("arm"))
         recipe = Recipe(
             path=path,
             name=name,
@@ -721,7 +785,8 @@ class _Reader(Reader):
             level_order=level_order,
             seed=1 if seed is None else seed,
             pause=0.0 if pause is None else pause,
-            arms=self.arms(doc.get("arm")),
+            arms=arms,
+            timeline=timeline,
             calibrate=calibrate or 0,
             until_ci=until_ci,
             max_replicates=max_replicates,
@@ -741,6 +806,83 @@ class _Reader(Reader):
                 raise self.error(f"arm[{i}].load", str(exc),
                                  f"correct the arm's load (see {README})") from None
         return recipe
+
+    def timeline(self, doc: Table, spec: _Load) -> Timeline:
+        """``[timeline]`` of a ``kind = "timeline"`` recipe (no arms, one thread count)."""
+        p = "timeline"
+        if "arm" in doc:
+            raise self.error("arm", "a timeline recipe has no arms",
+                             "its changes are [[timeline.action]] tables (at = SECONDS, knobs "
+                             "= {...}); its starting knobs [timeline] start = {...}")
+        if len(spec.threads) != 1:
+            raise self.error("load.threads", f"a timeline runs one load: {len(spec.threads)} "
+                             "thread counts", "give one, e.g. threads = 8")
+        table = self.table(doc, p)
+        if table is None:
+            raise self.error(p, "missing [timeline]",
+                             "add [timeline] with checkpoints = [60, 300] and "
+                             "[[timeline.action]] tables (see experiments/README.md)")
+        self.check_keys(table, _TIMELINE_KEYS, p)
+        duration = float(spec.duration)
+        checkpoints = self.seconds_list(table, "checkpoints", p, duration)
+        metrics = table.get("metrics", list(DEFAULT_TIMELINE_METRICS))
+        if not isinstance(metrics, list) or not metrics or not all(
+                isinstance(m, str) for m in metrics):
+            raise self.wrong_type(f"{p}.metrics", "a list of metric names", metrics,
+                                  'write metrics = ["load_tps", "hit_ratio"]')
+        for i, name in enumerate(metrics):
+            if name not in TIMELINE_METRICS:
+                close = difflib.get_close_matches(name, TIMELINE_METRICS, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise self.error(f"{p}.metrics[{i}]", f"unknown metric {name!r}",
+                                 f"{hint}use {', '.join(TIMELINE_METRICS)}")
+        window = self.number(table, "window", p, lo=1.0, hi=3600.0, lo_open=False)
+        raw = table.get("action", [])
+        if not isinstance(raw, list):
+            raise self.wrong_type(f"{p}.action", "an array of tables ([[timeline.action]])",
+                                  raw, "write each change as [[timeline.action]] with at and "
+                                  "knobs")
+        actions: list[Action] = []
+        for i, item in enumerate(raw):
+            q = f"{p}.action[{i}]"
+            if not isinstance(item, dict):
+                raise self.wrong_type(q, "a table", item, "write [[timeline.action]]")
+            self.check_keys(item, _ACTION_KEYS, q)
+            at = self.number(item, "at", q, lo=0.0, hi=duration, lo_open=False)
+            if at is None or at >= duration:
+                raise self.error(f"{q}.at", "missing at" if at is None else
+                                 f"{at:g} s is not inside the {duration:g} s timeline",
+                                 f"give at = SECONDS from the load's start, below {duration:g}")
+            if "knobs" not in item:
+                raise self.error(f"{q}.knobs", "missing knobs",
+                                 'add knobs = { innodb_buffer_pool_size = "512M" }')
+            knobs = self.knobs(item["knobs"], f"{q}.knobs")
+            if not knobs:
+                raise self.error(f"{q}.knobs", "names no knob",
+                                 'write knobs = { innodb_buffer_pool_size = "512M" }')
+            actions.append(Action(at, knobs, bool(self.boolean(item, "keep_load", q))))
+        return Timeline(start=self.knobs(table.get("start", {}), f"{p}.start"),
+                        checkpoints=checkpoints, metrics=tuple(metrics),
+                        window=10.0 if window is None else window,
+                        actions=tuple(sorted(actions, key=lambda a: a.at)))
+
+    def seconds_list(self, table: Table, key: str, p: str, most: float) -> tuple[float, ...]:
+        """A non-empty ascending list of seconds in (0, most]."""
+        fix = f"write {key} = [60, 300, 600] (seconds from the load's start, up to {most:g})"
+        value = table.get(key)
+        if value is None:
+            raise self.error(f"{p}.{key}", f"missing {key}", fix)
+        if not isinstance(value, list) or not value:
+            raise self.wrong_type(f"{p}.{key}", "a list of seconds", value, fix)
+        out: list[float] = []
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, int | float):
+                raise self.wrong_type(f"{p}.{key}[{i}]", "a number of seconds", item, fix)
+            if not 0 < item <= most or (out and item <= out[-1]):
+                raise self.error(f"{p}.{key}[{i}]", f"{item:g} s is out of order or outside "
+                                 f"the {most:g} s timeline", fix)
+            out.append(float(item))
+        return tuple(out)
 
     def applies(self, doc: Table) -> tuple[dict[str, str], str]:
         table = self.table(doc, "applies")
@@ -1276,6 +1418,8 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
     """
     file = str(recipe.path)
     _check_applies(recipe, catalog)
+    if recipe.timeline is not None:
+        return _check_timeline(recipe, recipe.timeline, catalog)
     warnings: list[str] = []
     facts: dict[str, CatalogFacts] = {}
     for knob in recipe.knobs:
@@ -1339,6 +1483,31 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
             f"use replicates = {max(needed, 8)} or fewer arms or thread counts"
         )
     warnings.extend(_gate_warnings(recipe, catalog))
+    return warnings
+
+
+def _check_timeline(recipe: Recipe, timeline: Timeline, catalog: Catalog) -> list[str]:
+    """A timeline's start knobs and actions against the server, as arms' are."""
+    warnings: list[str] = []
+    sets = [("timeline.start", timeline.start),
+            *((f"timeline.action[{i}].knobs", a.knobs) for i, a in enumerate(timeline.actions))]
+    for key, knobs in sets:
+        for knob, raw in knobs.items():
+            fact = catalog.get(knob)
+            if not fact.present:
+                note = f" ({fact.note})" if fact.note else ""
+                raise RecipeError(str(recipe.path), f"{key}.{knob}",
+                                  f"{knob} does not exist on this server, "
+                                  f"{_describe_server(catalog)}{note}",
+                                  _absent_fix(knob, catalog))
+            try:
+                validate(fact, raw, static_ok=True)
+            except KnobError as exc:
+                raise RecipeError(str(recipe.path), f"{key}.{knob}", str(exc),
+                                  f"change {knob} to a value this server accepts") from None
+            if fact.ignored:
+                warnings.append(f"{knob} is accepted but ignored on this server "
+                                f"({fact.note})")
     return warnings
 
 

@@ -39,6 +39,7 @@ from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
     Change,
+    Checkpoint,
     Error,
     Event,
     Load,
@@ -51,7 +52,15 @@ from knobtop.load.multi import ALL
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
-from knobtop.recipes.recipe import Recipe, RecipeError, Step, check_for_server
+from knobtop.recipes.recipe import (
+    Action,
+    Recipe,
+    RecipeError,
+    Step,
+    Timeline,
+    check_for_server,
+)
+from knobtop.recipes.timeline import checkpoint_values, still_moving
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
 from knobtop.server.variables import PURGE_WAIT
@@ -158,6 +167,8 @@ class RecipeRunner:
         self._step_began: float | None = None
         self._purge_refused = False
         self._multi = False  # several clients: only their per-second sums count
+        self._timeline_samples: list[tuple[float, dict[str, float | None]]] = []
+        self.checkpoints: list[Checkpoint] = []
 
     # -- control -------------------------------------------------------------------------
 
@@ -228,6 +239,10 @@ class RecipeRunner:
             self._samples.append((event.t, board.latest.get("hit_ratio"),
                                   board.latest.get("dirty_pct"),
                                   board.latest.get("history_len"), server_host))
+            if self.recipe.timeline is not None:
+                values = {m: board.latest.get(m) for m in self.recipe.timeline.metrics}
+                values.update({f"ndb_hit@{node}": v for node, v in board.ndb_hit.items()})
+                self._timeline_samples.append((event.t, values))
         elif isinstance(event, Phase) and event.action == "start":
             # Several clients or instances: their per-second sum ("all") is the step's TPS.
             self._multi = len(event.host.split(",")) > 1
@@ -269,6 +284,11 @@ class RecipeRunner:
             "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
             "max_replicates": recipe.max_replicates,
             "workload": recipe.workload, "instances": recipe.instances,
+            **({"kind": "timeline", "checkpoints": list(recipe.timeline.checkpoints),
+                "metrics": list(recipe.timeline.metrics),
+                "actions": [{"at": a.at, "knobs": a.knobs, "keep_load": a.keep_load}
+                            for a in recipe.timeline.actions]}
+               if recipe.timeline is not None else {}),
             "steps": len(self.steps),
             "warnings": self.warnings,
         }
@@ -277,6 +297,8 @@ class RecipeRunner:
         try:
             if self.prepare:
                 await self._prepare_tables()
+            if recipe.timeline is not None:
+                await self._run_timeline(recipe.timeline)
             current: str | None = None
             done = 0
             while done < len(self.steps):
@@ -319,9 +341,13 @@ class RecipeRunner:
     def results_so_far(self, outcome: str = "running", message: str = "") -> Results:
         """The results table of the steps measured so far (all of them after ``run()``)."""
         recipe = self.recipe
-        return build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
-                     self.results, outcome, message, len(self.steps), recipe.replicates,
-                     recipe.waits.plateau)
+        results = build(recipe.name, [a.name for a in recipe.arms], list(recipe.threads),
+                        self.results, outcome, message, len(self.steps), recipe.replicates,
+                        recipe.waits.plateau)
+        if recipe.timeline is not None:
+            results.kind, results.checkpoints = "timeline", list(self.checkpoints)
+            results.actions = [{"at": a.at, "knobs": a.knobs} for a in recipe.timeline.actions]
+        return results
 
     def _calibrated(self) -> None:
         """The calibration rounds are done: journal the noise they saw and the effect the
@@ -466,6 +492,69 @@ class RecipeRunner:
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
+
+    # -- a timeline ----------------------------------------------------------------------------
+
+    async def _run_timeline(self, timeline: Timeline) -> None:
+        """One load for ``[load] duration`` seconds: the start knobs first, then the
+        actions at their times (each in a task of its own, so a restart never delays a
+        checkpoint), the checkpoints on schedule, and whether anything still moves."""
+        session, recipe = self.session, self.recipe
+        if timeline.start:
+            self._report("setting the start knobs")
+            await self._set(timeline.start, "start", keep_load=False)
+        self._tps, self._p95, self._err, self._samples = [], [], [], []
+        self._timeline_samples = []
+        session.use_load(recipe.load_spec(recipe.threads[0], 0))
+        self._report("starting the load")
+        await session.start_load()
+        t0 = session.now()
+        self._step_began = time.monotonic()
+        plan: list[tuple[float, int, Action | float]] = [
+            *((a.at, 0, a) for a in timeline.actions),
+            *((c, 1, c) for c in timeline.checkpoints)]
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for at, _, item in sorted(plan, key=lambda p: (p[0], p[1])):
+                await self._countdown(t0 + at - session.now(), f"timeline at {at:g} s")
+                if isinstance(item, Action):
+                    tasks.append(asyncio.create_task(self._act(item)))
+                else:
+                    self._checkpoint(t0, item, timeline)
+            await self._countdown(t0 + recipe.duration - session.now(), "timeline: last part")
+            for task in tasks:
+                await task  # an action's failure is the run's (raised here)
+        finally:
+            for task in tasks:
+                task.cancel()
+        if self.checkpoints:
+            last = self.checkpoints[-1]
+            moving = still_moving(last.at, last.trends)
+            self._note(f"timeline {recipe.name}: {moving or 'every metric settled'}")
+
+    async def _act(self, action: Action) -> None:
+        self._mark(f"timeline action at {action.at:g} s: "
+                   + ", ".join(f"{k}={v}" for k, v in action.knobs.items()))
+        await self._set(action.knobs, f"action at {action.at:g} s", action.keep_load)
+
+    async def _set(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
+        changes = await self.session.set_knobs(
+            knobs, restart_ok=True, keep_load=keep_load,
+            reason=f"recipe {self.recipe.name}: timeline {what}")
+        for change in changes:
+            if change.result != "ok":
+                raise RunFailed(f"timeline {what}: {change.knob} = {change.requested} did not "
+                                f"take: {change.message}")
+
+    def _checkpoint(self, t0: float, at: float, timeline: Timeline) -> None:
+        values, trends = checkpoint_values(self.session.now(), timeline.window, self._tps,
+                                           self._p95, self._timeline_samples,
+                                           timeline.metrics)
+        self.checkpoints.append(self.session.checkpoint(
+            recipe=self.recipe.name, at=at, window=timeline.window, values=values,
+            trends=trends))
+        shown = ", ".join(f"{k} {'-' if v is None else f'{v:,.2f}'}" for k, v in values.items())
+        self._report(f"checkpoint {at:g} s: {shown}")
 
     async def _prepare_tables(self) -> None:
         """The tables of every arm: one set per table shape and instance count (an arm

@@ -22,6 +22,7 @@ from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.journal.events import (
     FORMAT_VERSION,
     Change,
+    Checkpoint,
     End,
     Event,
     Header,
@@ -324,8 +325,9 @@ class Session:
         return await self.knobs.set_knob(name, value, restart_ok=restart_ok, reason=reason)
 
     async def set_knobs(self, values: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "") -> list[Change]:
-        return await self.knobs.set_knobs(values, restart_ok=restart_ok, reason=reason)
+                        reason: str = "", keep_load: bool = False) -> list[Change]:
+        return await self.knobs.set_knobs(values, restart_ok=restart_ok, reason=reason,
+                                          keep_load=keep_load)
 
     async def undo(self, expected: Change | None = None) -> Change | None:
         return await self.knobs.undo(expected)
@@ -403,6 +405,9 @@ class Session:
 
     def step_result(self, **fields: Any) -> StepResult:
         return self.recorder.step_result(**fields)
+
+    def checkpoint(self, **fields: Any) -> Checkpoint:
+        return self.recorder.checkpoint(**fields)
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         """The server's own footprint now, read on its host (``sizes``: with the datadir's

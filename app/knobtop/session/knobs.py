@@ -98,7 +98,7 @@ class KnobApplier:
     # -- one knob
 
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
-                       reason: str = "") -> Change:
+                       reason: str = "", keep_load: bool = False) -> Change:
         """Validate and apply a knob; refusals and failures are journaled like successes.
 
         Dynamic knobs go through SET GLOBAL.  Static ones need ``restart_ok`` (the
@@ -113,9 +113,11 @@ class KnobApplier:
                                       reason)
                 self.recorder.emit(refused)
                 return refused
-            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason)
+            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason,
+                                        keep_load=keep_load)
 
-    async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str) -> Change:
+    async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str,
+                        keep_load: bool = False) -> Change:
         start = self.recorder.now()
         name = name.strip().lower()
         try:
@@ -126,7 +128,7 @@ class KnobApplier:
             facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
             if facts is not None and facts.present and not facts.dynamic:
                 return await self._set_static(facts, value, restart_ok=restart_ok,
-                                              reason=reason, start=start)
+                                              reason=reason, start=start, keep_load=keep_load)
             outcome = await asyncio.wait_for(
                 SetGlobalApplier(link, self.knobs).apply(name, value), self.timeout)
         except (ServerError, TimeoutError) as exc:
@@ -163,7 +165,7 @@ class KnobApplier:
     # -- several knobs as one change
 
     async def set_knobs(self, values: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "") -> list[Change]:
+                        reason: str = "", keep_load: bool = False) -> list[Change]:
         """Several knobs as one change (a recipe arm), all or nothing.
 
         Every value is checked first; if one is refused, none is applied. Then the dynamic
@@ -173,7 +175,8 @@ class KnobApplier:
         """
         if len(values) == 1:
             ((name, value),) = values.items()
-            return [await self.set_knob(name, value, restart_ok=restart_ok, reason=reason)]
+            return [await self.set_knob(name, value, restart_ok=restart_ok, reason=reason,
+                                        keep_load=keep_load)]
         names = [n.strip().lower() for n in values]
         wanted = dict(zip(names, values.values(), strict=True))
         async with self.lock:
@@ -222,7 +225,8 @@ class KnobApplier:
                     return out
             if static:
                 out.extend(await self._restart_with(static, {n: wanted[n] for n in static},
-                                                    reason=reason, start=start))
+                                                    reason=reason, start=start,
+                                                    keep_load=keep_load))
             return out
 
     def _refuse_in_group(self, name: str, requested: str, facts: KnobFacts | None,
@@ -287,7 +291,7 @@ class KnobApplier:
                 f"downtime {self.expected_downtime()}")
 
     async def _set_static(self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str,
-                          start: float) -> Change:
+                          start: float, keep_load: bool = False) -> Change:
         try:
             value = self._static_checked(facts, raw, restart_ok=restart_ok)
         except KnobError as exc:
@@ -296,7 +300,8 @@ class KnobApplier:
             self.recorder.emit(event)
             return event
         changed = await self._restart_with({facts.name: (facts.value, value)},
-                                           {facts.name: raw}, reason=reason, start=start)
+                                           {facts.name: raw}, reason=reason, start=start,
+                                           keep_load=keep_load)
         return changed[-1]
 
     def _static_checked(self, facts: KnobFacts, raw: str, *, restart_ok: bool) -> str:
@@ -320,7 +325,7 @@ class KnobApplier:
 
     async def _restart_with(
         self, changes: dict[str, tuple[str | None, str]], requested: Mapping[str, str], *,
-        reason: str, start: float,
+        reason: str, start: float, keep_load: bool = False,
     ) -> list[Change]:
         """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
         new); ``requested`` is what was typed per knob, where someone typed it."""
@@ -328,7 +333,9 @@ class KnobApplier:
         began = time.monotonic()
         result, message = "ok", ""
         out: list[Change] = []
-        async with self.loads.paused():
+        # The load pauses through the restart unless told to keep running (a driver that
+        # reconnects, or a server that stays up while others restart).
+        async with contextlib.nullcontext() if keep_load else self.loads.paused():
             self.restarts.restarting = True
             self.restarts.count += 1
             try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knobtop.journal.events import (
+    Checkpoint,
     Error,
     Event,
     Header,
@@ -163,6 +164,12 @@ class Recorder:
     def step_result(self, **fields: Any) -> StepResult:
         """One measured recipe step (the fields of StepResult but its times)."""
         event = StepResult(t=self.now(), wall=self.wall(), **fields)
+        self.emit(event)
+        return event
+
+    def checkpoint(self, **fields: Any) -> Checkpoint:
+        """One checkpoint of a timeline recipe (the fields of Checkpoint but its times)."""
+        event = Checkpoint(t=self.now(), wall=self.wall(), **fields)
         self.emit(event)
         return event
 

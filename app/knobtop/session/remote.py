@@ -29,6 +29,7 @@ from knobtop.session.port import LOST_SOURCE, BaselineDiff, Listener, SessionSta
 if TYPE_CHECKING:
     from knobtop.journal.events import (
         Change,
+        Checkpoint,
         Event,
         Header,
         JsonDict,
@@ -296,9 +297,10 @@ class RemoteSession:
                                                reason=reason))
 
     async def set_knobs(self, knobs: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "") -> list[Change]:
+                        reason: str = "", keep_load: bool = False) -> list[Change]:
         return cast("list[Change]", await self._call("set_knobs", dict(knobs),
-                                                     restart_ok=restart_ok, reason=reason))
+                                                     restart_ok=restart_ok, reason=reason,
+                                                     keep_load=keep_load))
 
     async def undo(self, expected: Change | None = None) -> Change | None:
         return cast("Change | None", await self._call("undo", expected))
@@ -362,6 +364,9 @@ class RemoteSession:
 
     def step_result(self, **fields: Any) -> StepResult:
         return cast("StepResult", self._call_sync("step_result", **fields))
+
+    def checkpoint(self, **fields: Any) -> Checkpoint:
+        return cast("Checkpoint", self._call_sync("checkpoint", **fields))
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         return cast("Footprint", await self._call("footprint", sizes))

@@ -42,7 +42,7 @@ ASYNC_CALLS = frozenset({
 })
 SYNC_CALLS = frozenset({
     "restart_plan", "revert_plan", "quit_choice", "note", "mark", "use_load", "recipe_event",
-    "step_result",
+    "step_result", "checkpoint",
 })
 
 _PR_SET_PDEATHSIG = 1
