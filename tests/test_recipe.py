@@ -38,6 +38,12 @@ BUNDLED = {
     "aa-noise",
     "buffer-pool-climb",
     "buffer-pool-timeline",  # issue 18: a timeline recipe
+    "buffer-pool-instances",  # issue 18: the seed recipes
+    "compression",
+    "innodb-vs-myrocks",
+    "perfschema-overhead",
+    "sweep-read-only",
+    "sweep-read-write",
     "doublewrite",
     "flush-threads-mariadb",
     "flush-threads-mariadb-10.1",
@@ -121,7 +127,9 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
         assert len(recipe.arms) >= 2
     assert all(list(arm.knobs) == recipe.knobs for arm in recipe.arms)
     if recipe.name != "aa-noise":  # issue 17: the A/A recipe's arms are the same on purpose
-        assert len({tuple(arm.knobs.values()) for arm in recipe.arms}) == len(recipe.arms)
+        # (issue 18: arms may differ in their tables or load instead of their knobs)
+        assert len({(tuple(arm.knobs.values()), repr(arm.load)) for arm in recipe.arms}) \
+            == len(recipe.arms)
     # Sized for a 2-core machine: minutes, not hours (lower bound without waits/restarts).
     assert 60 < recipe.planned_seconds < 30 * 60
     if recipe.applies:
@@ -144,9 +152,17 @@ def test_bundled_recipe_by_name_and_unknown_name(tmp_path: Path) -> None:
     assert "directory" in err.problem
 
 
+# What a seed recipe's quick form (2 replicates of 2 arms x 2 levels) says of itself.
+QUICK_FORM = ("replicates = 2: with 2 comparisons in the table (Holm), no cell can read "
+              "higher or lower below 5 runs per arm; use replicates = 8 or fewer arms or "
+              "thread counts")
+
+
 def test_bundled_recipe_specifics() -> None:
     doublewrite = load_recipe("doublewrite")
-    assert doublewrite.threads == (4, 8, 16)
+    # issue 18: the seed's conditions, 64+ threads over 8 instances, history back to 0
+    assert doublewrite.threads == (64, 128) and doublewrite.instances == 8
+    assert doublewrite.waits.history_below == 0 and not doublewrite.prepared
     assert doublewrite.workload == "oltp_read_write"
     assert [a.knobs for a in doublewrite.arms] == [
         {"innodb_doublewrite": "ON"},
@@ -169,7 +185,7 @@ def test_bundled_recipe_specifics() -> None:
     assert ndb.applies == {"ndb": ">=7.0"}
     assert [a.knobs["DiskPageBufferMemory"] for a in ndb.arms] == ["64M", "256M", "1G"]
     purge = load_recipe("purge-threads")
-    assert purge.waits.history_below == 10000
+    assert purge.waits.history_below == 0  # issue 18: the seed's gate
     assert purge.workload in ("oltp_write_only", "oltp_update_index")
     assert "history" in purge.description
     sort = load_recipe("sort-buffer")
@@ -471,9 +487,9 @@ CASES: list[tuple[str, str, str, str | None, str]] = [
     ("seed", "replicates = 2", "replicates = 2\nseed = true", "run.seed", "found boolean"),
     ("plateau-type", "[run]", '[wait]\nplateau = "yes"\n[run]', "wait.plateau", "true or"),
     (
-        "history-zero",
+        "history-negative",  # 0 is the seed sweeps' gate (issue 18): below it is refused
         "[run]",
-        "[wait]\nhistory_below = 0\n[run]",
+        "[wait]\nhistory_below = -1\n[run]",
         "wait.history_below",
         "out of range",
     ),
@@ -839,7 +855,8 @@ def test_thread_concurrency_is_refused_on_mariadb_10_11(catalog: Catalog) -> Non
 def test_doublewrite_passes_and_is_static(catalog: Catalog) -> None:
     recipe = load_recipe("doublewrite")
     warnings = check_for_server(recipe, catalog)
-    assert warnings == []
+    # issue 18: the bundled doublewrite is the seed's quick form, 2 replicates: said so
+    assert warnings == [QUICK_FORM]
     assert static_knobs(recipe, catalog) == ["innodb_doublewrite"]
 
 
@@ -904,6 +921,11 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "aa-noise",  # issue 17's A/A recipe
         "buffer-pool-climb",
         "buffer-pool-timeline",
+        "compression",  # issue 18's seed recipes
+        "innodb-vs-myrocks",
+        "perfschema-overhead",
+        "sweep-read-only",
+        "sweep-read-write",
         "doublewrite",
         "flush-threads-mariadb",
         "purge-threads",
@@ -916,6 +938,11 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "aa-noise": [],
         "buffer-pool-climb": [],
         "buffer-pool-timeline": [],
+        "compression": [],  # its arms differ in tables, not knobs
+        "innodb-vs-myrocks": [],
+        "perfschema-overhead": ["performance_schema"],
+        "sweep-read-only": [],  # innodb_adaptive_hash_index is dynamic
+        "sweep-read-write": [],
         "doublewrite": ["innodb_doublewrite"],
         "flush-threads-mariadb": [],  # dynamic from 10.11
         "purge-threads": [],  # dynamic from 10.7.1
@@ -1020,7 +1047,7 @@ def test_ndb_sql_node_is_ndb_and_mysql() -> None:
     err = checked(info.value, str(recipe.path), "applies")
     assert "mysql 8.0.36" in err.problem and "ndb >=7.0" in err.problem
     # An InnoDB recipe for mysql runs on an SQL node too.
-    assert check_for_server(load_recipe("thread-concurrency"), node) == []
+    assert check_for_server(load_recipe("thread-concurrency"), node) == [QUICK_FORM]
 
 
 def test_ndb_value_out_of_range(tmp_path: Path) -> None:
@@ -1086,7 +1113,7 @@ def test_mariadb_10_5_ignored_knob_warns() -> None:
     )
     catalog = build_catalog(version, "mariadb", [row])
     warnings = check_for_server(load_recipe("thread-concurrency"), catalog)
-    assert len(warnings) == 1
+    assert len(warnings) == 2 and warnings[1] == QUICK_FORM  # issue 18: the seed's quick form
     assert "accepted but ignored" in warnings[0] and "10.5.5" in warnings[0]
     with pytest.raises(RecipeError):  # 10.6.0: refused up front
         check_for_server(

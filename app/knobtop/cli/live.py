@@ -26,6 +26,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     """The recipe file with the command line's overrides, checked again."""
     import dataclasses
 
+    from knobtop.load.base import MAX_INSTANCES
     from knobtop.recipes.recipe import MAX_REPLICATES, ORDERS, load_recipe
 
     recipe = load_recipe(args.recipe)
@@ -69,7 +70,17 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         changes["until_ci"] = args.until_ci
     if args.max_replicates is not None:
         changes["max_replicates"] = args.max_replicates
+    if args.instances is not None:
+        if not 1 <= args.instances <= MAX_INSTANCES:
+            raise BadValue(f"--instances {args.instances}: give 1 to {MAX_INSTANCES}")
+        changes["instances"] = args.instances
     recipe = dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+    for arm, spec in recipe.arm_specs():
+        if min(recipe.threads) < spec.instances:
+            raise BadValue(f"{min(recipe.threads)} threads cannot be shared among "
+                           f"{spec.instances} instances (arm {arm.name}): threads is their "
+                           f"total; give --threads of at least {spec.instances}, or fewer "
+                           "--instances")
     if (recipe.until_ci is None) != (recipe.max_replicates is None):
         raise BadValue("--until-ci and --max-replicates go together (or set until_ci and "
                        "max_replicates in the recipe's [run])")

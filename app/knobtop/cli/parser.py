@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(counterbalanced, abba, williams, interleaved, random)")
     run.add_argument("--wait-timeout", type=float, metavar="S",
                      help="override [wait] timeout")
+    run.add_argument("--instances", type=int, metavar="N",
+                     help="override [load] instances (sysbench processes at once per client; "
+                     "threads are their total)")
     run.add_argument("--calibrate", type=int, nargs="?", const=CALIBRATE_ROUNDS, metavar="N",
                      help="first run the baseline arm against itself N times (default "
                      f"{CALIBRATE_ROUNDS}) at each thread count: prints the run-to-run CV and "

@@ -1088,7 +1088,8 @@ class _Reader(Reader):
     def waits(self, table: Table) -> Waits:
         p = "wait"
         self.check_keys(table, _WAIT_KEYS, p)
-        history = self.integer(table, "history_below", p, lo=1, hi=2**63 - 1)
+        # 0: until the history list is empty (the seed sweeps' gate); N: below N
+        history = self.integer(table, "history_below", p, lo=0, hi=2**63 - 1)
         at_lwm = self.boolean(table, "dirty_at_lwm", p) or False
         dirty = self.number(table, "dirty_pct_below", p, lo=0.0, hi=100.0, lo_open=True)
         if at_lwm and dirty is not None:

@@ -707,11 +707,12 @@ class RecipeRunner:
             if not await self._purge_wait(below):
                 since = self._board.samples
 
-                def history_ok() -> bool:
+                def history_ok() -> bool:  # below = 0: until it is 0 (Callaghan's gate)
                     value = self._fresh("history_len", since)
-                    return value is not None and value < below
+                    return value is not None and (value < below or value <= 0)
 
-                await self._until(history_ok, f"history length < {below}",
+                await self._until(history_ok, f"history length < {below}" if below else
+                                  "history length 0",
                                   lambda: f"history length {self._board_value('history_len')}")
             out["history"] = round(time.monotonic() - began, 2)
         dirty_limit = waits.dirty_pct_below
