@@ -239,3 +239,18 @@ def test_the_seed_table_shapes_from_one_run() -> None:
     assert "| 32 | 15,000 | 7,500 |" in purge
     with pytest.raises(BadValue, match="unknown table"):
         seed_table("nope", table)
+
+
+def test_ndb_steps_report_each_data_nodes_disk_page_buffer_ratio() -> None:
+    """Issue 18 part 2: on NDB the hit ratio that matters is each data node's disk page
+    buffer's, not the SQL node's InnoDB buffer pool's."""
+    import dataclasses
+
+    steps = [dataclasses.replace(step(arm, i + 1, v), hit_ratio=100.0,
+                                 ndb_hit={"2": base + i * 0.1, "3": base - 1.0})
+             for i, v in enumerate(BASE) for arm, base in (("64M", 97.0), ("512M", 99.5))]
+    table = build("ndb", ["64M", "512M"], [4], steps, "end", replicates=5)
+    assert table.cells[("512M", 4)].ndb_hit == {"2": 99.7, "3": 98.5}
+    md = results_markdown(table)
+    assert "NDB disk page buffer hit ratio per data node" in md
+    assert "| 512M | node 2 99.70, node 3 98.50 |" in md

@@ -69,6 +69,7 @@ class Cell:
     drifting: int = 0  # replicates whose measured window still drifted (off the plateau)
     history_end: float | None = None  # median over replicates: the purge backlog at the end
     cost: dict[str, float] = field(default_factory=dict)  # medians of EFFICIENCY per run
+    ndb_hit: dict[str, float] = field(default_factory=dict)  # per NDB data node, median
 
 
 
@@ -161,6 +162,8 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                 history_end=_med(s.history_end for s in mine),
                 cost={k: v for k in STEP_COSTS
                       if (v := _med(getattr(s, k) for s in mine)) is not None},
+                ndb_hit={n: v for n in sorted({n for s in mine for n in s.ndb_hit})
+                         if (v := _med(s.ndb_hit.get(n) for s in mine)) is not None},
             )
     _holm(out, "verdict")
     _holm(out, "lat_verdict")
@@ -571,11 +574,16 @@ def results_markdown(results: Results) -> str:
     if any(c.stall is not None for c in cells):
         table("Median of per-second TPS, and the share of seconds below half of it (stall)",
               median_text)
-    table(f"p{pct} latency, ms (median over replicates)",
+    table(f"p{pct} latency, ms (each run's median of its per-second p{pct}; median over "
+          "replicates)",
           lambda c: NONE if c.p95 is None else fmt_ms(c.p95))
     if any(c.hit_ratio is not None for c in cells):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")
+    if any(c.ndb_hit for c in cells):
+        table("NDB disk page buffer hit ratio per data node, % (median over replicates)",
+              lambda c: ", ".join(f"node {n} {v:.2f}" for n, v in sorted(c.ndb_hit.items()))
+              or NONE)
     if any(c.history_end is not None for c in cells):
         table("History list length at the end of each step (median over replicates)",
               lambda c: NONE if c.history_end is None else f"{c.history_end:,.0f}")

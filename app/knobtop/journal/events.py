@@ -230,6 +230,9 @@ class StepResult(Event):
     db_mb: float | None = None
     datadir_mb: float | None = None
     disk: str = ""
+    # NDB: each data node's disk page buffer hit ratio over the window (%, the median of
+    # its per-sample ratios); the InnoDB hit_ratio above is the SQL node's own
+    ndb_hit: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

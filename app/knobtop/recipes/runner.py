@@ -168,6 +168,7 @@ class RecipeRunner:
         self._purge_refused = False
         self._multi = False  # several clients: only their per-second sums count
         self._timeline_samples: list[tuple[float, dict[str, float | None]]] = []
+        self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
         self.checkpoints: list[Checkpoint] = []
 
     # -- control -------------------------------------------------------------------------
@@ -239,6 +240,8 @@ class RecipeRunner:
             self._samples.append((event.t, board.latest.get("hit_ratio"),
                                   board.latest.get("dirty_pct"),
                                   board.latest.get("history_len"), server_host))
+            if board.ndb_hit:
+                self._ndb.append((event.t, dict(board.ndb_hit)))
             if self.recipe.timeline is not None:
                 values = {m: board.latest.get(m) for m in self.recipe.timeline.metrics}
                 values.update({f"ndb_hit@{node}": v for node, v in board.ndb_hit.items()})
@@ -466,6 +469,7 @@ class RecipeRunner:
                    f"x{step.threads} rep {step.replicate}")
         waits = await self._gates()
         self._tps, self._p95, self._err, self._samples = [], [], [], []
+        self._ndb = []
         self._steady = self._detector()
         self._load_failed = ""
         session.use_load(recipe.load_spec(step.threads, 0, step.arm))
@@ -604,6 +608,16 @@ class RecipeRunner:
             self._report(f"{state}, {left:.0f} s left")
             await self._sleep(min(1.0, left))
 
+    def _ndb_hit(self, start: float, end: float) -> dict[str, float]:
+        """Each NDB data node's disk page buffer hit ratio over the window (median)."""
+        per_node: dict[str, list[float]] = {}
+        for t, nodes in self._ndb:
+            if start < t <= end:
+                for node, value in nodes.items():
+                    if value is not None:
+                        per_node.setdefault(node, []).append(value)
+        return {n: round(statistics.median(v), 3) for n, v in per_node.items()}
+
     async def _footprint(self, sizes: bool) -> Footprint:
         """The server's own footprint now; what is missing is said once."""
         reading = await self.session.footprint(sizes)
@@ -648,6 +662,7 @@ class RecipeRunner:
             calibration=step.calibration,
             history_start=history[0] if history else None,
             history_end=history[-1] if history else None,
+            ndb_hit=self._ndb_hit(start, end),
             **cost,
         )
 
