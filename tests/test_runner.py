@@ -50,6 +50,12 @@ def quick(recipe: Recipe, **changes: object) -> Recipe:
     return dataclasses.replace(recipe, **base)  # type: ignore[arg-type]
 
 
+def report(journal: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`knobtop report JOURNAL ARGS` as a person runs it."""
+    return subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
 def session_for(lab: tuple[Sandbox, ConnectionInfo], journal: Path) -> Session:
     sandbox, info = lab
     driver = Sysbench(LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
@@ -305,6 +311,14 @@ knobs = { sort_buffer_size = "2M" }
         assert step.r_s is not None and step.wmb_s is not None
         assert step.rss_mb and step.db_mb and step.datadir_mb
         assert step.datadir_mb > step.db_mb  # the tables, plus the system tablespace and logs
+    # The seeds' tables from the journal, through the CLI (issue 18 part 4).
+    rows = report(journal, "--table", "sweep", "--format", "csv").stdout.splitlines()
+    assert rows[0].startswith("arm,threads,avg_tps") and len(rows) == 3
+    assert rows[1].startswith("A,2,") and rows[2].startswith("B,2,")
+    efficiency = report(journal, "--table", "efficiency").stdout
+    assert f"the datadir's device ({device_of(lab[0].datadir)})" in efficiency
+    refused = report(journal, "--table", "timeline")
+    assert refused.returncode == 2 and "is not a timeline" in refused.stderr
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(

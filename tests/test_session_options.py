@@ -31,7 +31,8 @@ def run_options(argv: list[str], recipe: Recipe) -> SessionOptions:
 
 
 def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path) -> None:
-    recipe = load_recipe(EXPERIMENTS / "doublewrite.toml")
+    # sort-buffer: a [load] lab flags can express (doublewrite runs 8 instances since issue 18)
+    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
     journal = tmp_path / "j.knobtop.jsonl"
     run = run_options(["--lab", "--journal", str(journal), "--interval", "0.5",
                        "--dir", str(tmp_path), "--driver", "builtin"], recipe)
@@ -54,7 +55,8 @@ def test_every_option_has_a_value_for_run() -> None:
     # (and a mypy error in recipe_options), never an AttributeError mid-run.
     assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(SessionOptions))
-    recipe = load_recipe(EXPERIMENTS / "doublewrite.toml")
+    # sort-buffer: a [load] lab flags can express (doublewrite runs 8 instances since issue 18)
+    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
     for where in (["--lab"], ["--profile", "somewhere"]):
         options = run_options([*where, "--tui", "--markdown", "out.md"], recipe)
         assert not options.headless and options.markdown == Path("out.md")

@@ -210,10 +210,14 @@ async def run_recipe_headless(
 
     code, reason = 0, "recipe finished"
     with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                  TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+                  TimeElapsedColumn(),
                   TextColumn("{task.fields[left]}"), console=console) as bars:
+        line = recipe.timeline
         task = bars.add_task(escape(recipe.name), total=len(recipe.schedule())
-                             + len(recipe.calibration_schedule()), left="")
+                             + len(recipe.calibration_schedule()) if line is None
+                             else len(line.checkpoints), left="",
+                             unit="steps" if line is None else "checkpoints")
 
         def on_progress(p: RunProgress) -> None:
             wait = f" ({p.waiting_for})" if p.waiting_for else ""
@@ -251,7 +255,7 @@ async def run_recipe_headless(
         from knobtop.analysis.seedtables import timeline
 
         results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
-        console.print(timeline(results).markdown(), highlight=False, markup=False)
+        console.print(timeline(results).rich())
         return code, results
     if not runner.results:
         return code, None

@@ -24,6 +24,9 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rich.table import Table
+from rich.text import Text
+
 from knobtop.analysis.results import NONE, Cell, Results, disk_words, fmt_ms, fmt_tps
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
@@ -48,6 +51,16 @@ class SeedTable:
                  row(["---"] * len(self.header)), *(row(r) for r in self.rows), ""]
         lines += [*self.notes, ""] if self.notes else []
         return "\n".join(lines)
+
+    def rich(self) -> Table:
+        """The table for a terminal (text from journals: never markup)."""
+        table = Table(title=Text(self.title), title_justify="left", show_lines=False,
+                      caption=Text(" ".join(self.notes)), caption_justify="left")
+        for i, head in enumerate(self.header):
+            table.add_column(Text(head), justify="left" if i == 0 else "right")
+        for row in self.rows:
+            table.add_row(*(Text(cell) for cell in row))
+        return table
 
     def csv(self) -> str:
         buf = io.StringIO()

@@ -90,6 +90,7 @@ class Progress:
     waiting_for: str = ""
     seconds_left: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    unit: str = "steps"  # what done/total count ("checkpoints" on a timeline)
 
     @property
     def label(self) -> str:
@@ -169,6 +170,11 @@ class RecipeRunner:
         self._multi = False  # several clients: only their per-second sums count
         self._timeline_samples: list[tuple[float, dict[str, float | None]]] = []
         self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
+        self._timeline_end: float | None = None  # monotonic time a timeline's load ends
+        self._last_checkpoint = ""
+        if recipe.timeline is not None:
+            self.progress.total, self.progress.unit = len(recipe.timeline.checkpoints), \
+                "checkpoints"
         self.checkpoints: list[Checkpoint] = []
 
     # -- control -------------------------------------------------------------------------
@@ -204,10 +210,12 @@ class RecipeRunner:
     def _report(self, state: str, waiting_for: str = "") -> None:
         p = self.progress
         p.state = state
-        p.waiting_for = waiting_for
+        p.waiting_for = waiting_for or self._last_checkpoint  # a timeline: what it last read
         nominal = self.recipe.warmup + self.recipe.duration + self.recipe.pause
         current = None if self._step_began is None else time.monotonic() - self._step_began
         p.seconds_left = time_left(nominal, p.total, p.done, self._spent, current)
+        if self._timeline_end is not None:
+            p.seconds_left = max(0.0, self._timeline_end - time.monotonic())
         if self.on_progress is not None:
             self.on_progress(p)
 
@@ -514,6 +522,7 @@ class RecipeRunner:
         await session.start_load()
         t0 = session.now()
         self._step_began = time.monotonic()
+        self._timeline_end = self._step_began + recipe.duration
         plan: list[tuple[float, int, Action | float]] = [
             *((a.at, 0, a) for a in timeline.actions),
             *((c, 1, c) for c in timeline.checkpoints)]
@@ -557,8 +566,12 @@ class RecipeRunner:
         self.checkpoints.append(self.session.checkpoint(
             recipe=self.recipe.name, at=at, window=timeline.window, values=values,
             trends=trends))
-        shown = ", ".join(f"{k} {'-' if v is None else f'{v:,.2f}'}" for k, v in values.items())
-        self._report(f"checkpoint {at:g} s: {shown}")
+        self.progress.done = len(self.checkpoints)
+        shown = ", ".join(f"{k} {'-' if v is None else f'{v:,.2f}'}"
+                          + {"climbing": " ↑", "falling": " ↓"}.get(trends.get(k, ""), "")
+                          for k, v in values.items())
+        self._last_checkpoint = f"checkpoint {at:g} s: {shown}"
+        self._report(f"timeline at {at:g} s")
 
     async def _prepare_tables(self) -> None:
         """The tables of every arm: one set per table shape and instance count (an arm

@@ -72,7 +72,7 @@ class RecipePanel(RichLog):
         bar_width = 24
         filled = round(bar_width * p.done / p.total) if p.total else bar_width
         text.append("█" * filled + "░" * (bar_width - filled), style="bold")
-        text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left\n")
+        text.append(f" {p.done}/{p.total} {p.unit} · ~{short_duration(p.seconds_left)} left\n")
         text.append(p.label, style="bold")
         if p.waiting_for:
             text.append(f"\n{p.waiting_for}", style="italic")
@@ -81,8 +81,12 @@ class RecipePanel(RichLog):
 
     def show_results(self, results: Results) -> None:
         from knobtop.analysis.results import results_table
+        from knobtop.analysis.seedtables import timeline
 
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
-        self._show(Group(results_table(results)))
+        if results.kind == "timeline" and results.checkpoints:
+            self._show(Group(timeline(results).rich()))
+        else:
+            self._show(Group(results_table(results)))
         self.screen.add_class("-recipe-results")  # a narrow screen gives them the graphs' room
