@@ -731,6 +731,9 @@ def test_arms_may_run_other_tables_and_load_and_get_databases_of_their_own(
     specs = {arm.name: spec for arm, spec in recipe.arm_specs()}
     assert (specs["A"].engine, specs["A"].shape, specs["A"].instances) == ("", "", 1)
     assert (specs["B"].shape, specs["B"].instances, specs["B"].threads) == ("rocksdb", 2, 2)
+    # arms whose tables differ from [load]'s get a database of their own; [load]'s keep theirs
+    assert (specs["A"].schema, specs["B"].schema, specs["C"].schema) == ("", "rocksdb",
+                                                                         "innodb_kbs8")
     assert specs["C"].shape == "innodb_kbs8" and specs["C"].workload == "oltp_point_select"
     assert specs["C"].table_options_sql() == "KEY_BLOCK_SIZE=8"
     assert recipe.load_spec(4, 10, b).threads == 4  # the step's threads, the arm's engine
@@ -1209,3 +1212,12 @@ def test_timeline_refusals_name_the_key(tmp_path: Path, old: str, new: str, key:
     assert old in TIMELINE
     err = refused(write(tmp_path, TIMELINE.replace(old, new, 1)), key)
     assert expected in str(err)
+
+
+def test_timed_steps_are_a_run_option_and_not_for_timelines(tmp_path: Path) -> None:
+    recipe = load_recipe(write(tmp_path, edited("replicates = 2", "replicates = 2\ntimed = true")))
+    assert recipe.timed and not load_recipe(write(tmp_path, BASE, "plain")).timed
+    err = refused(write(tmp_path, TIMELINE.replace('kind = "timeline"',
+                                                   'kind = "timeline"\ntimed = true'), "tl"),
+                  "run.timed")
+    assert "runs once" in str(err)

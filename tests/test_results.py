@@ -254,3 +254,19 @@ def test_ndb_steps_report_each_data_nodes_disk_page_buffer_ratio() -> None:
     md = results_markdown(table)
     assert "NDB disk page buffer hit ratio per data node" in md
     assert "| 512M | node 2 99.70, node 3 98.50 |" in md
+
+
+def test_a_timed_windows_summary_is_combined_over_instances() -> None:
+    """[run] timed: the window's own run summaries, one per instance, make one figure:
+    transactions summed, the worst percentile and maximum, the mean over all."""
+    from knobtop.recipes.runner import window_summary
+
+    one = {"transactions": 1000, "latency_pct_ms": 2.0, "latency_max_ms": 9.0,
+           "latency_sum_ms": 1500.0}
+    two = {"transactions": 3000, "latency_pct_ms": 3.5, "latency_max_ms": 7.0,
+           "latency_sum_ms": 2500.0}
+    got = window_summary({"sysbench_per_host": {"local#1": one, "local#2": two}})
+    assert got == {"window_txn": 4000, "window_pct_ms": 3.5, "window_avg_ms": 1.0,
+                   "window_max_ms": 9.0}
+    assert window_summary({"sysbench": one})["window_avg_ms"] == 1.5
+    assert window_summary(None) == {} and window_summary({"intervals": 3}) == {}

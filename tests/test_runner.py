@@ -260,6 +260,7 @@ options = { point_selects = 1, simple_ranges = 0, sum_ranges = 0, order_ranges =
 distinct_ranges = 0, skip_trx = true }
 [run]
 replicates = 1
+timed = true
 [[arm]]
 name = "A"
 knobs = { sort_buffer_size = "256K" }
@@ -268,6 +269,7 @@ name = "B"
 knobs = { sort_buffer_size = "2M" }
 """)
     recipe = quick(load_recipe(path), duration=3, replicates=1, arms=load_recipe(path).arms[:2])
+    assert recipe.timed
     assert recipe.options == (("point_selects", "1"), ("simple_ranges", "0"),
                               ("sum_ranges", "0"), ("order_ranges", "0"),
                               ("distinct_ranges", "0"), ("skip_trx", "on"))
@@ -304,6 +306,11 @@ knobs = { sort_buffer_size = "2M" }
                    if step.start < t <= step.end)
         one_second = max(tps for src in (first, second) for _, tps in src)
         assert step.avg_tps * seconds == pytest.approx(done, abs=one_second)
+        # [run] timed: the window was its own 3 s run of both instances, whose summaries
+        # count what the per-second reports add up to (sysbench counts a last part-second)
+        assert step.window_txn is not None and step.window_pct_ms and step.window_max_ms
+        assert step.window_txn == pytest.approx(done, abs=one_second)
+        assert step.window_max_ms >= step.window_pct_ms
         # The server's own footprint: mysqld's CPU, the datadir's device, the sizes.
         assert step.disk == device_of(lab[0].datadir) != ""
         assert step.mysqld_us_txn is not None and step.mysqld_us_txn > 0

@@ -121,3 +121,12 @@ def test_report_imports_no_server_or_screen_library(tmp_path: Path) -> None:
                          timeout=60, check=True)
     loaded = {m.split(".")[0] for m in run.stderr.split()}
     assert not loaded & {"asyncssh", "aiomysql", "pymysql", "textual"}
+
+
+def test_run_takes_the_client_tables_choice_connect_has() -> None:
+    """Issue 18: run no longer forces shared tables on a profile's several clients."""
+    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    own = run_options(["--profile", "p", "--client-tables", "own"], recipe).where
+    shared = run_options(["--profile", "p"], recipe).where
+    assert not isinstance(own, LabPlace) and not isinstance(shared, LabPlace)
+    assert own.own_tables and not shared.own_tables

@@ -70,6 +70,7 @@ class Cell:
     history_end: float | None = None  # median over replicates: the purge backlog at the end
     cost: dict[str, float] = field(default_factory=dict)  # medians of EFFICIENCY per run
     ndb_hit: dict[str, float] = field(default_factory=dict)  # per NDB data node, median
+    window_pct: float | None = None  # [run] timed: the percentile over each whole window
 
 
 
@@ -164,6 +165,7 @@ def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResu
                       if (v := _med(getattr(s, k) for s in mine)) is not None},
                 ndb_hit={n: v for n in sorted({n for s in mine for n in s.ndb_hit})
                          if (v := _med(s.ndb_hit.get(n) for s in mine)) is not None},
+                window_pct=_med(s.window_pct_ms for s in mine),
             )
     _holm(out, "verdict")
     _holm(out, "lat_verdict")
@@ -577,6 +579,10 @@ def results_markdown(results: Results) -> str:
     table(f"p{pct} latency, ms (each run's median of its per-second p{pct}; median over "
           "replicates)",
           lambda c: NONE if c.p95 is None else fmt_ms(c.p95))
+    if any(c.window_pct is not None for c in cells):
+        table(f"p{pct} latency over each whole measured window (the driver's own summary of "
+              "the timed run), ms (median over replicates)",
+              lambda c: NONE if c.window_pct is None else fmt_ms(c.window_pct))
     if any(c.hit_ratio is not None for c in cells):
         table("Buffer pool hit ratio, %",
               lambda c: NONE if c.hit_ratio is None else f"{c.hit_ratio:.2f}")

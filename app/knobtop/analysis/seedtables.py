@@ -139,11 +139,12 @@ def efficiency(results: Results) -> SeedTable:
                 continue
             lead = [arm, *([str(threads)] if many else [])]
             values = [c.cost.get(key) for _, key, _ in _EFFICIENCY]
+            lat = c.window_pct if c.window_pct is not None else c.p95
             rows.append([*lead, fmt_tps(c.median),
-                         NONE if c.p95 is None else fmt_ms(c.p95),
+                         NONE if lat is None else fmt_ms(lat),
                          *(NONE if v is None else f"{v:,.{d}f}"
                            for v, (_, _, d) in zip(values, _EFFICIENCY, strict=True))])
-            csv_rows.append([arm, str(threads), _num(c.median, 2), _num(c.p95, 3),
+            csv_rows.append([arm, str(threads), _num(c.median, 2), _num(lat, 3),
                              *(_num(v, 4) for v in values)])
     return SeedTable(
         title=f"{results.recipe}: efficiency per transaction, one row per configuration",
@@ -153,7 +154,9 @@ def efficiency(results: Results) -> SeedTable:
         csv_header=["arm", "threads", "avg_tps", f"p{pct}_ms",
                     *(key for _, key, _ in _EFFICIENCY)],
         csv_rows=csv_rows,
-        notes=[f"CPU us/t: the server host's busy CPU per transaction; mysqld us/t: the "
+        notes=[f"p{pct}: over each whole window where the steps were timed runs ([run] "
+               f"timed), else the median of per-second p{pct}. "
+               f"CPU us/t: the server host's busy CPU per transaction; mysqld us/t: the "
                f"mysqld process alone. Disk columns from {disk_words(results)}. Sizes at "
                "the end of each step (database: InnoDB's tablespace files and other "
                "engines' data + index length). Medians over replicates."])

@@ -184,7 +184,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
     else:
         where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
                             mysql_port=3306, mysql_socket=None, password_env=None,
-                            ssh=ssh_options(args), own_tables=False)
+                            ssh=ssh_options(args), own_tables=args.client_tables == "own")
     load = recipe.load_spec(recipe.threads[0], 0)  # as the recipe says (issue 18: prepared
     load.check()                                   # statements were forced on)
     return SessionOptions(

@@ -250,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
                      help="SSH private key (repeatable)")
     run.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
+    run.add_argument("--client-tables", choices=("shared", "own"), default="shared",
+                     help="a profile with several clients: all on the sbtest tables (shared) "
+                     "or each on its own database sbtest_NAME (own)")
     run.add_argument("--replicates", type=int, metavar="N", help="override [run] replicates")
     run.add_argument("--duration", dest="step_duration", type=int, metavar="S",
                      help="override [load] duration (measured seconds per step)")

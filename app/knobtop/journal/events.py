@@ -230,6 +230,12 @@ class StepResult(Event):
     db_mb: float | None = None
     datadir_mb: float | None = None
     disk: str = ""
+    # [run] timed: the window's own run summary (several instances: transactions summed,
+    # the worst instance's percentile and maximum, the mean latency over all)
+    window_txn: int | None = None
+    window_pct_ms: float | None = None
+    window_avg_ms: float | None = None
+    window_max_ms: float | None = None
     # NDB: each data node's disk page buffer hit ratio over the window (%, the median of
     # its per-sample ratios); the InnoDB hit_ratio above is the SQL node's own
     ndb_hit: dict[str, float] = field(default_factory=dict)

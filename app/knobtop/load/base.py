@@ -63,6 +63,10 @@ class LoadSpec:
     # CREATE TABLE options the tables get when prepared (KEY_BLOCK_SIZE=8,
     # PAGE_COMPRESSED=1 ...): knobtop applies them, sysbench 1.0 cannot.
     table_options: tuple[tuple[str, str], ...] = ()
+    # The suffix of the database(s) these tables live in ("" = the driver's own): a recipe
+    # arm whose tables differ from [load]'s gets its own (its ``shape``), so arms never
+    # rebuild each other's tables
+    schema: str = ""
 
     @property
     def custom(self) -> bool:
@@ -140,8 +144,8 @@ class LoadSpec:
     def shape(self) -> str:
         """What sets these tables apart from the default ones, as a database-name suffix:
         "" for the server's default engine without options, else the engine and the
-        options (``rocksdb``, ``innodb_kbs8_rfcompressed``): arms with other tables get a
-        database of their own instead of rebuilding one between steps."""
+        options (``rocksdb``, ``innodb_kbs8_rfcompressed``): the ``schema`` a recipe arm
+        with tables of their own gets."""
         if not self.engine and not self.table_options:
             return ""
         words = [self.engine.lower() or "default"]

@@ -204,11 +204,11 @@ def _sysbench_clients(driver: LoadDriver, instances: int) -> list[Sysbench]:
 
 def shaped(driver: LoadDriver, spec: LoadSpec) -> LoadDriver:
     """The driver that runs ``spec``: ``driver`` itself for the default tables and one
-    instance; else clones of its clients on the spec's own database(s) (LoadSpec.shape)
+    instance; else clones of its clients on the spec's own database(s) (LoadSpec.schema)
     and, with instances, N of each."""
     if spec.instances > 1:
-        return Instances(driver, spec.instances, spec.shape)
-    if not spec.shape:
+        return Instances(driver, spec.instances, spec.schema)
+    if not spec.schema:
         return driver
-    clones = [c.clone(spec.shape) for c in _sysbench_clients(driver, 1)]
+    clones = [c.clone(spec.schema) for c in _sysbench_clients(driver, 1)]
     return clones[0] if len(clones) == 1 else MultiLoad(clones)

@@ -467,6 +467,9 @@ class Recipe:
     table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
     timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
+    # Each measured window is a timed run of its own (after the warmup run): the driver's
+    # summary gives the window's transactions and latency percentile, as the seeds read them
+    timed: bool = False
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
 
@@ -502,7 +505,12 @@ class Recipe:
             instances=self.instances,
             table_options=self.table_options,
         )
-        return replace(spec, **arm.load) if arm is not None and arm.load else spec
+        if arm is None or not arm.load:
+            return spec
+        own = replace(spec, **arm.load)
+        if (own.engine, own.table_options) != (spec.engine, spec.table_options):
+            own = replace(own, schema=own.shape)  # tables of its own: a database of its own
+        return own
 
     def arm_specs(self) -> list[tuple[Arm, LoadSpec]]:
         """Each arm with its load at the first thread count (for preparing tables)."""
@@ -589,7 +597,7 @@ _WAIT_KEYS = (
 _STEADY_KEYS = ("window", "cv_max", "slope_max", "judge")
 JUDGES = ("noise", "cv")
 _RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause", "calibrate", "until_ci",
-             "max_replicates", "kind")
+             "max_replicates", "kind", "timed")
 _ARM_KEYS = ("name", "knobs", "load")
 
 
@@ -749,6 +757,10 @@ class _Reader(Reader):
         max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
         kind = self.choice(run, "kind", KINDS, "arms compared step by step, or one load "
                            "with actions at given times")
+        timed = bool(self.boolean(run, "timed", "run"))
+        if timed and kind == "timeline":
+            raise self.error("run.timed", "a timeline's load runs once, from start to end",
+                             "remove timed (it times each step of a recipe of arms)")
         timeline = None
         if kind == "timeline":
             timeline = self.timeline(doc, spec)
@@ -787,6 +799,7 @@ class _Reader(Reader):
             pause=0.0 if pause is None else pause,
             arms=arms,
             timeline=timeline,
+            timed=timed,
             calibrate=calibrate or 0,
             until_ci=until_ci,
             max_replicates=max_replicates,

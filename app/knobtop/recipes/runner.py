@@ -68,6 +68,28 @@ from knobtop.session.port import SessionPort
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between checks of a gate or the abort flag
+TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration (start-up)
+
+
+def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """StepResult's window_* fields from a timed run's phase summary: the driver's own
+    summary, or with several clients or instances each one's, combined (transactions
+    summed; the worst percentile and maximum, which bound the union's; the mean latency
+    over all transactions)."""
+    if not summary:
+        return {}
+    parts = list(summary.get("sysbench_per_host", {}).values()) or (
+        [summary["sysbench"]] if "sysbench" in summary else [])
+    if not parts:
+        return {}
+    txn = sum(int(p.get("transactions", 0)) for p in parts)
+    lat_sum = sum(float(p.get("latency_sum_ms", 0.0)) for p in parts)
+    return {
+        "window_txn": txn,
+        "window_pct_ms": max(float(p.get("latency_pct_ms", 0.0)) for p in parts),
+        "window_avg_ms": round(lat_sum / txn, 3) if txn else None,
+        "window_max_ms": max(float(p.get("latency_max_ms", 0.0)) for p in parts),
+    }
 
 
 class RunAborted(KnobtopError):
@@ -172,6 +194,9 @@ class RecipeRunner:
         self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
         self._timeline_end: float | None = None  # monotonic time a timeline's load ends
         self._last_checkpoint = ""
+        # [run] timed: the phase number of the window's run (0: about to start), its summary
+        self._timed_phase: int | None = None
+        self._timed_summary: dict[str, Any] | None = None
         if recipe.timeline is not None:
             self.progress.total, self.progress.unit = len(recipe.timeline.checkpoints), \
                 "checkpoints"
@@ -257,6 +282,11 @@ class RecipeRunner:
         elif isinstance(event, Phase) and event.action == "start":
             # Several clients or instances: their per-second sum ("all") is the step's TPS.
             self._multi = len(event.host.split(",")) > 1
+            if self._timed_phase == 0:
+                self._timed_phase = event.phase  # the timed window's own phase
+        elif isinstance(event, Phase) and event.action == "stop" and self._timed_phase \
+                and event.phase == self._timed_phase:
+            self._timed_summary = dict(event.summary)
         elif isinstance(event, Phase) and event.action == "failed":
             self._load_failed = event.message or "sysbench exited"
             if self._abort_event is not None:
@@ -491,16 +521,20 @@ class RecipeRunner:
             steady = await self._until(lambda: self._steady is not None and self._steady.steady,
                                        "a TPS plateau", self._plateau_text)
             waits["plateau"] = round(time.monotonic() - began, 2)
-        start = session.now()
-        first = await self._footprint(False)
-        await self._countdown(recipe.duration, "measuring")
-        end = session.now()
+        summary: dict[str, Any] | None = None
+        if recipe.timed:
+            start, end, first, summary = await self._timed_window(step)
+        else:
+            start = session.now()
+            first = await self._footprint(False)
+            await self._countdown(recipe.duration, "measuring")
+            end = session.now()
         last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
         self._check()
         self.results.append(self._result(step, start, end, waits, steady,
-                                         (first, last)))  # journaled
+                                         (first, last), summary))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
@@ -579,16 +613,16 @@ class RecipeRunner:
         own, said in the journal)."""
         done: set[tuple[str, int, str]] = set()
         for arm, spec in self.recipe.arm_specs():
-            key = (spec.shape, spec.instances, spec.workload)
+            key = (spec.schema, spec.instances, spec.workload)
             if key in done:
                 continue
             done.add(key)
             self._check()
             own = []
-            if spec.shape:
+            if spec.schema:
                 own.append(f"tables of their own ({spec.engine or 'default engine'}"
                            + (f", {spec.table_options_sql()}" if spec.table_options else "")
-                           + f"; databases ending _{spec.shape})")
+                           + f"; databases ending _{spec.schema})")
             if spec.instances > 1:
                 own.append(f"{spec.instances} instances, each on its own database")
             if own and len(self.recipe.arms) > 1:
@@ -596,6 +630,31 @@ class RecipeRunner:
             self._report(f"preparing tables for arm {arm.name}")
             self.session.use_load(spec)
             await self._abortable(self.session.prepare_load())
+
+    async def _timed_window(self, step: Step
+                            ) -> tuple[float, float, Footprint, dict[str, Any] | None]:
+        """``[run] timed``: the warmup run stops and the measured window runs as a load of
+        its own for ``duration`` seconds, ending by itself with the driver's summary
+        (sysbench prints one only then). Returns the window's start and end, the first
+        footprint, and the summary (None when the run did not end in time)."""
+        session, recipe = self.session, self.recipe
+        with contextlib.suppress(LoadError):
+            await session.stop_load()
+        session.use_load(recipe.load_spec(step.threads, recipe.duration, step.arm))
+        first = await self._footprint(False)
+        self._timed_phase, self._timed_summary = 0, None  # 0: the next phase to start
+        start = session.now()
+        await session.start_load()
+        deadline = time.monotonic() + recipe.duration + TIMED_GRACE
+        while self._timed_summary is None and time.monotonic() < deadline:
+            self._report("measuring (a timed run)",
+                         f"{max(0.0, start + recipe.duration - session.now()):.0f} s left")
+            await self._sleep(POLL)
+        summary, self._timed_phase = self._timed_summary, None
+        if summary is None:
+            self._mark(f"the timed window of step {step.index + 1} did not end within "
+                       f"{recipe.duration + TIMED_GRACE:g} s: no summary")
+        return start, session.now(), first, summary
 
     def _detector(self) -> SteadyState | Plateau:
         rule = self.recipe.steady
@@ -640,8 +699,8 @@ class RecipeRunner:
         return reading
 
     def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
-                steady: bool, footprints: tuple[Footprint, Footprint] | None = None
-                ) -> StepResult:
+                steady: bool, footprints: tuple[Footprint, Footprint] | None = None,
+                summary: dict[str, Any] | None = None) -> StepResult:
         def inside(points: list[tuple[float, float]]) -> list[float]:
             return [v for t, v in points if start < t <= end]
 
@@ -676,6 +735,7 @@ class RecipeRunner:
             history_start=history[0] if history else None,
             history_end=history[-1] if history else None,
             ndb_hit=self._ndb_hit(start, end),
+            **window_summary(summary),
             **cost,
         )
 

@@ -114,9 +114,9 @@ class LoadController:
     def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
         """The driver that runs ``spec``: the clients' own, or clones of them on the
         spec's own tables and instances (load.multi.shaped), made once per shape."""
-        if self.driver is None or (spec.instances == 1 and not spec.shape):
+        if self.driver is None or (spec.instances == 1 and not spec.schema):
             return self.driver
-        key = (spec.instances, spec.shape)
+        key = (spec.instances, spec.schema)
         if key not in self._shaped:
             self._shaped[key] = shaped(self.driver, spec)
         return self._shaped[key]
