@@ -63,6 +63,9 @@ async def test_the_footprint_is_the_sandboxes_mysqld_and_datadir_device(
         last = await probe.read(sizes=True)
         after_cpu = sum(mysqld.cpu_times()[:2])
         on_disk = apparent_size(mariadb.datadir)
+        # The load's own databases alone (an arm's tables, not every arm's)
+        own = (await probe.read(sizes=True, schemas=["fp_test"])).db_bytes
+        none = (await probe.read(sizes=True, schemas=["fp_no_such_db"])).db_bytes
     finally:
         await run_sql(mariadb_info, "DROP DATABASE IF EXISTS fp_test")
         await host.close()
@@ -77,4 +80,5 @@ async def test_the_footprint_is_the_sandboxes_mysqld_and_datadir_device(
     assert last.io[3] > first.io[3]  # the redo log reached the datadir's device
     assert last.rss == pytest.approx(mysqld.memory_info().rss, rel=0.1)
     assert last.db_bytes is not None and last.db_bytes >= 20000 * 200  # the table's pages
+    assert own is not None and 20000 * 200 <= own <= last.db_bytes and none == 0
     assert last.datadir_bytes == pytest.approx(on_disk, rel=0.02)

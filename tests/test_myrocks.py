@@ -262,6 +262,9 @@ async def test_arms_on_innodb_compressed_and_rocksdb_tables_each_get_their_own(
     assert "key_block_size=8" in str(options[0][0]).lower()
     assert sorted(s.arm for s in steps) == ["innodb", "kbs8", "rocksdb"]
     assert all(s.avg_tps and s.avg_tps > 0 for s in steps)
+    # Each arm's size is its own database's (not every arm's together).
+    size = {s.arm: s.db_mb for s in steps}
+    assert all(v is not None for v in size.values()) and size["rocksdb"] != size["innodb"]
     # Each step ran on its arm's database: its phase start says the engine.
     starts = [e for e in JournalReader(journal) if isinstance(e, Phase) and e.action == "start"]
     assert [s.summary.get("engine") for s in starts] == [

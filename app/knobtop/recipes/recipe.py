@@ -1478,7 +1478,8 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
             warnings.append(f"{knob}: {fact.note}")
     for i, values in enumerate(resolved):
         for j in range(i):
-            if resolved[j] == values:
+            # the same knob values and the same load (arms may differ in tables instead)
+            if resolved[j] == values and recipe.arms[j].load == recipe.arms[i].load:
                 warnings.append(
                     f"arms {recipe.arms[j].name!r} and {recipe.arms[i].name!r} set the same "
                     "values on this server: an A/A comparison (it measures noise)"

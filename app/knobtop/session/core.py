@@ -411,10 +411,10 @@ class Session:
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         """The server's own footprint now, read on its host (``sizes``: with the datadir's
-        and the databases' size)."""
+        and the size of the databases the load runs on)."""
         if self._footprint is None:
             self._footprint = FootprintProbe(self.host, self.server_link, self.now)
-        return await self._footprint.read(sizes)
+        return await self._footprint.read(sizes, self.loads.databases())
 
 
 def as_port(session: Session) -> SessionPort:

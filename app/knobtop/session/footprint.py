@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from knobtop.hosts.base import Host, HostError
@@ -34,16 +34,20 @@ SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 # the statistics' estimate, minutes behind a load), other engines' DATA_LENGTH +
 # INDEX_LENGTH. The InnoDB view is INNODB_SYS_TABLESPACES on MariaDB and MySQL 5.7,
 # INNODB_TABLESPACES on MySQL 8.0; without either, TABLES alone.
-_NOT_SYSTEM = "NOT IN (%s, %s, %s, %s)"
-_OTHER_ENGINES = ("SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM "
-                  f"information_schema.TABLES WHERE TABLE_SCHEMA {_NOT_SYSTEM}")
-DB_SIZE = (
-    *(f"SELECT (SELECT COALESCE(SUM(FILE_SIZE), 0) FROM information_schema.{view} "
-      f"WHERE NAME LIKE '%%/%%' AND SUBSTRING_INDEX(NAME, '/', 1) {_NOT_SYSTEM}) + "
-      f"({_OTHER_ENGINES} AND ENGINE <> 'InnoDB')"
-      for view in ("INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES")),
-    _OTHER_ENGINES,
-)
+INNODB_VIEWS = ("INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES")
+
+
+def db_size_queries(schemas: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """The statements (most exact first) and their arguments that size ``schemas``, or
+    every schema but the server's own when none are given."""
+    names = tuple(schemas) or SYSTEM_SCHEMAS
+    where = ("IN" if schemas else "NOT IN") + " (" + ", ".join(["%s"] * len(names)) + ")"
+    other = ("SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM "
+             f"information_schema.TABLES WHERE TABLE_SCHEMA {where}")
+    out = [(f"SELECT (SELECT COALESCE(SUM(FILE_SIZE), 0) FROM information_schema.{view} "
+            f"WHERE NAME LIKE '%%/%%' AND SUBSTRING_INDEX(NAME, '/', 1) {where}) + "
+            f"({other} AND ENGINE <> 'InnoDB')", names * 2) for view in INNODB_VIEWS]
+    return [*out, (other, names)]
 MYSQLD_NAMES = ("mysqld", "mariadbd")
 
 
@@ -92,8 +96,9 @@ class FootprintProbe:
         self._where = (datadir, pid_file, major, minor)
         return self._where
 
-    async def read(self, sizes: bool = False) -> Footprint:
-        """A reading now; ``sizes`` also measures the datadir and the databases."""
+    async def read(self, sizes: bool = False, schemas: Sequence[str] = ()) -> Footprint:
+        """A reading now; ``sizes`` also measures the datadir and the databases
+        (``schemas``, the load's; every one but the server's own when empty)."""
         t = self._now()
         try:
             where = await self._locate()
@@ -101,7 +106,7 @@ class FootprintProbe:
             if where is not None:
                 fp = await self._read_host(t, where, sizes)
             if sizes:
-                fp = replace(fp, db_bytes=await self._db_bytes())
+                fp = replace(fp, db_bytes=await self._db_bytes(schemas))
             return fp
         except (HostError, ServerError, TimeoutError, OSError, ProcParseError,
                 ValueError) as exc:
@@ -144,16 +149,17 @@ class FootprintProbe:
                          io=found[1] if found else None,
                          datadir_bytes=datadir_bytes, problem="; ".join(problems))
 
-    async def _db_bytes(self) -> float | None:
+    async def _db_bytes(self, schemas: Sequence[str]) -> float | None:
         link = self._link()
+        queries = db_size_queries(schemas)
         try:
             async with asyncio.timeout(self.limit):
                 await link.connect()
-                for i, sql in enumerate(DB_SIZE):
+                for i, (sql, args) in enumerate(queries):
                     try:
-                        rows = await link.query(sql, SYSTEM_SCHEMAS * sql.count(_NOT_SYSTEM))
+                        rows = await link.query(sql, args)
                     except ServerError:
-                        if i + 1 == len(DB_SIZE):
+                        if i + 1 == len(queries):
                             raise
                         continue  # no such view on this server: the next form
                     return float(rows[0][0]) if rows and rows[0][0] is not None else None

@@ -111,6 +111,10 @@ class LoadController:
     def sources(self) -> tuple[str, ...]:
         return tuple(d.host_name for d in self.active.parts()) if self.active else ()
 
+    def databases(self) -> list[str]:
+        """The databases the current (or planned) load runs on."""
+        return sorted({t.database for t in table_drivers(self.driver_for(self.current))})
+
     def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
         """The driver that runs ``spec``: the clients' own, or clones of them on the
         spec's own tables and instances (load.multi.shaped), made once per shape."""
