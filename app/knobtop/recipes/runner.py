@@ -194,6 +194,7 @@ class RecipeRunner:
         self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
         self._timeline_end: float | None = None  # monotonic time a timeline's load ends
         self._last_checkpoint = ""
+        self._driver = ""  # the load driver of the last phase ("sysbench", "builtin")
         # [run] timed: the phase number of the window's run (0: about to start), its summary
         self._timed_phase: int | None = None
         self._timed_summary: dict[str, Any] | None = None
@@ -282,6 +283,7 @@ class RecipeRunner:
         elif isinstance(event, Phase) and event.action == "start":
             # Several clients or instances: their per-second sum ("all") is the step's TPS.
             self._multi = len(event.host.split(",")) > 1
+            self._driver = event.driver
             if self._timed_phase == 0:
                 self._timed_phase = event.phase  # the timed window's own phase
         elif isinstance(event, Phase) and event.action == "stop" and self._timed_phase \
@@ -582,6 +584,11 @@ class RecipeRunner:
     async def _act(self, action: Action) -> None:
         self._mark(f"timeline action at {action.at:g} s: "
                    + ", ".join(f"{k}={v}" for k, v in action.knobs.items()))
+        if action.keep_load and self._driver == "sysbench":
+            self._note(f"timeline action at {action.at:g} s keeps a sysbench load running: "
+                       "if it restarts the server the load runs on, sysbench 1.0 will crash "
+                       "reconnecting (use --driver builtin); an NDB data node restart is "
+                       "fine")
         await self._set(action.knobs, f"action at {action.at:g} s", action.keep_load)
 
     async def _set(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
