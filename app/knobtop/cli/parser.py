@@ -220,9 +220,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("a", type=Path, help="journal A")
     compare.add_argument("b", type=Path, nargs="?", help="journal B (default: A again)")
+    compare.add_argument("more", type=Path, nargs="*", help="more journals (with --merge)")
+    compare.add_argument("--merge", action="store_true",
+                         help="recipe journals of one recipe (other servers, other days) as "
+                         "one table: a row per journal (and arm), average TPS by threads, "
+                         "each against the baseline row with its CI and verdict")
+    compare.add_argument("--baseline", type=Path, metavar="JOURNAL",
+                         help="with --merge: the journal the others are relative to "
+                         "(default: the first)")
     compare.add_argument("--range-a", metavar="FROM-TO", help="time range of A")
     compare.add_argument("--range-b", metavar="FROM-TO", help="time range of B")
-    compare.add_argument("--format", choices=("tui", "text", "md"), default=None,
+    compare.add_argument("--format", choices=("tui", "text", "md", "csv"), default=None,
                          help="tui: overlaid graphs and tables on screen (default on a "
                          "terminal); text (default when output is not a terminal) or md")
     run = sub.add_parser(

@@ -247,11 +247,50 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def merge_journals(args: argparse.Namespace) -> int:
+    """`knobtop compare A B C ... --merge`: recipe journals as one verdict table."""
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.merge import label_of, merge_runs
+    from knobtop.analysis.seedtables import sweep
+
+    paths = [p for p in (args.a, args.b, *args.more) if p is not None]
+    if not args.merge:
+        raise BadValue(f"{len(paths)} journals: compare takes two, or recipe journals with "
+                       "--merge (one table, a row per journal)")
+    if args.range_a or args.range_b:
+        raise BadValue("--merge takes whole recipe journals: drop --range-a/--range-b")
+    base = 0
+    if args.baseline is not None:
+        matches = [i for i, p in enumerate(paths)
+                   if p == args.baseline or label_of(p) == str(args.baseline)]
+        if not matches:
+            raise BadValue(f"--baseline {args.baseline} is not one of the journals given")
+        base = matches[0]
+    merged = merge_runs([(label_of(p), load_journal(p).recipe_events) for p in paths], base)
+    table = sweep(merged)
+    table.title = f"{merged.recipe}: average TPS by journal and client threads, relative to " \
+                  f"{merged.baseline}"
+    fmt = args.format or "text"
+    if fmt == "csv":
+        sys.stdout.write(table.csv())
+    elif fmt == "md":
+        sys.stdout.write(table.markdown())
+    else:
+        from rich.console import Console
+
+        Console().print(table.rich())
+    return 0
+
+
 def run_compare(args: argparse.Namespace) -> int:
     from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
     from knobtop.analysis.journaldata import load_journal
     from knobtop.analysis.times import parse_range
 
+    if args.merge or args.more:
+        return merge_journals(args)
+    if args.format == "csv":
+        raise BadValue("--format csv is for --merge (recipe journals as one table)")
     span_a = parse_range(args.range_a) if args.range_a else (None, None)
     span_b = parse_range(args.range_b) if args.range_b else (None, None)
     if args.b is None and not (args.range_a or args.range_b):
