@@ -500,3 +500,10 @@ def test_instances_share_threads_and_rate_and_each_has_its_own_database() -> Non
     with pytest.raises(LoadError, match="needs the sysbench driver"):
         Instances(BuiltinDriver(ConnectionInfo(host="127.0.0.1", port=1, user="u",
                                                password="")), 2)
+
+
+def test_a_phase_says_how_many_instances_it_ran() -> None:
+    start = Phase(t=0.0, wall=0.0, action="start", phase=1, driver="sysbench",
+                  workload="oltp_read_write", threads=64, summary={"instances": 8})
+    assert start.load_text == "oltp_read_write x64 in 8 instances"
+    assert dataclasses.replace(start, summary={}).load_text == "oltp_read_write x64"

@@ -77,7 +77,7 @@ def describe(event: Event) -> str | None:
         text = f"change {event.knob}: {event.old} -> {event.new} [{event.result}]"
         return f"{text} {event.message}".rstrip()
     if isinstance(event, Phase):
-        return f"load {event.action}: {event.workload} x{event.threads} {event.message}".rstrip()
+        return f"load {event.action}: {event.load_text} {event.message}".rstrip()
     if isinstance(event, Error):
         return f"error ({event.source}): {event.message}"
     if isinstance(event, Restart):

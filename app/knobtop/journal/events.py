@@ -127,6 +127,14 @@ class Phase(Event):
     message: str = ""
     summary: JsonDict = field(default_factory=dict)
 
+    @property
+    def load_text(self) -> str:
+        """``oltp_read_write x64``, with ``in 8 instances`` when a start ran several."""
+        instances = self.summary.get("instances")
+        more = f" in {instances} instances" if isinstance(instances, int) and instances > 1 \
+            else ""
+        return f"{self.workload} x{self.threads}{more}"
+
 
 @dataclass(frozen=True, slots=True)
 class Knobs(Event):

@@ -71,6 +71,11 @@ POLL = 0.25  # seconds between checks of a gate or the abort flag
 TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration (start-up)
 
 
+def history_goal(below: int) -> str:
+    """What a history gate waits for, in words: below N, or (0) an empty history."""
+    return f"history length < {below}" if below else "history length 0"
+
+
 def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
     """StepResult's window_* fields from a timed run's phase summary: the driver's own
     summary, or with several clients or instances each one's, combined (transactions
@@ -806,8 +811,7 @@ class RecipeRunner:
                     value = self._fresh("history_len", since)
                     return value is not None and (value < below or value <= 0)
 
-                await self._until(history_ok, f"history length < {below}" if below else
-                                  "history length 0",
+                await self._until(history_ok, history_goal(below),
                                   lambda: f"history length {self._board_value('history_len')}")
             out["history"] = round(time.monotonic() - began, 2)
         dirty_limit = waits.dirty_pct_below
@@ -869,10 +873,10 @@ class RecipeRunner:
             return False
         if waited.outcome in ("timeout", "stopped"):
             self._check()
-            self._mark(f"wait for history length < {below} ({PURGE_WAIT}) timed out after "
+            self._mark(f"wait for {history_goal(below)} ({PURGE_WAIT}) timed out after "
                        f"{waited.seconds:.0f} s; measuring anyway")
         else:
-            self._mark(f"waited {waited.seconds:.1f} s for history length < {below} "
+            self._mark(f"waited {waited.seconds:.1f} s for {history_goal(below)} "
                        f"({PURGE_WAIT})")
         return True
 

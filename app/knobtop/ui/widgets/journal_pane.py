@@ -40,7 +40,7 @@ def describe(event: Event) -> Text | None:
         return line
     if isinstance(event, Phase):
         marker = {"start": "▶", "stop": "■", "failed": "✗"}.get(event.action, "·")
-        line.append(f"{marker} load {event.action} {event.workload} x{event.threads}")
+        line.append(f"{marker} load {event.action} {event.load_text}")
         median = event.summary.get("tps_median")
         if median is not None:
             line.append(f" (median {median:g} tps)")
