@@ -8,6 +8,7 @@ import contextlib
 import getpass
 import hashlib
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -69,6 +70,9 @@ class Sandbox:
     started_here: bool = False
     # Server plugins to load at start, by library name ("ha_rocksdb" for MyRocks).
     plugins: tuple[str, ...] = ()
+    # The sandbox's own base settings (my.cnf [mysqld] lines, e.g. a second sandbox with
+    # innodb_flush_log_at_trx_commit=2): checked for mariadbd's option-file reader.
+    options: tuple[tuple[str, str], ...] = ()
     # Where this start's lines begin in error.log (it is appended to, never deleted).
     log_start: int = 0
 
@@ -77,11 +81,14 @@ class Sandbox:
         for name in self.plugins:
             if not name.replace("_", "").isalnum():
                 raise LabError(f"not a plugin library name: {name!r} (e.g. ha_rocksdb)")
+        for key, value in self.options:
+            check_option(key, value)
 
     @classmethod
     def existing(cls, root: Path) -> Sandbox:
         """The sandbox in ``root`` with the plugins its my.cnf loads (for restarts)."""
-        return cls(root, plugins=configured_plugins(root / "my.cnf"))
+        return cls(root, plugins=configured_plugins(root / "my.cnf"),
+                   options=configured_options(root / "my.cnf"))
 
     @property
     def datadir(self) -> Path:
@@ -148,6 +155,7 @@ class Sandbox:
     def _write_config(self) -> None:
         self.dropin_dir.mkdir(parents=True, exist_ok=True)
         user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
+        mine = {key for key, _ in self.options}
         self.config.write_text(
             "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
             "[mysqld]\n"
@@ -157,11 +165,11 @@ class Sandbox:
             f"log-error={self.error_log}\n"
             "bind-address=127.0.0.1\n"
             f"{user}"
-            "innodb_buffer_pool_size=128M\n"
-            "innodb_log_file_size=96M\n"
-            "max_connections=300\n"
-            "skip-name-resolve\n"
+            + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
+            + "skip-name-resolve\n"
             + "".join(f"plugin-load-add={name}.so\n" for name in self.plugins)
+            + (f"{OPTIONS_LINE}\n" if self.options else "")
+            + "".join(f"{key}={value}\n" for key, value in self.options)
             + f"!includedir {self.dropin_dir}\n"
         )
 
@@ -218,6 +226,12 @@ class Sandbox:
         os.chmod(self.root, 0o700)
         pid = self.running_pid()
         if pid is not None:
+            running = configured_options(self.config)
+            if self.options and running != self.options:
+                raise LabError(
+                    f"the sandbox in {self.root} runs with other base options "
+                    f"({_options_text(running) or 'none'}, not {_options_text(self.options)}):"
+                    f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
             self._check_plugins_active()
@@ -496,6 +510,80 @@ def missing_plugin(name: str, plugin_dir: Path) -> str:
         else "install the package that ships it for this server version"
     )
     return f"the server plugin {name}.so is not in {plugin_dir}; {fix}, then start again"
+
+
+# my.cnf: the sandbox's own base options follow this comment line, up to the drop-in dir.
+OPTIONS_LINE = "# base options (knobtop lab --option):"
+OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+OPTION_VALUE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,256}")
+# What the lab writes itself: a base option may not move it.
+LAB_KEYS = frozenset({"datadir", "socket", "pid-file", "pid_file", "log-error", "log_error",
+                      "bind-address", "bind_address", "user", "port", "plugin-load-add",
+                      "plugin_load_add", "skip-name-resolve", "skip_name_resolve"})
+# The lab's defaults a base option may replace.
+LAB_DEFAULTS = (("innodb_buffer_pool_size", "128M"), ("innodb_log_file_size", "96M"),
+                ("max_connections", "300"))
+
+
+def check_option(key: str, value: str) -> None:
+    """A base option as mariadbd's option-file reader takes it: a plain name and a plain
+    value on one line (no spaces, quotes, '#' or line breaks), not one the lab sets."""
+    if not OPTION_NAME.fullmatch(key):
+        raise LabError(f"--option {key}={value}: {key!r} is not a server option name "
+                       "(lower case letters, digits, _ and -), e.g. "
+                       "innodb_flush_log_at_trx_commit")
+    if key in LAB_KEYS:
+        raise LabError(f"--option {key}: the lab sets {key} itself; change it with a knob in "
+                       "the session, or use a profile for a server of your own")
+    if not OPTION_VALUE.fullmatch(value):
+        raise LabError(f"--option {key}={value}: give a plain value (letters, digits and "
+                       "_ . , : / + -), e.g. 2 or O_DIRECT")
+
+
+def parse_option(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` from the command line, checked."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise LabError(f"--option {text}: write KEY=VALUE, e.g. "
+                       "innodb_flush_log_at_trx_commit=2")
+    key, value = key.strip(), value.strip()
+    check_option(key, value)
+    return key, value
+
+
+def _options_text(options: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in options)
+
+
+def configured_options(config: Path) -> tuple[tuple[str, str], ...]:
+    """The base options a sandbox my.cnf sets (the lines after OPTIONS_LINE)."""
+    try:
+        lines = config.read_text().splitlines()
+    except FileNotFoundError:
+        return ()
+    if OPTIONS_LINE not in lines:
+        return ()
+    out = []
+    for line in lines[lines.index(OPTIONS_LINE) + 1:]:
+        key, sep, value = line.partition("=")
+        if not sep or not OPTION_NAME.fullmatch(key):
+            break
+        out.append((key, value))
+    return tuple(out)
+
+
+def lab_dir_for(name: str | None, where: Path | None) -> Path:
+    """A sandbox's directory: ``--dir``, or ``--name NAME`` (side by side with the
+    default one, under ``labs/``), or the default."""
+    if where is not None and name is not None:
+        raise LabError("give --dir or --name, not both")
+    if where is not None:
+        return where
+    if name is None:
+        return default_lab_dir()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}", name):
+        raise LabError(f"--name {name!r}: up to 32 letters, digits, _ and -")
+    return default_lab_dir().parent / "labs" / name
 
 
 def configured_plugins(config: Path) -> tuple[str, ...]:

@@ -103,10 +103,10 @@ def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
 def run_lab(args: argparse.Namespace) -> int:
     console = stderr_console()
     if args.stop:
-        from knobtop.lab import default_lab_dir, stop_lab
+        from knobtop.lab import lab_dir_for, stop_lab
 
         with console.status("Stopping the sandbox server ..."):
-            said = stop_lab(args.dir or default_lab_dir())
+            said = stop_lab(lab_dir_for(args.name, args.dir))
         console.print(said, markup=False, highlight=False)
         return 0
     return run_session(session_options(args, lambda: lab_place(args)), console)
@@ -114,10 +114,12 @@ def run_lab(args: argparse.Namespace) -> int:
 
 def lab_place(args: argparse.Namespace) -> LabPlace:
     """Where `knobtop lab` goes: the sandbox in --dir, maybe --fresh, with --driver."""
+    from knobtop.lab import lab_dir_for
     from knobtop.session.options import LabPlace
 
-    return LabPlace(dir=args.dir, fresh=args.fresh, keep_running=args.keep_running,
-                    driver=args.driver)
+    return LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=args.fresh,
+                    keep_running=args.keep_running, driver=args.driver,
+                    options=tuple(args.options))
 
 
 def run_connect(args: argparse.Namespace) -> int:
@@ -179,8 +181,11 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
     where: LabPlace | ServerPlace
     if args.lab:
-        where = LabPlace(dir=args.dir, fresh=False, keep_running=False, driver=args.driver,
-                         plugins=recipe_plugins(recipe))
+        from knobtop.lab import lab_dir_for
+
+        where = LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=False,
+                         keep_running=False, driver=args.driver,
+                         plugins=recipe_plugins(recipe), options=tuple(args.options))
     else:
         where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
                             mysql_port=3306, mysql_socket=None, password_env=None,

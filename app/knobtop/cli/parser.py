@@ -251,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--journal", type=Path, default=None, help="journal file to write")
     run.add_argument("--interval", type=float, default=1.0, help="sampling interval (s)")
     run.add_argument("--dir", type=Path, default=None, help="lab: sandbox directory")
+    add_lab_identity(run)
     run.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
                      help="lab: load generator")
     run.add_argument("--accept-new", action="store_true", help="trust unknown SSH host keys")
@@ -295,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_dir = lab.add_argument("--dir", type=Path, default=None,
                                    help="sandbox directory (default %(lab_dir)s)")
     vars(sandbox_dir)["lab_dir"] = Later(lab_dir)
+    add_lab_identity(lab)
     lab.add_argument("--fresh", action="store_true", help="wipe the sandbox and start anew")
     lab.add_argument("--keep-running", action="store_true",
                      help="leave the sandbox server running on exit")
@@ -314,6 +316,27 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         command.set_defaults(func=handler(module, func))
     return parser
+
+
+def add_lab_identity(p: argparse.ArgumentParser) -> None:
+    """--name and --option: sandboxes side by side, each with its own base config."""
+
+    def option(text: str) -> tuple[str, str]:
+        from knobtop.lab import LabError, parse_option  # only when given: start-up time
+
+        try:
+            return parse_option(text)
+        except LabError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    p.add_argument("--name", metavar="NAME",
+                   help="a named sandbox beside the default one (its own datadir, port and "
+                   "base config), e.g. --name trx2")
+    p.add_argument("--option", dest="options", action="append", default=[], type=option,
+                   metavar="KEY=VALUE",
+                   help="a base my.cnf option of the sandbox (repeatable), e.g. "
+                   "innodb_flush_log_at_trx_commit=2; a running sandbox with other options "
+                   "is refused")
 
 
 def add_session_options(

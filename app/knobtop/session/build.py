@@ -180,7 +180,8 @@ def _lab_session(options: SessionOptions, place: LabPlace,
                  feedback: Feedback) -> Iterator[LiveSession]:
     spec = options.load
     builtin = _lab_driver(place, spec, feedback)
-    sandbox = Sandbox(place.dir or default_lab_dir(), plugins=place.plugins)
+    sandbox = Sandbox(place.dir or default_lab_dir(), plugins=place.plugins,
+                      options=place.options)
     if options.journal:
         journal_must_work(options.journal)
     if place.fresh:

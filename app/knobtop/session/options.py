@@ -36,6 +36,7 @@ class LabPlace:
     keep_running: bool  # leave a sandbox started here running on exit
     driver: str  # "auto", "sysbench" or "builtin"
     plugins: tuple[str, ...] = ()  # server plugins the sandbox loads (ha_rocksdb)
+    options: tuple[tuple[str, str], ...] = ()  # its own base my.cnf options (--option)
 
 
 @dataclass(frozen=True)
