@@ -40,6 +40,13 @@ class ScreenApp(App[int]):
         self.config = config or UiConfig()
         self.screenshot_dir: Path = Path.cwd()
 
+    def _on_mount(self) -> None:
+        # Under textual-serve (knobtop serve) each packet must reach the parent whole; the
+        # driver exists from here (the subclasses' on_mount run too).
+        from knobtop.ui.webwrite import harden
+
+        harden(self._driver)
+
     def apply_config(self) -> None:
         """Themes and keys (call from on_mount); problems become notices."""
         for problem in apply_look(self, self.config):
