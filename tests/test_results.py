@@ -262,11 +262,11 @@ def test_a_timed_windows_summary_is_combined_over_instances() -> None:
     from knobtop.recipes.runner import window_summary
 
     one = {"transactions": 1000, "latency_pct_ms": 2.0, "latency_max_ms": 9.0,
-           "latency_sum_ms": 1500.0}
+           "latency_sum_ms": 1500.0, "total_time_s": 20.01}
     two = {"transactions": 3000, "latency_pct_ms": 3.5, "latency_max_ms": 7.0,
-           "latency_sum_ms": 2500.0}
+           "latency_sum_ms": 2500.0, "total_time_s": 20.03}
     got = window_summary({"sysbench_per_host": {"local#1": one, "local#2": two}})
     assert got == {"window_txn": 4000, "window_pct_ms": 3.5, "window_avg_ms": 1.0,
-                   "window_max_ms": 9.0}
+                   "window_max_ms": 9.0, "window_s": 20.03}
     assert window_summary({"sysbench": one})["window_avg_ms"] == 1.5
     assert window_summary(None) == {} and window_summary({"intervals": 3}) == {}

@@ -301,15 +301,16 @@ knobs = { sort_buffer_size = "2M" }
     steps = [e for e in JournalReader(journal) if e.kind == "step"]
     assert len(steps) == 2
     for step in steps:
-        seconds = max(step.intervals, round(step.end - step.start))
         done = sum(tps for src in (first, second) for t, tps in src
                    if step.start < t <= step.end)
-        one_second = max(tps for src in (first, second) for _, tps in src)
-        assert step.avg_tps * seconds == pytest.approx(done, abs=one_second)
-        # [run] timed: the window was its own 3 s run of both instances, whose summaries
-        # count what the per-second reports add up to (sysbench counts a last part-second)
+        # one second of the whole load: both instances' best second
+        one_second = sum(max(tps for _, tps in src) for src in (first, second))
+        # [run] timed: the window was its own 3 s run of both instances; their summaries
+        # count what the per-second reports add up to, plus the last part-second, which
+        # no report carries; the average TPS is the summaries' count over the run's time.
         assert step.window_txn is not None and step.window_pct_ms and step.window_max_ms
-        assert step.window_txn == pytest.approx(done, abs=one_second)
+        assert done <= step.window_txn <= done + one_second
+        assert step.avg_tps * 3 == pytest.approx(step.window_txn, rel=0.05)
         assert step.window_max_ms >= step.window_pct_ms
         # The server's own footprint: mysqld's CPU, the datadir's device, the sizes.
         assert step.disk == device_of(lab[0].datadir) != ""
