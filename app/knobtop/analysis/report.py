@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Iterator, Mapping
 
 from knobtop.analysis.journaldata import CSV_FIELDS, ROW_FIELDS, JournalData, phase_table
-from knobtop.analysis.results import collect, results_csv, results_markdown
+from knobtop.analysis.results import collect, results_csv
 from knobtop.analysis.times import fmt_rel, fmt_utc
 from knobtop.errors import BadValue
 from knobtop.journal import (
@@ -239,15 +239,10 @@ def markdown_report(data: JournalData) -> str:
     lines.append("")
     runs = collect(data.recipe_events)
     if runs:
-        from knobtop.analysis.seedtables import timeline
+        from knobtop.analysis.seedtables import run_markdown
 
         lines += ["## Recipe results", ""]
-        for results in runs:
-            if results.kind == "timeline":
-                lines.append(timeline(results).markdown() if results.checkpoints else
-                             f"Timeline {results.recipe}: no checkpoint yet.\n")
-            else:
-                lines.append(results_markdown(results))
+        lines += [run_markdown(results) for results in runs]
     return "\n".join(lines)
 
 

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
-from knobtop.analysis.results import NONE, Cell, Results, disk_words, fmt_ms, fmt_tps
+from knobtop.analysis.results import (
+    NONE,
+    Cell,
+    Results,
+    disk_words,
+    fmt_ms,
+    fmt_tps,
+    results_markdown,
+)
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
 
@@ -263,6 +271,15 @@ def timeline(results: Results) -> SeedTable:
 BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
     "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge,
     "timeline": timeline}
+
+
+def run_markdown(results: Results) -> str:
+    """One recipe run as Markdown: a timeline's checkpoints, else its results tables."""
+    if results.kind != "timeline":
+        return results_markdown(results)
+    if not results.checkpoints:
+        return f"Timeline {results.recipe}: no checkpoint yet.\n"
+    return timeline(results).markdown()
 
 
 def seed_table(name: str, results: Results) -> SeedTable:

@@ -312,9 +312,7 @@ def write_markdown(path: Path | None, results: Results | None, console: Console)
     """`knobtop run --markdown FILE`: the results table as Markdown (none: nothing)."""
     if path is None or results is None:
         return
-    from knobtop.analysis.results import results_markdown
-    from knobtop.analysis.seedtables import timeline
+    from knobtop.analysis.seedtables import run_markdown
 
-    path.write_text(timeline(results).markdown() if results.kind == "timeline" and
-                    results.checkpoints else results_markdown(results))
+    path.write_text(run_markdown(results))
     console.print(f"Markdown: {path}", markup=False)
