@@ -52,6 +52,7 @@ BUNDLED = {
     "purge-threads",
     "sort-buffer",
     "thread-concurrency",
+    "trx-commit-servers",  # issue 19: two servers as the arms
 }
 
 BASE = """\
@@ -127,9 +128,10 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
         assert len(recipe.arms) >= 2
     assert all(list(arm.knobs) == recipe.knobs for arm in recipe.arms)
     if recipe.name != "aa-noise":  # issue 17: the A/A recipe's arms are the same on purpose
-        # (issue 18: arms may differ in their tables or load instead of their knobs)
-        assert len({(tuple(arm.knobs.values()), repr(arm.load)) for arm in recipe.arms}) \
-            == len(recipe.arms)
+        # (issue 18: arms may differ in their tables or load instead of their knobs;
+        # issue 19: or in the server they run on)
+        assert len({(tuple(arm.knobs.values()), repr(arm.load), arm.target)
+                    for arm in recipe.arms}) == len(recipe.arms)
     # Sized for a 2-core machine: minutes, not hours (lower bound without waits/restarts).
     assert 60 < recipe.planned_seconds < 30 * 60
     if recipe.applies:
@@ -933,11 +935,13 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "flush-threads-mariadb",
         "purge-threads",
         "sort-buffer",
+        "trx-commit-servers",  # issue 19: no knobs; its servers differ
     }
     assert any("replicates = 1" in w for w in passed["buffer-pool-climb"])
     assert any("an A/A comparison" in w for w in passed["aa-noise"])
     # arms that differ in their tables, not their knobs, are no A/A run (issue 18)
     assert not any("an A/A comparison" in w for w in passed["innodb-vs-myrocks"])
+    assert not any("an A/A comparison" in w for w in passed["trx-commit-servers"])
     statics = {name: static_knobs(load_recipe(name), catalog) for name in passed}
     assert statics == {
         "aa-noise": [],
@@ -952,6 +956,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "flush-threads-mariadb": [],  # dynamic from 10.11
         "purge-threads": [],  # dynamic from 10.7.1
         "sort-buffer": [],
+        "trx-commit-servers": [],
     }
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from knobtop.recipes.recipe import Recipe
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
+    from knobtop.session.targets import Targets
 
 
 def labelled(label: str, message: str) -> Text:
@@ -88,7 +89,9 @@ def describe(event: Event) -> str | None:
 def log_line(console: Console, event: Event) -> None:
     line = describe(event)
     if line:
-        console.print(f"[{event.t:8.2f}s] {line}", highlight=False, markup=False)
+        target = getattr(event, "target", "")  # a recipe's further server (issue 19)
+        where = f"{target}: " if target else ""
+        console.print(f"[{event.t:8.2f}s] {where}{line}", highlight=False, markup=False)
 
 
 @contextlib.contextmanager
@@ -197,7 +200,7 @@ async def run_headless(
 
 
 async def run_recipe_headless(
-    session: SessionPort, recipe: Recipe, console: Console
+    session: SessionPort, recipe: Recipe, console: Console, targets: Targets | None = None
 ) -> tuple[int, Results | None]:
     """Run the recipe with progress bars and print the results table.  Returns the exit
     code (0 when it finished) and the results (None when no step ran).
@@ -229,11 +232,12 @@ async def run_recipe_headless(
             bars.console.print(text, highlight=False, markup=False)
 
         runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
-                              on_note=on_note)
+                              on_note=on_note,
+                              targets=targets.ports if targets is not None else None)
         session.subscribe(lambda event: log_line(bars.console, event))
         with stop_on_signals(runner.abort):
             try:
-                await session.open()
+                await (targets.open() if targets is not None else session.open())
                 bars.console.print(f"Journal: {session.state().journal_path}", markup=False)
                 await runner.run()
             except RecipeError as exc:
@@ -248,7 +252,7 @@ async def run_recipe_headless(
                 bars.console.print(labelled("Recipe failed:", f"{exc} (the baseline knobs "
                                             "were restored)"), highlight=False)
             finally:
-                await session.close(reason)
+                await (targets.close(reason) if targets is not None else session.close(reason))
     for warning in runner.warnings:
         console.print(f"warning: {warning}", highlight=False, markup=False)
     if runner.checkpoints:  # a timeline: its checkpoints are the result

@@ -133,6 +133,8 @@ class JournalData:
     first_t: float | None = None  # first and last event time inside the range
     last_t: float | None = None
     skipped_unknown: int = 0
+    other_targets: int = 0  # events of a recipe's further servers (series not drawn)
+    target_knobs: dict[str, KnobValues] = field(default_factory=dict)  # each one's first
     unknown_types: dict[str, int] = field(default_factory=dict)
     torn_tail: bool = False
     recipe_events: list[Event] = field(default_factory=list)  # recipe runs and their steps
@@ -228,6 +230,15 @@ class _Loader:
 
     def feed(self, event: Event) -> None:
         data = self.data
+        target = getattr(event, "target", "")
+        if target and not isinstance(event, StepResult):
+            # A recipe's further server (issue 19): its steps are the recipe's; its samples,
+            # loads, phases and knobs are not this journal's own server's series (its first
+            # knob snapshot is kept for the report's comparison of the servers).
+            data.other_targets += 1
+            if isinstance(event, Knobs):
+                data.target_knobs.setdefault(target, dict(event.values))
+            return
         self.last_seen = max(self.last_seen, event.t)
         inside = _in_range(event.t, self.t_from, self.t_to)
         if inside:

@@ -47,8 +47,11 @@ def server_label(header: Header) -> str:
 
 
 def _server_setup(header: Header) -> str:
-    text = server_label(header)
-    host, port, socket = (header.server.get(k) for k in ("host", "port", "socket"))
+    return _where(server_label(header), header.server)
+
+
+def _where(text: str, server: Mapping[str, object]) -> str:
+    host, port, socket = (server.get(k) for k in ("host", "port", "socket"))
     if socket:
         text += f" on {socket}"
     elif host:
@@ -129,6 +132,26 @@ def _timeline(data: JournalData) -> Iterator[tuple[float, float, list[str]]]:
         yield e.t, e.wall, ["error", f"{e.source}: {e.message}", "gap" if e.gap else "", ""]
 
 
+def _targets_knobs(data: JournalData) -> list[str]:
+    """The knobs whose starting value differs between the run's own server and a recipe's
+    further targets (issue 19): what else differs besides the arms' own knobs."""
+    if not data.target_knobs:
+        return []
+    names = list(data.target_knobs)
+    knobs = sorted({k for values in (data.knobs_start, *data.target_knobs.values())
+                    for k in values})
+    rows = [[k, fmt_knob(data.knobs_start.get(k)),
+             *(fmt_knob(data.target_knobs[n].get(k)) for n in names)]
+            for k in knobs
+            if len({data.knobs_start.get(k), *(data.target_knobs[n].get(k) for n in names)}) > 1]
+    lines = ["## Servers' baseline knobs that differ", ""]
+    if rows:
+        lines += md_table(["knob", "own server", *(f"target {n}" for n in names)], rows)
+    else:
+        lines.append("Every target started with the same knob values as the run's own server.")
+    return [*lines, ""]
+
+
 def markdown_report(data: JournalData) -> str:
     """A Markdown report of one journal (or one time range of it)."""
     h = data.header
@@ -147,6 +170,13 @@ def markdown_report(data: JournalData) -> str:
         ("profile", h.profile or "—"),
         ("started", fmt_utc(h.started_wall, with_date=True)),
     ]
+    for name, facts in h.targets.items():  # a recipe's further servers (issue 19)
+        server = facts.get("server") if isinstance(facts, dict) else None
+        server = server if isinstance(server, dict) else {}
+        hosts = facts.get("hosts") if isinstance(facts, dict) else None
+        label = f"{server.get('flavor') or 'server'} {server.get('version') or '?'}"
+        setup.append((f"target {name}", _where(label, server)
+                      + (f"; {_hosts_setup(hosts)}" if isinstance(hosts, dict) else "")))
     if data.t_from is not None or data.t_to is not None:
         lo = fmt_rel(data.t_from) if data.t_from is not None else "start"
         hi = fmt_rel(data.t_to) if data.t_to is not None else "end"
@@ -179,6 +209,7 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("The journal has no knob snapshot.")
     lines.append("")
+    lines += _targets_knobs(data)
 
     lines += ["## Timeline", ""]
     events = sorted(_timeline(data), key=lambda item: item[0])

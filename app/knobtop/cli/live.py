@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from knobtop.analysis.results import Results
     from knobtop.connect import SshOptions
-    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.recipe import Recipe, Target
     from knobtop.session.core import Session
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
     from knobtop.session.port import SessionPort
@@ -169,7 +169,7 @@ def session_options(
         where=where(), load=load, start_load=args.load != "none", journal=args.journal,
         interval=args.interval, statements=args.statements, cleanup=args.cleanup,
         headless=args.headless, duration=args.duration, changes=tuple(args.changes),
-        recipe=None, markdown=None,
+        recipe=None, markdown=None, targets=(),
     )
 
 
@@ -192,11 +192,47 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
                             ssh=ssh_options(args), own_tables=args.client_tables == "own")
     load = recipe.load_spec(recipe.threads[0], 0)  # as the recipe says (issue 18: prepared
     load.check()                                   # statements were forced on)
-    return SessionOptions(
+    options = SessionOptions(
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
+        targets=(),
     )
+    if not recipe.targets:
+        return options
+    import dataclasses
+
+    # Each further target's session: built like the run's own, its events go to the run's
+    # journal (so it has no journal path of its own to check).
+    targets = tuple(
+        (t.name, dataclasses.replace(options, where=target_place(args, recipe, t, where),
+                                     journal=None, recipe=None, markdown=None))
+        for t in recipe.targets)
+    return dataclasses.replace(options, targets=targets)
+
+
+def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
+                 main: LabPlace | ServerPlace) -> LabPlace | ServerPlace:
+    """Where a recipe's further target is (issue 19): a profile's server, or with --lab a
+    sandbox of the target's name beside the run's own, with the target's base options."""
+    from knobtop.lab import lab_dir_for
+    from knobtop.session.options import LabPlace, ServerPlace
+
+    if target.profile:
+        return ServerPlace(profile=target.profile, target=None, clients=(), mysql_user="root",
+                           mysql_port=3306, mysql_socket=None, password_env=None,
+                           ssh=ssh_options(args), own_tables=args.client_tables == "own")
+    if not isinstance(main, LabPlace):
+        raise BadValue(f"target {target.name} of recipe {recipe.name} is a lab sandbox (it "
+                       "has options, no profile): run it with --lab, or give "
+                       f"[targets.{target.name}] profile = \"PROFILE\"")
+    place = (lab_dir_for(target.name, None) if args.dir is None
+             else args.dir.parent / "labs" / target.name)
+    if main.dir is not None and place.resolve() == main.dir.resolve():
+        raise BadValue(f"target {target.name} would be the run's own sandbox ({place}): give "
+                       "the run another --name, or rename the target")
+    return LabPlace(dir=place, fresh=False, keep_running=False, driver=args.driver,
+                    plugins=main.plugins, options=target.options)
 
 
 # Engines a recipe may ask for that the lab's mariadbd loads as a plugin.
@@ -248,12 +284,21 @@ def run_session(options: SessionOptions, console: Console) -> int:
     from knobtop.headless import ConsoleFeedback
 
     if options.headless:
+        import contextlib
+
         from knobtop.session.build import build_session
 
-        with build_session(options, ConsoleFeedback(console)) as live:
-            code = headless(options, live.session, console)
+        with contextlib.ExitStack() as stack:
+            others = {name: stack.enter_context(build_session(o, ConsoleFeedback(console)))
+                      for name, o in options.targets}
+            live = stack.enter_context(build_session(options, ConsoleFeedback(console)))
+            code = headless(options, live.session, console,
+                            {n: t.session for n, t in others.items()})
             console.print(f"Journal: {live.journal_path}", markup=False)
         return code
+    if options.targets:
+        raise BadValue("a recipe whose arms run on other servers ([targets]) runs headless "
+                       "for now: leave out --tui (its journal replays on the live screen)")
     from knobtop.session.process import session_process
 
     def screen_imports() -> None:
@@ -265,15 +310,19 @@ def run_session(options: SessionOptions, console: Console) -> int:
     return code
 
 
-def headless(options: SessionOptions, session: Session, console: Console) -> int:
-    """Headless recording, with or without a recipe; the exit code."""
+def headless(options: SessionOptions, session: Session, console: Console,
+             others: dict[str, Session] | None = None) -> int:
+    """Headless recording, with or without a recipe (and its further targets' sessions);
+    the exit code."""
     import asyncio
 
     from knobtop.headless import run_headless, run_recipe_headless
+    from knobtop.session.targets import Targets
 
     recipe = options.recipe
     if recipe is not None:
-        code, results = asyncio.run(run_recipe_headless(session, recipe, console))
+        group = Targets(session, others) if others else None
+        code, results = asyncio.run(run_recipe_headless(session, recipe, console, group))
         write_markdown(options.markdown, results, console)
         return code
     assert options.duration is not None  # session_options refuses --headless without it

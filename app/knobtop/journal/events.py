@@ -47,6 +47,9 @@ class Header:
     hosts: JsonDict = field(default_factory=dict)
     counters: list[str] = field(default_factory=list)
     host_fields: list[str] = field(default_factory=list)
+    # Recipes whose arms run on other servers (issue 19): each further target by name,
+    # {"profile", "server", "hosts"} as above; its events carry ``target`` = that name.
+    targets: JsonDict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class Sample(Event):
     re: bool = False
     # NDB SQL nodes only: per data node [page_requests_direct_return, page_requests_wait_io].
     ndb: dict[str, list[int]] = field(default_factory=dict)
+    target: str = ""  # "": the header's server; else one of the header's ``targets``
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ class Load(Event):
     lat: float
     err: float
     reconn: float
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class Change(Event):
     duration: float = 0.0
     side_effects: dict[str, list[str | None]] = field(default_factory=dict)
     reason: str = ""  # "" for a person's change, "undo", "revert to baseline"
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,7 @@ class Restart(Event):
     result: str  # ok | failed
     seconds: float
     message: str = ""
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,7 @@ class Phase(Event):
     host: str = "local"
     message: str = ""
     summary: JsonDict = field(default_factory=dict)
+    target: str = ""
 
     @property
     def load_text(self) -> str:
@@ -145,6 +153,7 @@ class Knobs(Event):
     kind: ClassVar[str] = "knobs"
     values: dict[str, str | None]
     facts: dict[str, JsonDict] = field(default_factory=dict)
+    target: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +258,7 @@ class StepResult(Event):
     # NDB: each data node's disk page buffer hit ratio over the window (%, the median of
     # its per-sample ratios); the InnoDB hit_ratio above is the SQL node's own
     ndb_hit: dict[str, float] = field(default_factory=dict)
+    target: str = ""  # the arm's server: "" the header's, else one of its ``targets``
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,11 +327,19 @@ def _field_names(cls: type[Any]) -> tuple[str, ...]:
 
 
 def to_dict(obj: Event | Header) -> JsonDict:
-    """The JSON object for one journal line; ``ev`` names the type."""
+    """The JSON object for one journal line; ``ev`` names the type.  An event of the
+    header's own server leaves ``target`` out (a one-server journal reads as before)."""
     out: JsonDict = {"ev": obj.kind}
     for name in _field_names(type(obj)):
         out[name] = getattr(obj, name)
+    if out.get("target") == "":
+        del out["target"]
     return out
+
+
+def target_of(event: Event) -> str:
+    """The server an event is about: "" for the header's, else a ``targets`` name."""
+    return getattr(event, "target", "")
 
 
 class EventDecodeError(KnobtopError, ValueError):

@@ -171,8 +171,12 @@ def ndb_hit_ratio(
 class MetricBoard:
     """The state every view draws from, rebuilt by applying events in order."""
 
-    def __init__(self, header: Header, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, header: Header, capacity: int = DEFAULT_CAPACITY,
+                 target: str = "") -> None:
         self.header = header
+        # The server whose events it applies: "" the header's own; a recipe's further
+        # target's events (issue 19) have their own board, or none.
+        self.target = target
         self.series: dict[str, Series] = {
             name: Series(capacity) for name in SAMPLE_METRICS + LOAD_METRICS
         }
@@ -202,6 +206,8 @@ class MetricBoard:
         return max(times) if times else 0.0
 
     def apply(self, event: Event) -> None:
+        if getattr(event, "target", "") != self.target:
+            return
         self.version += 1
         if isinstance(event, Sample):
             self._apply_sample(event)

@@ -110,6 +110,7 @@ __all__ = [
     "Waits",
     "bundled_recipes",
     "check_for_server",
+    "check_for_targets",
     "load_recipe",
     "parse_bytes",
     "server_flavors",
@@ -173,6 +174,7 @@ Version = tuple[int, int, int]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,15}\Z")
+_TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}\Z")  # a lab --name too
 _KNOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}\Z")
 _CLAUSE = re.compile(r"(>=|<=|==|>|<)\s*(\d+(?:\.\d+){0,2})\Z")
 _BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\Z", re.IGNORECASE)
@@ -319,9 +321,22 @@ class Arm:
     # What this arm runs differently from [load] (issue 18): engine, table_options,
     # workload, options, instances, as LoadSpec fields
     load: dict[str, Any] = field(default_factory=dict)
+    target: str = ""  # the server it runs on: "" the run's own, else a [targets] name
 
     def __hash__(self) -> int:
-        return hash((self.name, tuple(self.knobs.items()), repr(sorted(self.load.items()))))
+        return hash((self.name, tuple(self.knobs.items()), repr(sorted(self.load.items())),
+                     self.target))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A further server a recipe's arms may run on (issue 19): a profile's server, or
+    (``knobtop run --lab``) a lab sandbox of this name with its own base my.cnf
+    ``options``."""
+
+    name: str
+    profile: str = ""
+    options: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,6 +487,7 @@ class Recipe:
     timed: bool = False
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
+    targets: tuple[Target, ...] = ()  # further servers arms run on ([targets.NAME])
 
     @property
     def baseline(self) -> Arm:
@@ -563,7 +579,8 @@ class Recipe:
 # --------------------------------------------------------------------------- TOML reader
 
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
-             "timeline")
+             "timeline", "targets")
+_TARGET_KEYS = ("profile", "options")
 _TIMELINE_KEYS = ("start", "checkpoints", "metrics", "window", "action")
 _ACTION_KEYS = ("at", "knobs", "keep_load")
 KINDS = ("arms", "timeline")
@@ -598,7 +615,7 @@ _STEADY_KEYS = ("window", "cv_max", "slope_max", "judge")
 JUDGES = ("noise", "cv")
 _RUN_KEYS = ("replicates", "order", "level_order", "seed", "pause", "calibrate", "until_ci",
              "max_replicates", "kind", "timed")
-_ARM_KEYS = ("name", "knobs", "load")
+_ARM_KEYS = ("name", "knobs", "load", "target")
 
 
 class _Load(NamedTuple):
@@ -769,7 +786,8 @@ class _Reader(Reader):
             if "timeline" in doc:
                 raise self.error("timeline", "a [timeline] table in a recipe of arms",
                                  'add kind = "timeline" to [run], or remove [timeline]')
-            arms = self.arms(doc.get("arm"))
+            arms = self.arms(doc.get("arm"), on_servers="targets" in doc)
+        targets = self.targets(doc, arms, timeline is not None)
         recipe = Recipe(
             path=path,
             name=name,
@@ -803,6 +821,7 @@ class _Reader(Reader):
             calibrate=calibrate or 0,
             until_ci=until_ci,
             max_replicates=max_replicates,
+            targets=targets,
         )
         self.adaptive(recipe, "until_ci" in run, "max_replicates" in run)
         try:
@@ -1183,7 +1202,72 @@ class _Reader(Reader):
                              f"replicates ({recipe.replicates}), or no round could be added",
                              f"make max_replicates at least {recipe.replicates + 1}")
 
-    def arms(self, value: object) -> tuple[Arm, ...]:
+    def targets(self, doc: Table, arms: tuple[Arm, ...], timeline: bool) -> tuple[Target, ...]:
+        """``[targets.NAME]``: the further servers arms name with ``target = "NAME"``."""
+        raw = self.table(doc, "targets")
+        fix = ('write [targets.NAME] with profile = "PROFILE" (a server of ~/.config/knobtop/'
+               'profiles), or options = { innodb_flush_log_at_trx_commit = 2 } for a lab '
+               "sandbox of that name (knobtop run --lab)")
+        targets: list[Target] = []
+        if raw is not None and timeline:
+            raise self.error("targets", "a timeline recipe runs on one server",
+                             "remove [targets] (arms on other servers compare step by step)")
+        for name, table in (raw or {}).items():
+            p = f"targets.{name}"
+            if not _TARGET_NAME.match(name):
+                raise self.error(p, f"{name!r} is not a target name",
+                                 "use up to 32 letters, digits, _ and -, starting with a letter "
+                                 "or digit, e.g. [targets.trx2]")
+            if not isinstance(table, dict):
+                raise self.wrong_type(p, "a table", table, fix)
+            self.check_keys(table, _TARGET_KEYS, p)
+            profile = self.string(table, "profile", p, '"db-57"') or ""
+            options = self.target_options(table.get("options", {}), f"{p}.options")
+            if profile and options:
+                raise self.error(f"{p}.options", "a profile's server has its own my.cnf",
+                                 "give profile (a server) or options (a lab sandbox), not both")
+            targets.append(Target(name, profile, options))
+        names = {t.name for t in targets}
+        for i, arm in enumerate(arms):
+            if arm.target and arm.target not in names:
+                known = ", ".join(sorted(names)) or "none"
+                raise self.error(f"arm[{i}].target", f"no [targets.{arm.target}] table "
+                                 f"(targets: {known})", f"add [targets.{arm.target}], "
+                                 "or correct the name")
+        used = {arm.target for arm in arms}
+        for target in targets:
+            if target.name not in used:
+                raise self.error(f"targets.{target.name}", "no arm runs on it",
+                                 f'give an arm target = "{target.name}", or remove it')
+        return tuple(targets)
+
+    def target_options(self, raw: object, p: str) -> tuple[tuple[str, str], ...]:
+        """A lab target's base my.cnf options, as mariadbd's option-file reader takes them."""
+        from knobtop.lab import LabError, check_option
+
+        if not isinstance(raw, dict):
+            raise self.wrong_type(p, "a table", raw,
+                                  "write options = { innodb_flush_log_at_trx_commit = 2 }")
+        out: list[tuple[str, str]] = []
+        for key, value in raw.items():
+            if isinstance(value, bool):
+                text = "ON" if value else "OFF"
+            elif isinstance(value, int | float | str):
+                text = str(value)
+            else:
+                raise self.wrong_type(f"{p}.{key}", "a string, number or boolean", value,
+                                      f'write {key} = "VALUE"')
+            try:
+                check_option(key, text)
+            except LabError as exc:
+                raise self.error(f"{p}.{key}", str(exc).removeprefix("--option "),
+                                 "correct the option (a name and a plain value)") from None
+            out.append((key, text))
+        return tuple(out)
+
+    def arms(self, value: object, on_servers: bool = False) -> tuple[Arm, ...]:
+        """The [[arm]] tables (``on_servers``: the recipe has [targets], so an arm may
+        differ only in the server it runs on)."""
         fix = "write each arm as an [[arm]] table (double brackets) with name and knobs"
         example = '[[arm]]\n  name = "A"\n  knobs = { innodb_doublewrite = "ON" }'
         if value is None:
@@ -1196,7 +1280,7 @@ class _Reader(Reader):
             p = f"arm[{i}]"
             if not isinstance(item, dict):
                 raise self.wrong_type(p, "a table", item, fix)
-            arm = self.arm(item, p)
+            arm = self.arm(item, p, on_servers)
             if arm.name in seen:
                 raise self.error(
                     f"{p}.name",
@@ -1212,7 +1296,7 @@ class _Reader(Reader):
                 "add another [[arm]] with the values to compare against the baseline "
                 "(the first arm)",
             )
-        if not any(arm.load for arm in arms):
+        if not on_servers and not any(arm.load for arm in arms):
             for i, arm in enumerate(arms):
                 if not arm.knobs:  # then every arm would run the same thing
                     raise self.error(f"arm[{i}].knobs", "names no knob",
@@ -1222,7 +1306,7 @@ class _Reader(Reader):
         self.same_knobs(arms)
         return tuple(arms)
 
-    def arm(self, table: Table, p: str) -> Arm:
+    def arm(self, table: Table, p: str, on_servers: bool = False) -> Arm:
         self.check_keys(table, _ARM_KEYS, p)
         name = self.req_string(table, "name", p, '"A" (short and unique)')
         if not _ARM_NAME.match(name):
@@ -1233,13 +1317,14 @@ class _Reader(Reader):
             )
         knob_fix = 'write knobs = { innodb_doublewrite = "OFF" } (one or more knob = value)'
         load = self.arm_load(table, p)
-        if "knobs" not in table and not load:
+        target = self.string(table, "target", p, '"trx2" (a [targets.trx2] table)') or ""
+        if "knobs" not in table and not load and not on_servers:
             raise self.error(
                 f"{p}.knobs", "missing knobs", f"add {knob_fix.removeprefix('write ')}, or "
                 'load = { engine = "RocksDB" } for an arm that differs in its tables or load'
             )
         return Arm(name=name, knobs=self.knobs(table.get("knobs", {}), f"{p}.knobs"),
-                   load=load)
+                   load=load, target=target)
 
     def knobs(self, raw: object, p: str) -> dict[str, str]:
         """A ``knobs = { name = value }`` table: names checked and made canonical, values
@@ -1418,7 +1503,7 @@ def _absent_fix(knob: str, catalog: Catalog) -> str:
     )
 
 
-def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
+def check_for_server(recipe: Recipe, catalog: Catalog, *, whole: bool = True) -> list[str]:
     """Check ``recipe`` against one server's catalog; returns warnings, raises RecipeError.
 
     Refusals: the server is not accepted by ``[applies]`` (the message names the flavor,
@@ -1479,11 +1564,40 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
     for i, values in enumerate(resolved):
         for j in range(i):
             # the same knob values and the same load (arms may differ in tables instead)
-            if resolved[j] == values and recipe.arms[j].load == recipe.arms[i].load:
+            if resolved[j] == values and recipe.arms[j].load == recipe.arms[i].load \
+                    and recipe.arms[j].target == recipe.arms[i].target:
                 warnings.append(
                     f"arms {recipe.arms[j].name!r} and {recipe.arms[i].name!r} set the same "
                     "values on this server: an A/A comparison (it measures noise)"
                 )
+    if whole:  # not one server's part of a table (check_for_targets judges the whole)
+        warnings.extend(_replicate_warnings(recipe))
+    warnings.extend(_gate_warnings(recipe, catalog))
+    return warnings
+
+
+def check_for_targets(recipe: Recipe, catalogs: Mapping[str, Catalog]) -> list[str]:
+    """``check_for_server`` for a recipe whose arms run on several servers (issue 19):
+    each server's arms against its own catalog ("" is the run's own server); the
+    replicates are judged once, for the whole table."""
+    warnings: list[str] = []
+    for name, catalog in catalogs.items():
+        arms = tuple(a for a in recipe.arms if a.target == name)
+        if not arms:
+            continue
+        try:
+            found = check_for_server(replace(recipe, arms=arms), catalog, whole=False)
+        except RecipeError as exc:
+            where = f"target {name}" if name else "the run's own server"
+            raise RecipeError(exc.file, exc.key, f"{exc.problem} ({where})", exc.fix) from None
+        warnings.extend(w for w in found if w not in warnings)
+    warnings.extend(_replicate_warnings(recipe))
+    return warnings
+
+
+def _replicate_warnings(recipe: Recipe) -> list[str]:
+    """Too few replicates for any verdict in this recipe's table."""
+    warnings: list[str] = []
     family = (len(recipe.arms) - 1) * len(recipe.threads)
     needed = min_runs_for_verdict(family)
     if recipe.replicates < 2:
@@ -1497,7 +1611,6 @@ def check_for_server(recipe: Recipe, catalog: Catalog) -> list[str]:
             f"(Holm), no cell can read higher or lower below {needed} runs per arm; "
             f"use replicates = {max(needed, 8)} or fewer arms or thread counts"
         )
-    warnings.extend(_gate_warnings(recipe, catalog))
     return warnings
 
 

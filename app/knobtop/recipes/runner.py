@@ -28,7 +28,7 @@ import contextlib
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -46,6 +46,7 @@ from knobtop.journal.events import (
     Phase,
     Sample,
     StepResult,
+    target_of,
 )
 from knobtop.load.base import LoadError
 from knobtop.load.multi import ALL
@@ -59,6 +60,7 @@ from knobtop.recipes.recipe import (
     Step,
     Timeline,
     check_for_server,
+    check_for_targets,
 )
 from knobtop.recipes.timeline import checkpoint_values, still_moving
 from knobtop.server.knobs import KnobError, validate
@@ -168,8 +170,13 @@ class RecipeRunner:
         on_progress: Callable[[Progress], None] | None = None,
         prepare: bool = True,
         on_note: Callable[[str], None] | None = None,
+        targets: Mapping[str, SessionPort] | None = None,
     ) -> None:
-        self.session = session
+        # The run's own server ("") and each further target's (issue 19); the journal,
+        # the marks and the step results are the run's own session's.
+        self._main = session
+        self._ports: dict[str, SessionPort] = {**(targets or {}), "": session}
+        self._target = ""  # the server of the arm being applied or measured
         self.recipe = recipe
         self.on_progress = on_progress
         self.on_note = on_note  # what the run found on its way (calibration, added rounds)
@@ -182,7 +189,7 @@ class RecipeRunner:
         self._aborted = False
         self._abort_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._board: MetricBoard | None = None
+        self._boards: dict[str, MetricBoard] = {}  # one per server, for its own events
         self._tps: list[tuple[float, float]] = []  # (t, tps) of the current phase
         self._p95: list[tuple[float, float]] = []
         self._err: list[tuple[float, float]] = []
@@ -209,6 +216,16 @@ class RecipeRunner:
                 "checkpoints"
         self.checkpoints: list[Checkpoint] = []
 
+    @property
+    def session(self) -> SessionPort:
+        """The session of the server the current arm runs on."""
+        return self._ports[self._target]
+
+    @property
+    def _board(self) -> MetricBoard | None:
+        """The metrics of the server the current arm runs on."""
+        return self._boards.get(self._target)
+
     # -- control -------------------------------------------------------------------------
 
     def abort(self) -> None:
@@ -226,7 +243,7 @@ class RecipeRunner:
             raise RunAborted(f"recipe {self.recipe.name} aborted")
         if self._load_failed:
             raise RunFailed(f"the load failed: {self._load_failed}")
-        error = self.session.state().journal_error
+        error = self._main.state().journal_error
         if error is not None:  # an unrecorded run is not worth finishing
             raise RunFailed(error)
 
@@ -252,7 +269,7 @@ class RecipeRunner:
             self.on_progress(p)
 
     def _mark(self, label: str) -> None:
-        self.session.mark(label)
+        self._main.mark(label)
 
     def _note(self, text: str) -> None:
         """A finding of the run: journaled as a mark, and told to the front end."""
@@ -263,10 +280,13 @@ class RecipeRunner:
     # -- events from the session -------------------------------------------------------------
 
     def _on_event(self, event: Event) -> None:
-        board = self._board
+        target = target_of(event)
+        board = self._boards.get(target)
         if board is None:
             return
         board.apply(event)
+        if target != self._target:
+            return  # another server's, between its arms
         if isinstance(event, Load):
             if self._multi and event.src != ALL:
                 return  # several clients: the per-second sum is the step's TPS
@@ -308,17 +328,29 @@ class RecipeRunner:
         """Run every step; returns the results table.  RunAborted / RunFailed after the
         baseline was restored; RecipeError before anything changed if the server does
         not suit the recipe."""
-        session = self.session
+        session = self._main
         state = session.state()
-        if state.catalog is None or state.header is None:
-            raise RunFailed("open the session before running a recipe")
-        self.warnings = check_for_server(self.recipe, state.catalog)
+        states = {name: port.state() for name, port in self._ports.items()}
+        for name, st in states.items():
+            if st.catalog is None or st.header is None:
+                raise RunFailed("open the session before running a recipe"
+                                + (f" (target {name})" if name else ""))
+        missing = sorted({a.target for a in self.recipe.arms} - set(self._ports))
+        if missing:
+            raise RunFailed(f"no session for target {', '.join(missing)}")
+        assert state.catalog is not None
+        if len(self._ports) > 1:
+            self.warnings = check_for_targets(
+                self.recipe, {n: st.catalog for n, st in states.items() if st.catalog})
+        else:
+            self.warnings = check_for_server(self.recipe, state.catalog)
         self._multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
         self._loop = asyncio.get_running_loop()
         self._abort_event = asyncio.Event()
         if self._aborted:
             self._abort_event.set()
-        self._board = MetricBoard(state.header)
+        self._boards = {n: MetricBoard(st.header, target=n)
+                        for n, st in states.items() if st.header}
         unsubscribe = session.subscribe(self._on_event)
         recipe = self.recipe
         plan = {
@@ -333,6 +365,8 @@ class RecipeRunner:
             "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
             "max_replicates": recipe.max_replicates,
             "workload": recipe.workload, "instances": recipe.instances,
+            **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
+               if recipe.targets else {}),
             **({"kind": "timeline", "checkpoints": list(recipe.timeline.checkpoints),
                 "metrics": list(recipe.timeline.metrics),
                 "actions": [{"at": a.at, "knobs": a.knobs, "keep_load": a.keep_load}
@@ -455,35 +489,42 @@ class RecipeRunner:
         return task.result()
 
     async def _restore(self, outcome: str, message: str) -> None:
-        """Stop the load and bring every knob back to the session's baseline."""
-        session = self.session
+        """Stop the load and bring every knob back to the session's baseline (on every
+        server the arms ran on)."""
         self.progress.step = None
         self._step_began = None
         self._report("restoring the baseline knobs")
-        with contextlib.suppress(Exception):
-            await session.stop_load()
-        failed: list[Change] = []
-        try:
-            failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
-        except Exception as exc:  # report it; the run's own outcome must not be lost
-            message = f"{message}; restoring the baseline failed: {exc}".lstrip("; ")
-            outcome = "failed"
-        if failed:
-            names = ", ".join(c.knob for c in failed)
-            message = f"{message}; could not restore {names}".lstrip("; ")
-            outcome = "failed"
+        for name, session in self._ports.items():
+            where = f" on target {name}" if name else ""
+            with contextlib.suppress(Exception):
+                await session.stop_load()
+            failed: list[Change] = []
+            try:
+                failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+            except Exception as exc:  # report it; the run's own outcome must not be lost
+                message = (f"{message}; restoring the baseline{where} failed: "
+                           f"{exc}").lstrip("; ")
+                outcome = "failed"
+            if failed:
+                names = ", ".join(c.knob for c in failed)
+                message = f"{message}; could not restore {names}{where}".lstrip("; ")
+                outcome = "failed"
         with contextlib.suppress(OSError, ValueError):
-            session.recipe_event(outcome, self.recipe.name, {"steps_done": self.progress.done},
+            self._main.recipe_event(outcome, self.recipe.name, {"steps_done": self.progress.done},
                                  message)
         self._report("done" if outcome == "end" else outcome)
 
     async def _apply_arm(self, step: Step) -> None:
+        self._report(f"applying arm {step.arm.name}")
+        with contextlib.suppress(LoadError):
+            await self.session.stop_load()
+        if step.arm.target != self._target:
+            self._target = step.arm.target
+            self._mark(f"arm {step.arm.name} runs on "
+                       + (f"target {self._target}" if self._target else "the run's own server"))
         session = self.session
         catalog = session.state().catalog
         assert catalog is not None
-        self._report(f"applying arm {step.arm.name}")
-        with contextlib.suppress(LoadError):
-            await session.stop_load()
         self._check()
         present = [k for k in step.arm.knobs if catalog.get(k).present]
         values = await session.global_values(present)
@@ -610,7 +651,7 @@ class RecipeRunner:
         values, trends = checkpoint_values(self.session.now(), timeline.window, self._tps,
                                            self._p95, self._timeline_samples,
                                            timeline.metrics)
-        self.checkpoints.append(self.session.checkpoint(
+        self.checkpoints.append(self._main.checkpoint(
             recipe=self.recipe.name, at=at, window=timeline.window, values=values,
             trends=trends))
         self.progress.done = len(self.checkpoints)
@@ -624,9 +665,9 @@ class RecipeRunner:
         """The tables of every arm: one set per table shape and instance count (an arm
         with another engine or table options, or with instances, runs on databases of its
         own, said in the journal)."""
-        done: set[tuple[str, int, str]] = set()
+        done: set[tuple[str, str, int, str]] = set()
         for arm, spec in self.recipe.arm_specs():
-            key = (spec.schema, spec.instances, spec.workload)
+            key = (arm.target, spec.schema, spec.instances, spec.workload)
             if key in done:
                 continue
             done.add(key)
@@ -641,8 +682,9 @@ class RecipeRunner:
             if own and len(self.recipe.arms) > 1:
                 self._mark(f"arm {arm.name}: {'; '.join(own)}")
             self._report(f"preparing tables for arm {arm.name}")
-            self.session.use_load(spec)
-            await self._abortable(self.session.prepare_load())
+            port = self._ports[arm.target]
+            port.use_load(spec)
+            await self._abortable(port.prepare_load())
 
     async def _timed_window(self, step: Step
                             ) -> tuple[float, float, Footprint, dict[str, Any] | None]:
@@ -736,8 +778,8 @@ class RecipeRunner:
             own = footprint_cost(first, last, avg * (last.t - first.t))
             cost.update({k: v if isinstance(v, str) or v is None else round(v, 3)
                          for k, v in own.items()})
-        return self.session.step_result(
-            recipe=self.recipe.name, index=step.index,
+        return self._main.step_result(
+            recipe=self.recipe.name, index=step.index, target=step.arm.target,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
             err=_median(inside(self._err)), hit_ratio=_median(hits),

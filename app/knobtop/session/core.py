@@ -165,12 +165,12 @@ class Session:
 
     def state(self) -> SessionState:
         """A frozen copy of what front ends may know (safe to read from any thread)."""
-        journal = self.recorder.journal
+        recorder = self.recorder
         return SessionState(
             profile=self.config.profile,
-            journal_path=journal.path if journal is not None else None,
-            journal_error=self.recorder.journal_error,
-            header=journal.header if journal is not None else None,
+            journal_path=recorder.journal_path if recorder.header is not None else None,
+            journal_error=recorder.failure,
+            header=recorder.header,
             catalog=self.knobs.catalog,
             history=tuple(self.knobs.history),
             load=self.loads.current,
@@ -206,6 +206,11 @@ class Session:
         Nothing is written if the server cannot be reached: a failed start
         leaves no empty journal behind.
         """
+        return await self.begin(await self.connect())
+
+    async def connect(self) -> Header:
+        """Connect and read the server: the header this session's journal starts with
+        (nothing written yet; ``begin`` writes it)."""
         try:
             self.version = await self.sampler.link.connect()
             await self.knobs.load()
@@ -235,6 +240,10 @@ class Session:
             counters=list(SERVER_COUNTERS),
             host_fields=list(OS_FIELDS),
         )
+        return header
+
+    async def begin(self, header: Header) -> Header:
+        """Write the header and the starting knob values, start sampling."""
         try:
             self.recorder.start(header, secrets=(self.config.connection.password,))
         except OSError as exc:

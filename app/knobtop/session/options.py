@@ -69,6 +69,9 @@ class SessionOptions:
     changes: tuple[ScheduledChange, ...]  # headless: --set changes
     recipe: Recipe | None  # ``knobtop run``: the recipe that drives the session
     markdown: Path | None  # ``knobtop run --markdown``: the results as Markdown here
+    # ``knobtop run`` of a recipe with [targets] (issue 19): each further server's session
+    # options by target name; their events go into this session's journal
+    targets: tuple[tuple[str, SessionOptions], ...]
 
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

@@ -10,6 +10,7 @@ a process of its own with the sampler.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,10 @@ class Recorder:
         self._listeners_failed: set[int] = set()  # id() of each listener that raised
         self.on_failure: Callable[[], None] = lambda: None  # the session stops the load
         self._t0 = time.monotonic()
+        self.header: Header | None = None
+        # A further target of a recipe (issue 19): its events go, named, into this
+        # recorder's journal instead of a file of their own.
+        self.into: tuple[Recorder, str] | None = None
 
     # -- time
 
@@ -64,9 +69,30 @@ class Recorder:
     # -- the journal
 
     def start(self, header: Header, secrets: Sequence[str]) -> None:
-        """Open the journal (its clock starts now); OSError when it cannot be created."""
+        """Open the journal (its clock starts now); OSError when it cannot be created.
+        A further target's recorder (``feed``) opens no file: it takes the journal's clock
+        and hands its secrets to that journal's writer."""
+        self.header = header
+        if self.into is not None:
+            main, _ = self.into
+            self._t0 = main.t0
+            for secret in secrets:
+                if main.journal is not None:
+                    main.journal.add_secret(secret)
+            return
         self._t0 = time.monotonic()
         self.journal = JournalWriter(self.journal_path, header, secrets=tuple(secrets))
+
+    def feed(self, main: Recorder, target: str) -> None:
+        """Write this session's events into ``main``'s journal, each named ``target``
+        (before ``start``): a recipe's further server, one journal for the experiment."""
+        self.into = (main, target)
+        self.journal_path = main.journal_path
+
+    @property
+    def failure(self) -> str | None:
+        """Why recording ended (this journal's, or the one this recorder feeds)."""
+        return self.into[0].journal_error if self.into is not None else self.journal_error
 
     def close(self) -> None:
         if self.journal is not None:
@@ -83,6 +109,9 @@ class Recorder:
         return unsubscribe
 
     def emit(self, event: Event) -> None:
+        if self.into is not None:
+            self._forward(event)
+            return
         if self.journal is not None and self.journal_error is None:
             try:
                 self.journal.append(event)
@@ -102,6 +131,25 @@ class Recorder:
                                   "event (said once per listener)")
         for message in failed:  # after every listener has this event, in order
             self.emit(Error(t=self.now(), wall=self.wall(), source="listener", message=message))
+
+    def _forward(self, event: Event) -> None:
+        """A further target's event, named, to the main journal and its listeners (this
+        recorder's own listeners hear it too)."""
+        main, target = self.into or (self, "")
+        if hasattr(event, "target"):
+            named: Event = dataclasses.replace(event, target=target)  # type: ignore[call-arg]
+        elif isinstance(event, Error):
+            named = dataclasses.replace(event, message=f"{target}: {event.message}")
+        elif isinstance(event, Note):
+            named = dataclasses.replace(event, text=f"{target}: {event.text}")
+        elif isinstance(event, Mark):
+            named = dataclasses.replace(event, label=f"{target}: {event.label}")
+        else:  # an incident, an end: the main journal's own
+            return
+        main.emit(named)
+        for listener in list(self.listeners):
+            with contextlib.suppress(Exception):
+                listener(named)
 
     def emit_quietly(self, event: Event) -> None:
         """Emit an event; if even that fails (journal unwritable), the listeners (the
