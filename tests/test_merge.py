@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from knobtop.analysis.merge import label_of, merge_runs
-from knobtop.analysis.stats import HIGHER, NOISE
+from knobtop.analysis.journaldata import load_journal
+from knobtop.analysis.merge import label_of, merge_phases, merge_runs
+from knobtop.analysis.stats import HIGHER, NOISE, TOO_FEW
 from knobtop.errors import BadValue
 from knobtop.journal import JournalReader, JournalWriter, RecipeRun, StepResult
-from knobtop.journal.events import Event
+from knobtop.journal.events import Event, Load, Phase
 
 RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
 PLAN = {"workload": "oltp_read_write", "threads": [8, 32], "duration": 20, "warmup": 5,
@@ -88,3 +89,85 @@ def test_compare_merge_prints_the_table_from_journal_files(tmp_path: Path) -> No
     plain = subprocess.run([sys.executable, "-m", "knobtop", "compare", *map(str, paths)],
                            capture_output=True, text=True, timeout=60, env=env)
     assert plain.returncode == 2 and "--merge" in plain.stderr
+
+
+# --------------------------------------------------------------------------- plain journals
+# issue 19 part 4: journals without a recipe compare phase by phase, any number of them,
+# with a verdict where a journal repeated a phase (its replicates).
+
+
+def phase_journal(path: Path, phases: list[tuple[str, int, list[float]]]) -> Path:
+    """A plain journal as a session writes one: each phase's start, its per-second load
+    reports (the TPS values given) and its stop."""
+    header = JournalReader(RECORDED).header
+    assert header is not None
+    writer = JournalWriter(path, header)
+    t = 0.0
+    for number, (workload, threads, values) in enumerate(phases, start=1):
+        writer.append(Phase(t=t, wall=t, action="start", phase=number, driver="sysbench",
+                            workload=workload, threads=threads))
+        for s, tps in enumerate(values, start=1):
+            writer.append(Load(t=t + s, wall=t + s, src="sysbench@local", s=s,
+                               thds=threads, tps=tps, qps=tps * 20, r=0, w=0, o=0, pct=95,
+                               lat=2.0, err=0, reconn=0))
+        t += len(values) + 1
+        writer.append(Phase(t=t, wall=t, action="stop", phase=number, driver="sysbench",
+                            workload=workload, threads=threads))
+        t += 1
+    writer.close()
+    return path
+
+
+def rw(scale: float, threads: int = 8) -> list[tuple[str, int, list[float]]]:
+    """Five phases of oltp_read_write at ``threads``, median TPS 1000 x scale each (a little
+    run-to-run spread), then one of oltp_point_select."""
+    spread = (1.0, 1.01, 0.99, 1.005, 0.995)
+    return [*(("oltp_read_write", threads, [1000 * scale * f] * 5) for f in spread),
+            ("oltp_point_select", 4, [20_000.0 * scale] * 5)]
+
+
+def test_plain_journals_compare_phase_by_phase_with_verdicts_where_phases_repeat(
+    tmp_path: Path,
+) -> None:
+    a = phase_journal(tmp_path / "a.knobtop.jsonl", rw(1.0))
+    b = phase_journal(tmp_path / "b.knobtop.jsonl", rw(1.5))
+    c = phase_journal(tmp_path / "c.knobtop.jsonl", rw(1.0))
+    tables = merge_phases([(label_of(p), load_journal(p)) for p in (a, b, c)])
+    assert list(tables) == ["oltp_read_write", "oltp_point_select"]
+    rw_table = tables["oltp_read_write"]
+    assert rw_table.arms == ["a", "b", "c"] and rw_table.threads == [8]
+    faster, same = rw_table.cells[("b", 8)], rw_table.cells[("c", 8)]
+    assert len(faster.runs) == 5 and faster.median == pytest.approx(1500)
+    assert faster.verdict is not None and faster.verdict.label == HIGHER
+    assert same.verdict is not None and same.verdict.label == NOISE
+    # one phase each: a ratio, no verdict
+    ps = tables["oltp_point_select"].cells[("b", 4)]
+    assert ps.verdict is not None and ps.verdict.ratio == pytest.approx(1.5)
+    assert ps.verdict.label == TOO_FEW
+    env = {**os.environ, "COLUMNS": "200"}
+    run = subprocess.run([sys.executable, "-m", "knobtop", "compare", str(a), str(b), str(c),
+                          "--baseline", "b", "--format", "md"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "oltp_read_write: median load TPS per phase by journal and client threads, " \
+           "relative to b" in run.stdout
+    assert "| b | 1,500 (base) |" in run.stdout
+    assert "| a | 1,000 (0.67x lower) |" in run.stdout
+    assert "| c | 1,000 (0.67x lower) |" in run.stdout
+    assert "| a | 20,000 (0.67x no verdict) |" in run.stdout
+    # a journal without the baseline's workload: said, not a crash
+    d = phase_journal(tmp_path / "d.knobtop.jsonl", [("oltp_write_only", 2, [500.0] * 5)])
+    run = subprocess.run([sys.executable, "-m", "knobtop", "compare", str(a), str(b), str(d),
+                          "--format", "md"], capture_output=True, text=True, timeout=60,
+                         env=env)
+    assert run.returncode == 0, run.stderr
+    assert "a ran no oltp_write_only phase: ratios need another --baseline." in run.stdout
+
+
+def test_two_plain_journals_keep_the_phase_pairs() -> None:
+    run = subprocess.run([sys.executable, "-m", "knobtop", "compare", str(RECORDED),
+                          str(RECORDED), "--format", "md"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "# knobtop comparison: A = lab-80s.knobtop.jsonl" in run.stdout
+    assert "## Load phases (B/A)" in run.stdout

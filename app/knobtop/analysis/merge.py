@@ -15,9 +15,10 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from knobtop.analysis.journaldata import JournalData, phase_table
 from knobtop.analysis.results import Results, build, collect
 from knobtop.errors import BadValue
-from knobtop.journal.events import Event, RecipeRun
+from knobtop.journal.events import Event, RecipeRun, StepResult
 
 # What must be the same in every merged run's plan (the recipe's "start" event).
 SAME = ("workload", "threads", "duration", "warmup", "instances", "kind")
@@ -79,4 +80,50 @@ def merge_runs(journals: Sequence[tuple[str, Sequence[Event]]],
     return merged
 
 
-__all__ = ["SAME", "label_of", "merge_runs"]
+PHASES = "load phases"  # the "recipe" of a table of plain journals' phases
+
+
+def phase_runs(label: str, data: JournalData, number: int) -> list[StepResult]:
+    """A plain journal's load phases as runs of one arm (``label``): each phase one run,
+    its number the driver's median TPS (the server's where the driver reported none);
+    replicate numbers apart from other journals' (``number``), so no two journals pair."""
+    runs = []
+    for i, phase in enumerate(phase_table(data)):
+        tps = phase.load_tps if phase.load_tps is not None else phase.server_tps
+        if tps is None:
+            continue
+        runs.append(StepResult(
+            t=phase.end, wall=0.0, recipe=PHASES, index=i, arm=label,
+            replicate=(number + 1) * ROUNDS + i, threads=phase.threads, start=phase.start,
+            end=phase.end, tps=tps, p95=phase.p95, hit_ratio=phase.hit_ratio,
+            dirty_pct=phase.dirty_pct, intervals=phase.load_intervals,
+            calibration=False))
+    return runs
+
+
+def merge_phases(journals: Sequence[tuple[str, JournalData]], baseline: int = 0
+                 ) -> dict[str, Results]:
+    """Plain journals' load phases as verdict tables, one per workload (issue 19 part 4):
+    a row per journal, a column per thread count, each cell the median over the journal's
+    phases of that workload and threads, judged against the baseline journal's (bootstrap
+    CI and rank test once both have two or more phases; Holm across the table)."""
+    if len(journals) < 2:
+        raise BadValue("comparing needs two or more journals")
+    labels = [label for label, _ in journals]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise BadValue(f"two journals are both labelled {label!r}: rename one file")
+    order = [journals[baseline], *(j for i, j in enumerate(journals) if i != baseline)]
+    by_workload: dict[str, list[StepResult]] = {}
+    for n, (label, data) in enumerate(order):
+        spans = phase_table(data)
+        for run in phase_runs(label, data, n):
+            by_workload.setdefault(spans[run.index].workload, []).append(run)
+    tables = {}
+    for workload, runs in by_workload.items():
+        threads = sorted({r.threads for r in runs})
+        tables[workload] = build(PHASES, [label for label, _ in order], threads, runs, "end")
+    return tables
+
+
+__all__ = ["PHASES", "SAME", "label_of", "merge_phases", "merge_runs", "phase_runs"]

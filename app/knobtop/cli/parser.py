@@ -214,25 +214,31 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only this time range (seconds or m:ss from the start), e.g. 60-300")
     report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
     compare = sub.add_parser(
-        "compare", help="compare two journals, or two time ranges of one",
-        description="Per load phase: median TPS, p95, hit ratio and dirty %% with B/A ratios; "
-        "and what differs in server version and knob values.",
+        "compare", help="compare journals, or two time ranges of one",
+        description="Two journals (or ranges): per load phase, median TPS, p95, hit ratio and "
+        "dirty %% with B/A ratios, and what differs in server version and knob values. Three "
+        "or more: their load phases as one table per workload, a row per journal against the "
+        "baseline's, with a verdict where phases repeat; on a terminal every journal's graphs "
+        "overlaid (up to 5).",
     )
     compare.add_argument("a", type=Path, help="journal A")
     compare.add_argument("b", type=Path, nargs="?", help="journal B (default: A again)")
-    compare.add_argument("more", type=Path, nargs="*", help="more journals (with --merge)")
+    compare.add_argument("more", type=Path, nargs="*",
+                         help="more journals: their phases as one table, or with --merge "
+                         "their recipe results")
     compare.add_argument("--merge", action="store_true",
                          help="recipe journals of one recipe (other servers, other days) as "
                          "one table: a row per journal (and arm), average TPS by threads, "
                          "each against the baseline row with its CI and verdict")
     compare.add_argument("--baseline", type=Path, metavar="JOURNAL",
-                         help="with --merge: the journal the others are relative to "
-                         "(default: the first)")
+                         help="with three or more journals, or --merge: the journal the "
+                         "others are relative to (default: the first)")
     compare.add_argument("--range-a", metavar="FROM-TO", help="time range of A")
     compare.add_argument("--range-b", metavar="FROM-TO", help="time range of B")
     compare.add_argument("--format", choices=("tui", "text", "md", "csv"), default=None,
                          help="tui: overlaid graphs and tables on screen (default on a "
-                         "terminal); text (default when output is not a terminal) or md")
+                         "terminal); text (default when output is not a terminal), md, or csv "
+                         "(tables of three or more journals, or --merge)")
     run = sub.add_parser(
         "run", help="run an experiment recipe (arms, thread sweep, replicates) and print "
         "the results table",

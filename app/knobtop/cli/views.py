@@ -247,6 +247,82 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def baseline_index(args: argparse.Namespace, paths: list[Path]) -> int:
+    """Which of the journals is --baseline (by path or label; the first without it)."""
+    from knobtop.analysis.merge import label_of
+
+    if args.baseline is None:
+        return 0
+    matches = [i for i, p in enumerate(paths)
+               if p == args.baseline or label_of(p) == str(args.baseline)]
+    if not matches:
+        raise BadValue(f"--baseline {args.baseline} is not one of the journals given")
+    return matches[0]
+
+
+def compare_phases(args: argparse.Namespace) -> int:
+    """`knobtop compare A B C ...` (plain journals, issue 19 part 4): their load phases as
+    one verdict table per workload, a row per journal against the baseline's."""
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.merge import label_of, merge_phases
+    from knobtop.analysis.report import server_label
+    from knobtop.analysis.seedtables import SeedTable, sweep
+    from knobtop.analysis.times import fmt_utc
+
+    paths = [p for p in (args.a, args.b, *args.more) if p is not None]
+    if args.range_a or args.range_b:
+        raise BadValue("--range-a/--range-b compare two parts of one or two journals: give "
+                       "at most two journals with them")
+    base = baseline_index(args, paths)
+    datas = [(label_of(p), load_journal(p)) for p in paths]
+    tables = merge_phases(datas, base)
+    setup = SeedTable(
+        title="journals", header=["journal", "server", "started", "load phases"],
+        rows=[[label, server_label(d.header), fmt_utc(d.header.started_wall, True),
+               str(len(d.phases))] for label, d in datas],
+        csv_header=[], csv_rows=[])
+    out: list[SeedTable] = [setup]
+    for workload, results in tables.items():
+        table = sweep(results)
+        table.header[0] = "journal"
+        if not any(c.arm == results.baseline for c in results.cells.values()):
+            table.notes.append(f"{results.baseline} ran no {workload} phase: ratios need "
+                               "another --baseline.")
+        table.title = (f"{workload}: median load TPS per phase by journal and client threads, "
+                       f"relative to {results.baseline}")
+        table.notes[:0] = ["One load phase is one run (its median TPS); a journal with two or "
+                       "more phases of a workload and thread count gets a verdict against the "
+                       "baseline's (bootstrap CI and rank test, Holm across the table); one "
+                       "phase each gives the ratio only."]
+        out.append(table)
+    fmt = args.format or ("tui" if sys.stdout.isatty() else "text")
+    if fmt == "tui":
+        from knobtop.ui.compare_many import ManyCompareApp, ManyComparison
+        from knobtop.ui.widgets.metric_graph import MAX_SERIES
+
+        if len(datas) > MAX_SERIES:
+            raise BadValue(f"{len(datas)} journals: the compare screen overlays up to "
+                           f"{MAX_SERIES}; use --format text or md for more")
+        order = [datas[base], *(d for i, d in enumerate(datas) if i != base)]
+        app = ManyCompareApp(ManyComparison(order, tables), config=ui_config())
+        app.run()
+        return app.return_code or 0
+    if len(out) == 1:
+        raise BadValue("none of the journals has a load phase with a TPS to compare (recipe "
+                       "journals: add --merge for their results as one table)")
+    if fmt == "csv":
+        sys.stdout.write("".join(t.csv() for t in out[1:]))
+    elif fmt == "md":
+        sys.stdout.write("\n".join(t.markdown() for t in out))
+    else:
+        from rich.console import Console
+
+        console = Console()
+        for table in out:
+            console.print(table.rich())
+    return 0
+
+
 def merge_journals(args: argparse.Namespace) -> int:
     """`knobtop compare A B C ... --merge`: recipe journals as one verdict table."""
     from knobtop.analysis.journaldata import load_journal
@@ -254,18 +330,9 @@ def merge_journals(args: argparse.Namespace) -> int:
     from knobtop.analysis.seedtables import sweep
 
     paths = [p for p in (args.a, args.b, *args.more) if p is not None]
-    if not args.merge:
-        raise BadValue(f"{len(paths)} journals: compare takes two, or recipe journals with "
-                       "--merge (one table, a row per journal)")
     if args.range_a or args.range_b:
         raise BadValue("--merge takes whole recipe journals: drop --range-a/--range-b")
-    base = 0
-    if args.baseline is not None:
-        matches = [i for i, p in enumerate(paths)
-                   if p == args.baseline or label_of(p) == str(args.baseline)]
-        if not matches:
-            raise BadValue(f"--baseline {args.baseline} is not one of the journals given")
-        base = matches[0]
+    base = baseline_index(args, paths)
     merged = merge_runs([(label_of(p), load_journal(p).recipe_events) for p in paths], base)
     table = sweep(merged)
     table.title = f"{merged.recipe}: average TPS by journal and client threads, relative to " \
@@ -287,8 +354,10 @@ def run_compare(args: argparse.Namespace) -> int:
     from knobtop.analysis.journaldata import load_journal
     from knobtop.analysis.times import parse_range
 
-    if args.merge or args.more:
+    if args.merge:
         return merge_journals(args)
+    if args.more:
+        return compare_phases(args)
     if args.format == "csv":
         raise BadValue("--format csv is for --merge (recipe journals as one table)")
     span_a = parse_range(args.range_a) if args.range_a else (None, None)

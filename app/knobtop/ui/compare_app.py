@@ -229,7 +229,37 @@ def knob_rows(pair: PhasePair) -> Iterator[tuple[str, str, str, str]]:
 # ---------------------------------------------------------------------------------------------
 # Widgets
 # ---------------------------------------------------------------------------------------------
-class PhasePairTable(DataTable[Text]):
+class FramedTable(DataTable[Text]):
+    """A compare screen's table: a rounded border with its title, brighter when focused."""
+
+    DEFAULT_CSS = """
+    FramedTable {
+        border: round $primary 50%;
+        border-title-color: $text-accent;
+    }
+    FramedTable:focus {
+        border: round $primary;
+    }
+    """
+
+
+class HeaderBar(Static):
+    """A compare screen's header: docked on top, one line per journal, never wrapped."""
+
+    DEFAULT_CSS = """
+    HeaderBar {
+        dock: top;
+        height: auto;
+        background: $panel;
+        color: $foreground;
+        padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+
+class PhasePairTable(FramedTable):
     """Each pair of load phases: A, B and B/A of every metric, better/worse marked."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | {
@@ -237,13 +267,6 @@ class PhasePairTable(DataTable[Text]):
         "phase-pair-table--worse",
     }
     DEFAULT_CSS = """
-    PhasePairTable {
-        border: round $primary 50%;
-        border-title-color: $text-accent;
-    }
-    PhasePairTable:focus {
-        border: round $primary;
-    }
     PhasePairTable > .phase-pair-table--better {
         color: $text-success;
         text-style: bold;
@@ -315,18 +338,8 @@ class PhasePairTable(DataTable[Text]):
                              Text(b, justify="right"), Text(""))
 
 
-class KnobDiffTable(DataTable[Text]):
+class KnobDiffTable(FramedTable):
     """Knobs that differ between A and B at start and at end, then each side's events."""
-
-    DEFAULT_CSS = """
-    KnobDiffTable {
-        border: round $primary 50%;
-        border-title-color: $text-accent;
-    }
-    KnobDiffTable:focus {
-        border: round $primary;
-    }
-    """
 
     def __init__(
         self, comparison: Comparison, sides: Sequence[SideView], *, id: str | None = None
@@ -352,20 +365,8 @@ class KnobDiffTable(DataTable[Text]):
             self.add_row(Text(f"{e.side} {fmt_rel(e.t)}"), Text(e.what), a, b)
 
 
-class CompareHeader(Static):
+class CompareHeader(HeaderBar):
     """Who is A and who is B (journal, server, length), the time window, and warnings."""
-
-    DEFAULT_CSS = """
-    CompareHeader {
-        dock: top;
-        height: auto;
-        background: $panel;
-        color: $foreground;
-        padding: 0 1;
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-    }
-    """
 
     def show(
         self,
@@ -411,92 +412,78 @@ class CompareHeader(Static):
 # ---------------------------------------------------------------------------------------------
 # Screen and app
 # ---------------------------------------------------------------------------------------------
-class CompareScreen(Screen[None]):
-    """Overlaid graphs over 0..max(duration A, duration B), the phase pairs' B/A ratios and
-    the knob differences.  Below 120x36 the graphs and the tables take turns (key t)."""
+# The keys of every compare screen: the tables' turn first, the time window's last; each
+# screen puts its series keys between them (the footer shows them in that order).
+TABLE_KEYS = [Binding("t", "toggle_tables", "Tables/graphs", id="compare.tables")]
+WINDOW_KEYS = [
+    Binding("z", "next_zoom", "Zoom", id="compare.zoom"),
+    Binding("1", "zoom('1m')", "1 min", id="compare.zoom_1m", show=False),
+    Binding("5", "zoom('5m')", "5 min", id="compare.zoom_5m", show=False),
+    Binding("0", "zoom('all')", "All", id="compare.zoom_all", show=False),
+    Binding("left_square_bracket", "pan(-0.5)", "Earlier", id="compare.earlier"),
+    Binding("right_square_bracket", "pan(0.5)", "Later", id="compare.later"),
+]
+
+
+class WindowedScreen(Screen[None]):
+    """What the compare screens share: a time window over every journal's graphs since its
+    start (zoom, pan) and, below 120x36, graphs and tables taking turns (key t).  A screen
+    sets ``span`` and ``tables`` (the table focused when the tables show) and paints."""
 
     DEFAULT_CSS = """
-    CompareScreen #graphs {
+    WindowedScreen #graphs {
         grid-size: 3 3;
         grid-gutter: 0 1;
         height: 1fr;
     }
-    CompareScreen #tables {
-        layout: horizontal;
+    WindowedScreen #tables {
         height: auto;
         max-height: 45%;
     }
-    CompareScreen #tables DataTable {
-        width: 1fr;
+    WindowedScreen #tables DataTable {
+        width: 100%;
         height: auto;
         max-height: 100%;
     }
-    CompareScreen.-narrow #graphs {
+    WindowedScreen.-narrow #graphs {
         grid-size: 2 3;
     }
-    CompareScreen.-narrow #graphs .wide-only {
+    WindowedScreen.-narrow #graphs .wide-only {
         display: none;
     }
-    CompareScreen.-narrow #tables {
+    WindowedScreen.-narrow #tables {
         display: none;
-        layout: vertical;
         height: 1fr;
         max-height: 100%;
     }
-    CompareScreen.-narrow #tables DataTable {
-        width: 100%;
-        height: auto;
-        max-height: 1fr;
-    }
-    CompareScreen.-narrow.-tables #graphs {
+    WindowedScreen.-narrow.-tables #graphs {
         display: none;
     }
-    CompareScreen.-narrow.-tables #tables {
+    WindowedScreen.-narrow.-tables #tables {
         display: block;
     }
     """
 
     AUTO_FOCUS = ""  # _reflow focuses a table when the tables are on screen
-    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
-        Binding("t", "toggle_tables", "Tables/graphs", id="compare.tables"),
-        Binding("s", "next_series", "A+B/A/B", id="compare.series"),
-        Binding("a", "show(True, False)", "A only", id="compare.show_a", show=False),
-        Binding("b", "show(False, True)", "B only", id="compare.show_b", show=False),
-        Binding("o", "show(True, True)", "A and B", id="compare.show_both", show=False),
-        Binding("z", "next_zoom", "Zoom", id="compare.zoom"),
-        Binding("1", "zoom('1m')", "1 min", id="compare.zoom_1m", show=False),
-        Binding("5", "zoom('5m')", "5 min", id="compare.zoom_5m", show=False),
-        Binding("0", "zoom('all')", "All", id="compare.zoom_all", show=False),
-        Binding("left_square_bracket", "pan(-0.5)", "Earlier", id="compare.earlier"),
-        Binding("right_square_bracket", "pan(0.5)", "Later", id="compare.later"),
-    ]
+    tables: ClassVar[type[DataTable[Any]]] = DataTable
 
-    def __init__(self, comparison: Comparison) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.comparison = comparison
-        self.sides = (side_view("A", comparison.a), side_view("B", comparison.b))
-        self.span = max(self.sides[0].span, self.sides[1].span)
+        self.span = 0.0
         self.zoom = "all"
         self.x0 = 0.0
-        self.shown = (True, True)
         self.narrow: bool | None = None
 
-    def compose(self) -> ComposeResult:
-        yield CompareHeader(id="header")
+    def paint(self) -> None:
+        raise NotImplementedError
+
+    def compose_graphs(self, labels: tuple[str, ...] = ("A", "B")) -> ComposeResult:
+        """The grid of overlaid graphs (the last ones on a wide screen only)."""
         with Grid(id="graphs"):
             for i, spec in enumerate(COMPARE_GRAPHS):
-                yield MetricGraph(
-                    spec.title,
-                    fmt=spec.fmt,
-                    unit=spec.unit,
-                    id=f"graph-{spec.metric}",
-                    classes="wide-only" if i >= NARROW_GRAPHS else None,
-                )
-        with Container(id="tables"):
-            origins = (self.sides[0].origin, self.sides[1].origin)
-            yield PhasePairTable(self.comparison.pairs, origins, id="phases")
-            yield KnobDiffTable(self.comparison, self.sides, id="knobs")
-        yield Footer()
+                yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, labels=labels,
+                                  id=f"graph-{spec.metric}",
+                                  classes="wide-only" if i >= NARROW_GRAPHS else None)
 
     def on_mount(self) -> None:
         self._reflow(self.size.width, self.size.height)
@@ -515,7 +502,7 @@ class CompareScreen(Screen[None]):
 
     def _focus_tables(self, tables_shown: bool) -> None:
         if tables_shown:
-            self.query_one(PhasePairTable).focus()
+            self.query_one(self.tables).focus()
         else:
             self.set_focus(None)
 
@@ -529,24 +516,6 @@ class CompareScreen(Screen[None]):
         x0 = min(max(0.0, self.x0), span - window)
         return x0, x0 + window
 
-    def paint(self) -> None:
-        t0, t1 = self.x_range
-        side_a, side_b = self.sides
-        for spec in COMPARE_GRAPHS:
-            graph = self.query_one(f"#graph-{spec.metric}", MetricGraph)
-            graph.show_series(*self.shown)
-            graph.set_data(
-                window_points(side_a.series[spec.metric], t0, t1),
-                side_a.markers,
-                t0,
-                t1,
-                overlay=window_points(side_b.series[spec.metric], t0, t1),
-                overlay_markers=side_b.markers,
-            )
-        header = self.query_one(CompareHeader)
-        header.show(self.comparison, self.sides, t0, t1, self.zoom, self.shown)
-
-    # -- keys ----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_tables":
             return self.narrow  # on a wide screen the tables are always there
@@ -558,13 +527,6 @@ class CompareScreen(Screen[None]):
         tables = not self.has_class("-tables")
         self.set_class(tables, "-tables")
         self._focus_tables(tables)
-
-    def action_show(self, a: bool, b: bool) -> None:
-        self.shown = (a, b)
-        self.paint()
-
-    def action_next_series(self) -> None:
-        self.action_show(*SERIES[(SERIES.index(self.shown) + 1) % len(SERIES)])
 
     def action_next_zoom(self) -> None:
         names = list(ZOOMS)
@@ -584,6 +546,78 @@ class CompareScreen(Screen[None]):
         self.paint()
 
 
+class CompareScreen(WindowedScreen):
+    """Overlaid graphs over 0..max(duration A, duration B), the phase pairs' B/A ratios and
+    the knob differences.  Below 120x36 the graphs and the tables take turns (key t)."""
+
+    DEFAULT_CSS = """
+    CompareScreen #tables {
+        layout: horizontal;
+    }
+    CompareScreen #tables DataTable {
+        width: 1fr;
+    }
+    CompareScreen.-narrow #tables {
+        layout: vertical;
+    }
+    CompareScreen.-narrow #tables DataTable {
+        width: 100%;
+        max-height: 1fr;
+    }
+    """
+
+    tables = PhasePairTable
+    BINDINGS: ClassVar[list[Binding | tuple[str, str] | tuple[str, str, str]]] = [
+        *TABLE_KEYS,
+        Binding("s", "next_series", "A+B/A/B", id="compare.series"),
+        Binding("a", "show(True, False)", "A only", id="compare.show_a", show=False),
+        Binding("b", "show(False, True)", "B only", id="compare.show_b", show=False),
+        Binding("o", "show(True, True)", "A and B", id="compare.show_both", show=False),
+        *WINDOW_KEYS,
+    ]
+
+    def __init__(self, comparison: Comparison) -> None:
+        super().__init__()
+        self.comparison = comparison
+        self.sides = (side_view("A", comparison.a), side_view("B", comparison.b))
+        self.span = max(self.sides[0].span, self.sides[1].span)
+        self.shown = (True, True)
+
+    def compose(self) -> ComposeResult:
+        yield CompareHeader(id="header")
+        yield from self.compose_graphs()
+        with Container(id="tables"):
+            origins = (self.sides[0].origin, self.sides[1].origin)
+            yield PhasePairTable(self.comparison.pairs, origins, id="phases")
+            yield KnobDiffTable(self.comparison, self.sides, id="knobs")
+        yield Footer()
+
+    def paint(self) -> None:
+        t0, t1 = self.x_range
+        side_a, side_b = self.sides
+        for spec in COMPARE_GRAPHS:
+            graph = self.query_one(f"#graph-{spec.metric}", MetricGraph)
+            graph.show_series(*self.shown)
+            graph.set_data(
+                window_points(side_a.series[spec.metric], t0, t1),
+                side_a.markers,
+                t0,
+                t1,
+                overlay=window_points(side_b.series[spec.metric], t0, t1),
+                overlay_markers=side_b.markers,
+            )
+        header = self.query_one(CompareHeader)
+        header.show(self.comparison, self.sides, t0, t1, self.zoom, self.shown)
+
+    # -- keys ----------------------------------------------------------------------------------
+    def action_show(self, a: bool, b: bool) -> None:
+        self.shown = (a, b)
+        self.paint()
+
+    def action_next_series(self) -> None:
+        self.action_show(*SERIES[(SERIES.index(self.shown) + 1) % len(SERIES)])
+
+
 class CompareApp(ScreenApp):
     """`knobtop compare --format tui`: the comparison on one screen; q quits."""
 
@@ -598,7 +632,7 @@ class CompareApp(ScreenApp):
     def __init__(self, comparison: Comparison, config: UiConfig | None = None) -> None:
         super().__init__(config)
         self.comparison = comparison
-        self.compare_screen = CompareScreen(comparison)
+        self.compare_screen: Screen[None] = CompareScreen(comparison)
         self.screenshot_dir = comparison.a.path.parent  # next to journal A, as the live screen
 
     def action_save_svg(self) -> str | None:

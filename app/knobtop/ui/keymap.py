@@ -13,13 +13,14 @@ from textual.binding import Binding
 from knobtop.config import ConfigError
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.compare_app import CompareApp
+from knobtop.ui.compare_many import ManyCompareApp
 from knobtop.ui.replay_app import ReplayApp
 
 
 def _binding_classes() -> list[type[Any]]:
     """Every knobtop class that declares key bindings (one keymap serves all screens): each
     app names its own in ``BINDING_CLASSES``."""
-    apps: list[type[Any]] = [KnobtopApp, ReplayApp, CompareApp]
+    apps: list[type[Any]] = [KnobtopApp, ReplayApp, CompareApp, ManyCompareApp]
     classes = list(apps)
     for app in apps:
         classes += [c for c in app.BINDING_CLASSES if c not in classes]

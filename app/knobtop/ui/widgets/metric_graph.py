@@ -74,6 +74,10 @@ Column = tuple[int, float, bool]  # (dot column, mean value, joined to the previ
 
 # Whose dots a cell of an overlay holds (``overlay_owners``): bit 0 is A's, bit 1 is B's.
 EMPTY, OWNER_A, OWNER_B, OWNER_BOTH = 0, 1, 2, 3
+# More than two series (``set_data(..., more=...)``, compare of N journals, issue 19): a
+# cell's owner is its one series' number + 1, or OWNER_SEVERAL (``series_owners``).
+MAX_SERIES = 5
+OWNER_SEVERAL = 255
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,6 +439,17 @@ def overlay_owners(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
     return bytes((x != 0) | (y != 0) << 1 for x, y in zip(a, b, strict=True))
 
 
+def series_owners(rows: Sequence[bytes | bytearray]) -> bytes:
+    """Per cell of one row of N series' masks: EMPTY, the one series' number + 1 whose dots
+    are there, or OWNER_SEVERAL."""
+    out = bytearray(len(rows[0]) if rows else 0)
+    for i, row in enumerate(rows, start=1):
+        for x, mask in enumerate(row):
+            if mask:
+                out[x] = i if out[x] in (EMPTY, i) else OWNER_SEVERAL
+    return bytes(out)
+
+
 def owner_runs(owners: bytes | bytearray, start: int, end: int) -> list[tuple[int, int, int]]:
     """``(start, end, owner)`` runs of cells ``start..end-1`` that can share one style.
 
@@ -470,6 +485,7 @@ class _Styles(NamedTuple):
     axis: Style
     overlay: Style
     both: Style
+    more: tuple[Style, ...] = ()  # the third series' on (compare of N journals)
 
 
 class MetricGraph(Widget):
@@ -488,6 +504,9 @@ class MetricGraph(Widget):
         "metric-graph--value",
         "metric-graph--overlay",
         "metric-graph--both",
+        "metric-graph--s3",
+        "metric-graph--s4",
+        "metric-graph--s5",
     }
 
     # Theme variables only.  $text-primary / $text-accent / $text-warning are the theme's
@@ -520,6 +539,15 @@ class MetricGraph(Widget):
     MetricGraph > .metric-graph--both {
         color: $foreground;
     }
+    MetricGraph > .metric-graph--s3 {
+        color: $text-error;
+    }
+    MetricGraph > .metric-graph--s4 {
+        color: $text-accent;
+    }
+    MetricGraph > .metric-graph--s5 {
+        color: $secondary;
+    }
     """
 
     def __init__(
@@ -528,7 +556,7 @@ class MetricGraph(Widget):
         *,
         fmt: Callable[[float], str] = default_fmt,
         unit: str = "",
-        labels: tuple[str, str] = ("A", "B"),
+        labels: tuple[str, ...] = ("A", "B"),
         time_axis: bool = False,
         name: str | None = None,
         id: str | None = None,
@@ -545,6 +573,8 @@ class MetricGraph(Widget):
         self._ticks: tuple[tuple[float, str], ...] = ()
         self._overlay: tuple[Point, ...] | None = None
         self._overlay_markers: tuple[tuple[float, str], ...] = ()
+        self._more: tuple[tuple[tuple[Point, ...], tuple[tuple[float, str], ...]], ...] = ()
+        self._only: int | None = None  # with ``more``: the one series drawn (None: all)
         self._shown = (True, True)
         self._t_start = 0.0
         self._t_end = 0.0
@@ -564,6 +594,7 @@ class MetricGraph(Widget):
         overlay: Sequence[tuple[float, float | None]] | None = None,
         overlay_markers: Sequence[tuple[float, str]] = (),
         ticks: Sequence[tuple[float, str]] = (),
+        more: Sequence[tuple[Sequence[Point], Sequence[tuple[float, str]]]] = (),
     ) -> None:
         """Plot ``points`` ((t, value), None = gap) over [t_start, t_end] with ``markers``.
 
@@ -576,7 +607,8 @@ class MetricGraph(Widget):
 
         ``overlay`` (sorted by t, on the same time axis) is drawn as series B over ``points``
         (series A) on one y range, with ``overlay_markers`` as B's markers; None (the default)
-        plots ``points`` alone, exactly as before.
+        plots ``points`` alone, exactly as before.  ``more`` adds series C, D, ... (points,
+        markers) over both, up to MAX_SERIES in all, each in its own colour.
         """
         pts = points if isinstance(points, tuple) else tuple(points)
         n = len(pts)
@@ -591,6 +623,9 @@ class MetricGraph(Widget):
             over_markers = tuple(overlay_markers)
             m = len(over)
             key += (m, over[0] if m else None, over[-1] if m else None, over_markers)
+        extra = tuple((tuple(p), tuple(mk)) for p, mk in more)[:MAX_SERIES - 2]
+        for p, mk in extra:
+            key += (len(p), p[0] if p else None, p[-1] if p else None, mk)
         if key == self._data_key:
             return
         self._data_key = key
@@ -599,6 +634,7 @@ class MetricGraph(Widget):
         self._ticks = ticks_key
         self._overlay = over
         self._overlay_markers = over_markers
+        self._more = extra
         self._t_start = t_start
         self._t_end = t_end
         self._data_version += 1
@@ -616,6 +652,15 @@ class MetricGraph(Widget):
         if (a, b) == self._shown:
             return
         self._shown = (a, b)
+        self._data_version += 1
+        self._repaint()
+
+    def show_only(self, series: int | None) -> None:
+        """With ``more``: draw only series ``series`` (0 = A), or all (None); the y range
+        still covers every series."""
+        if series == self._only:
+            return
+        self._only = series
         self._data_version += 1
         self._repaint()
 
@@ -670,6 +715,7 @@ class MetricGraph(Widget):
                 axis=get("metric-graph--axis"),
                 overlay=get("metric-graph--overlay"),
                 both=get("metric-graph--both"),
+                more=tuple(get(f"metric-graph--s{n}") for n in range(3, MAX_SERIES + 1)),
             )
         return self._styles
 
@@ -694,6 +740,8 @@ class MetricGraph(Widget):
     def _build(self, width: int, height: int) -> list[Strip]:
         if width <= 0 or height <= 0:
             return []
+        if self._more:
+            return self._build_many(width, height)
         if self._overlay is not None:
             return self._build_overlay(width, height, self._overlay)
         styles = self._get_styles()
@@ -800,7 +848,6 @@ class MetricGraph(Widget):
                 marker_glyphs[at] = glyph if have == glyph else SHARED_MARKER_GLYPH
                 if t >= newest_t:
                     newest_t, newest_col = t, at
-        markers = sorted(marker_glyphs)
 
         newest_x = margin + newest_col if newest_col >= 0 else -1
         strips = [
@@ -809,15 +856,28 @@ class MetricGraph(Widget):
             )
         ]
         owner_style = {OWNER_A: styles.line, OWNER_B: styles.overlay, OWNER_BOTH: styles.both}
+        rows = [(cells_text(merge_masks(masks_a[r], masks_b[r])),
+                 overlay_owners(masks_a[r], masks_b[r])) for r in range(plot_rows)]
+        return strips + self._owned_rows(width, margin, (hi_label, lo_label), rows,
+                                         marker_glyphs, owner_style, styles)
+
+    def _owned_rows(self, width: int, margin: int, labels: tuple[str, str],
+                    rows: list[tuple[str, bytes]], marker_glyphs: dict[int, str],
+                    owner_style: dict[int, Style], styles: _Styles) -> list[Strip]:
+        """The plot rows of several series: each row's cells (``rows``: its text and whose
+        dots each cell holds) in its owner's style, the markers over them, the y labels in
+        the margin."""
+        hi_label, lo_label = labels
+        cols = width - margin
+        markers = sorted(marker_glyphs)
         blank_label = " " * MARGIN
-        for r in range(plot_rows):
+        strips = []
+        for r, (text, owners) in enumerate(rows):
             segments: list[Segment] = []
             if margin:
-                label = hi_label if r == 0 else lo_label if r == plot_rows - 1 else ""
-                text = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
-                segments.append(Segment(text, styles.axis))
-            text = cells_text(merge_masks(masks_a[r], masks_b[r]))
-            owners = overlay_owners(masks_a[r], masks_b[r])
+                label = hi_label if r == 0 else lo_label if r == len(rows) - 1 else ""
+                pad = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
+                segments.append(Segment(pad, styles.axis))
             pos = 0
             for col in [*markers, cols]:
                 for start, end, owner in owner_runs(owners, pos, col):
@@ -827,6 +887,62 @@ class MetricGraph(Widget):
                 pos = col + 1
             strips.append(Strip(segments, width))
         return strips
+
+    def _build_many(self, width: int, height: int) -> list[Strip]:
+        """Three or more series on one y range (compare of N journals): each in its colour,
+        a cell with dots of several in the "both" colour; A's markers solid, the others'
+        dashed, several in one column doubled."""
+        styles = self._get_styles()
+        series = [(self._points, self._markers),
+                  (self._overlay or (), self._overlay_markers), *self._more]
+        shown = [self._only is None or self._only == i for i in range(len(series))]
+        margin = MARGIN if width >= MARGIN + MIN_PLOT_COLS else 0
+        cols, plot_rows = width - margin, height - 1
+        t0, t1 = self._t_start, self._t_end
+        columns = [column_means(points, t0, t1, cols * 2) for points, _ in series]
+        latest = [v for points, _ in series if (v := latest_value(points)) is not None
+                  and math.isfinite(v)]
+        lo, hi = y_range([value for cs in columns for _, value, _ in cs] + latest)
+        masks = [rasterize(cs if show else [], lo, hi, cols, plot_rows)
+                 for cs, show in zip(columns, shown, strict=True)]
+        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+        marker_glyphs: dict[int, str] = {}
+        for i, (_, side_markers) in enumerate(series):
+            if not shown[i]:
+                continue
+            glyph = MARKER_GLYPH if i == 0 else OVERLAY_MARKER_GLYPH
+            for t, _label in side_markers:
+                at = time_to_col(t, t0, t1, cols)
+                if at is not None:
+                    have = marker_glyphs.get(at)
+                    marker_glyphs[at] = glyph if have in (None, glyph) else SHARED_MARKER_GLYPH
+        colours = self._series_styles(styles)
+        owner_style = {i + 1: style for i, style in enumerate(colours)}
+        owner_style[OWNER_SEVERAL] = styles.both
+        owner_style[EMPTY] = styles.line
+        bold = Style(bold=True)
+        legend: list[Segment] = []
+        for i, (points, _) in enumerate(series):
+            if legend:
+                legend.append(Segment("  ", styles.base))
+            label = self._labels[i] if i < len(self._labels) else chr(ord("A") + i)
+            legend.append(Segment(f"{label} {self._latest_text(points)}",
+                                  colours[i] + bold if shown[i] else styles.axis))
+        strips = [self._title_strip(width, legend, lo_label, hi_label, -1, styles)]
+        rows = []
+        for r in range(plot_rows):
+            row = [m[r] for m in masks]
+            merged = bytes(row[0])
+            for other in row[1:]:
+                merged = merge_masks(merged, other)
+            rows.append((cells_text(merged), series_owners(row)))
+        return strips + self._owned_rows(width, margin, (hi_label, lo_label), rows,
+                                         marker_glyphs, owner_style, styles)
+
+    @staticmethod
+    def _series_styles(styles: _Styles) -> list[Style]:
+        """Each series' colour, A first."""
+        return [styles.line, styles.overlay, *styles.more]
 
     def _legend(self, overlay: Sequence[Point], styles: _Styles) -> list[Segment]:
         """The title's legend: each side's latest value ("A 1.20K  B 1.41K") in the colour of
