@@ -3,6 +3,7 @@ events of each further server named in the journal, and the live run on two sand
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -248,5 +249,44 @@ def test_two_sandboxes_with_different_base_configs_are_two_arms_of_one_journal(
     assert "| trx2 |" in report.stdout
     # nothing of the further server was written anywhere else, and both sandboxes stopped
     assert not (tmp_path / "labs" / "trx2" / "journals").exists()
+    assert Sandbox(tmp_path / "lab").running_pid() is None
+    assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None
+
+
+def through_the_process(tmp_path: Path, mode: str) -> tuple[dict[str, object], Path]:
+    journal = tmp_path / f"{mode}.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "targets_script.py"),
+         str(write(tmp_path, BASE)), str(tmp_path / "lab"), str(journal), mode],
+        capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1]), journal
+
+
+@pytest.mark.integration
+def test_the_live_screens_session_process_runs_every_target(tmp_path: Path,
+                                                             sysbench_path: str) -> None:
+    """`run --tui`: the session's process builds and opens the run's own session and each
+    target's, serves calls to each by name, and closes them all; the screen's runner
+    drives them through its handles (here without a screen)."""
+    out, journal = through_the_process(tmp_path, "run")
+    assert out["targets"] == ["trx2"] and out["roots"] == [str(tmp_path / "labs" / "trx2")]
+    h = JournalReader(journal).header
+    assert out["target_ports"] == {"trx2": h.targets["trx2"]["server"]["port"]}
+    assert sorted(out["steps"]) == ["trx1@", "trx1@", "trx2@trx2", "trx2@trx2"]  # type: ignore[arg-type]
+    events = list(JournalReader(journal))
+    assert events[-1].kind == "end"
+    assert {e.target for e in events if isinstance(e, Sample)} == {"", "trx2"}
+    assert Sandbox(tmp_path / "lab").running_pid() is None
+    assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None
+
+
+@pytest.mark.integration
+def test_a_killed_session_process_leaves_no_target_sandbox_running(tmp_path: Path,
+                                                                    sysbench_path: str
+                                                                    ) -> None:
+    out, journal = through_the_process(tmp_path, "kill")
+    assert "was killed by signal 9" in str(out["lost"])
+    assert journal.exists()  # the header and the first samples, as written
     assert Sandbox(tmp_path / "lab").running_pid() is None
     assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None

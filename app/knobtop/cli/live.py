@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -296,16 +296,14 @@ def run_session(options: SessionOptions, console: Console) -> int:
                             {n: t.session for n, t in others.items()})
             console.print(f"Journal: {live.journal_path}", markup=False)
         return code
-    if options.targets:
-        raise BadValue("a recipe whose arms run on other servers ([targets]) runs headless "
-                       "for now: leave out --tui (its journal replays on the live screen)")
     from knobtop.session.process import session_process
 
     def screen_imports() -> None:
         import knobtop.ui.app  # noqa: F401 - while the session's process builds its session
 
     with session_process(options, ConsoleFeedback(console), screen_imports) as remote:
-        code = live_screen(options, remote.session, console)
+        targets = {name: remote.session.view(name) for name in remote.session.ready.targets}
+        code = live_screen(options, remote.session, console, targets)
         console.print(f"Journal: {remote.journal_path}", markup=False)
     return code
 
@@ -330,8 +328,10 @@ def headless(options: SessionOptions, session: Session, console: Console,
                                     options.start_load, console))
 
 
-def live_screen(options: SessionOptions, session: SessionPort, console: Console) -> int:
-    """The live screen on a session, with or without a recipe; the exit code."""
+def live_screen(options: SessionOptions, session: SessionPort, console: Console,
+                targets: Mapping[str, SessionPort] | None = None) -> int:
+    """The live screen on a session, with or without a recipe (and its further servers'
+    sessions); the exit code."""
     from knobtop.ui.app import KnobtopApp
 
     recipe = options.recipe
@@ -339,7 +339,7 @@ def live_screen(options: SessionOptions, session: SessionPort, console: Console)
     if recipe is None:
         app = KnobtopApp(session, start_load=options.start_load, config=ui_config())
     else:
-        app = KnobtopApp(session, recipe=recipe, config=ui_config())
+        app = KnobtopApp(session, recipe=recipe, config=ui_config(), targets=targets)
     try:
         app.run()
     finally:

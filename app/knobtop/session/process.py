@@ -79,14 +79,17 @@ def session_process(options: SessionOptions, feedback: Feedback,
     finally:
         _hang_up(conn)
         code = _wait_child(pid)
-        root = remote.ready.sandbox_root if remote is not None else None
-        if code != 0 and root is not None:
-            # Killed (or crashed) before it could stop the sandbox it started: stop it
+        ready = remote.ready if remote is not None else None
+        roots = [] if ready is None else [
+            r for r in (ready.sandbox_root, *ready.target_roots) if r is not None]
+        if code != 0 and roots:
+            # Killed (or crashed) before it could stop the sandboxes it started: stop them
             # here. Its load generators died with it (they carry its death signal).
             from knobtop.lab import stop_lab
 
-            with contextlib.suppress(Exception):
-                feedback.say(stop_lab(root), highlight=False)
+            for root in roots:
+                with contextlib.suppress(Exception):
+                    feedback.say(stop_lab(root), highlight=False)
 
 
 def _hang_up(conn: Connection) -> None:

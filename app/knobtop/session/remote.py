@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import itertools
 import os
@@ -60,6 +61,8 @@ class Ready:
 
     journal_path: Path
     sandbox_root: Path | None  # a sandbox the child started (to stop if the child dies)
+    targets: tuple[str, ...] = ()  # a recipe's further servers, each a session there too
+    target_roots: tuple[Path, ...] = ()  # the sandboxes the child started for them
 
 
 class _Pending:
@@ -115,6 +118,20 @@ class RemoteSession:
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
+        # A recipe's further servers (issue 19): their state by name, and which one this
+        # handle speaks for ("" the run's own; ``view`` makes the others' handles).
+        self._target_states: dict[str, SessionState] = {}
+        self.target = ""
+
+    def view(self, target: str) -> RemoteSession:
+        """The handle of one of the child's further targets: the same socket, pending
+        calls and listeners; its calls go to that target's session, its state is that
+        session's."""
+        if target not in self.ready.targets:
+            raise KnobtopError(f"the session process has no target {target!r}")
+        other = copy.copy(self)
+        other.target = target
+        return other
 
     # -- the socket
     def take(self, message: tuple[Any, ...]) -> None:
@@ -122,6 +139,8 @@ class RemoteSession:
         kind = message[0]
         if kind == "state":
             self._state, self._t0 = message[1], message[2]
+        elif kind == "tstate":
+            self._target_states[message[1]] = message[2]
         elif kind == "catalog":
             self._catalog = message[1]
         elif kind == "event":
@@ -182,7 +201,8 @@ class RemoteSession:
             return
         self.lost = why
         with self._lock:
-            pending, self._pending = list(self._pending.values()), {}
+            pending = list(self._pending.values())
+            self._pending.clear()  # shared with the targets' views
         for p in pending:
             p.settle(False, SessionLost(why))
         event = Error(t=self.now(), wall=round(time.time(), 3), source=LOST_SOURCE,
@@ -222,7 +242,7 @@ class RemoteSession:
         with self._lock:
             self._pending[cid] = pending
         try:
-            self._send(("call", cid, name, args, kwargs))
+            self._send(("call", cid, name, args, kwargs, self.target))
         except SessionLost:
             with self._lock:
                 self._pending.pop(cid, None)
@@ -250,7 +270,7 @@ class RemoteSession:
         pending = _Pending(name)
         with self._lock:
             self._pending[cid] = pending
-        self._send(("call", cid, name, args, kwargs))
+        self._send(("call", cid, name, args, kwargs, self.target))
         if not pending.done.wait(SYNC_DEADLINE):
             with self._lock:
                 self._pending.pop(cid, None)
@@ -263,6 +283,8 @@ class RemoteSession:
 
     # -- SessionPort
     def state(self) -> SessionState:
+        if self.target:
+            return self._target_states[self.target]
         assert self._state is not None  # the child sends its state before it says ready
         return dataclasses.replace(self._state, catalog=self._catalog)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from knobtop.errors import KnobtopError
 from knobtop.session.port import SessionState
 from knobtop.session.remote import CLOSE_DEADLINE, Ready, SessionLost
+from knobtop.session.targets import Targets
 
 if TYPE_CHECKING:
     from knobtop.journal.events import Event, Header
@@ -72,8 +73,14 @@ def _portable(exc: BaseException) -> BaseException:
 class _Server:
     """The child's side: one session, calls from the socket, events and state to it."""
 
-    def __init__(self, session: Session, conn: Connection) -> None:
+    def __init__(self, session: Session, conn: Connection,
+                 others: dict[str, Session] | None = None) -> None:
         self.session = session
+        # A recipe's further servers (issue 19): their sessions by name, opened and closed
+        # with this one as one journal; a call names the session it is for.
+        self.sessions: dict[str, Session] = {**(others or {}), "": session}
+        self.group = Targets(session, others) if others else None
+        self._sent_targets: dict[str, SessionState] = {}
         self.conn = conn
         self.out: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.tasks: dict[int, asyncio.Task[None]] = {}
@@ -103,6 +110,13 @@ class _Server:
         if bare != self._sent_state:
             self._sent_state = bare
             self.out.put(("state", bare, self.session.recorder.t0))
+        for name, session in self.sessions.items():
+            if not name:
+                continue
+            other = session.state()  # with its catalog: sent again only when it changes
+            if other != self._sent_targets.get(name):
+                self._sent_targets[name] = other
+                self.out.put(("tstate", name, other))
 
     def on_event(self, event: Event) -> None:
         from knobtop.journal.events import Sample
@@ -141,7 +155,8 @@ class _Server:
                 # Open now, while the screen is still starting: the first samples are
                 # taken meanwhile and wait in the screen's RemoteSession for its listener.
                 try:
-                    self.header = await self.session.open()
+                    self.header = await (self.group.open() if self.group is not None
+                                         else self.session.open())
                 except Exception as exc:
                     self.out.put(("failed", _portable(exc)))
                     return
@@ -151,8 +166,9 @@ class _Server:
             while (message := await inbox.get()) is not None:
                 kind = message[0]
                 if kind == "call":
-                    _, cid, name, args, kwargs = message
-                    self.tasks[cid] = loop.create_task(self._call(cid, name, args, kwargs))
+                    _, cid, name, args, kwargs, *target = message
+                    self.tasks[cid] = loop.create_task(
+                        self._call(cid, name, args, kwargs, target[0] if target else ""))
                 elif kind == "stop":
                     self.stopped.add(message[1])
                 elif kind == "cancel" and message[1] in self.tasks:
@@ -166,7 +182,8 @@ class _Server:
                 _quiet()
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(CLOSE_DEADLINE):
-                        await self.session.close("the screen ended")
+                        await (self.group.close("the screen ended") if self.group is not None
+                               else self.session.close("the screen ended"))
             for task in self.tasks.values():
                 task.cancel()
             unsubscribe()
@@ -188,18 +205,24 @@ class _Server:
             raise_priority(SAMPLER_PRIORITY)  # all there is without real-time rights
 
     async def _call(self, cid: int, name: str, args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> None:
+                    kwargs: dict[str, Any], target: str = "") -> None:
         try:
             if name not in ASYNC_CALLS and name not in SYNC_CALLS:
                 raise KnobtopError(f"the session process has no call named {name!r}")
+            session = self.sessions.get(target)
+            if session is None:
+                raise KnobtopError(f"the session process has no target {target!r}")
             if name == "prepare_load":
                 kwargs["progress"] = lambda p: self.out.put(("progress", cid, p))
             elif name == "wait_for_purge":
                 kwargs["stopped"] = lambda: cid in self.stopped
             if name == "open" and self.header is not None:
                 value: Any = self.header  # opened before the screen asked
+            elif name == "close" and self.group is not None:
+                await self.group.close(*args, **kwargs)  # every target, then the journal
+                value = None
             else:
-                value = getattr(self.session, name)(*args, **kwargs)
+                value = getattr(session, name)(*args, **kwargs)
                 if name in ASYNC_CALLS:
                     value = await value
             if name == "close":
@@ -237,10 +260,15 @@ def child(options: SessionOptions, feedback: Feedback, conn: Connection, parent:
     for sig in (signal.SIGTERM, signal.SIGHUP):  # until the loop takes them
         signal.signal(sig, signal.default_int_handler)
     try:
-        with build_session(options, feedback) as live:
+        with contextlib.ExitStack() as stack:
+            built = {name: stack.enter_context(build_session(o, feedback))
+                     for name, o in options.targets}
+            live = stack.enter_context(build_session(options, feedback))
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # keys belong to the screen now
-            server = _Server(live.session, conn)
-            server.ready = Ready(live.journal_path, live.sandbox_root)
+            server = _Server(live.session, conn, {n: b.session for n, b in built.items()})
+            server.ready = Ready(live.journal_path, live.sandbox_root, tuple(built),
+                                 tuple(b.sandbox_root for b in built.values()
+                                       if b.sandbox_root is not None))
             try:
                 asyncio.run(server.serve())
             finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -19,7 +19,16 @@ from textual.css.query import NoMatches
 from knobtop.analysis.results import Results
 from knobtop.config import UiConfig
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Change, End, Error, Event, Header, Incident, Knobs
+from knobtop.journal.events import (
+    Change,
+    End,
+    Error,
+    Event,
+    Header,
+    Incident,
+    Knobs,
+    target_of,
+)
 from knobtop.journal.follow import JournalFollower
 from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
@@ -98,9 +107,11 @@ class KnobtopApp(KnobtopBase):
         follow: JournalFollower | None = None,
         recipe: Recipe | None = None,
         config: UiConfig | None = None,
+        targets: Mapping[str, SessionPort] | None = None,
     ) -> None:
         super().__init__(config)
         self.recipe = recipe
+        self.targets = dict(targets or {})  # a recipe's further servers' sessions (issue 19)
         self.recipe_runner: RecipeRunner | None = None
         self.recipe_results: Results | None = None
         self._recipe_future: asyncio.Future[Any] | None = None
@@ -222,7 +233,7 @@ class KnobtopApp(KnobtopBase):
             self.post_message(RecipeNote(text))
 
         runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress,
-                                                   on_note=note)
+                                                   on_note=note, targets=self.targets)
         outcome, message = "end", ""
         self._recipe_future = self._submit(runner.run())
         try:
@@ -397,6 +408,8 @@ class KnobtopApp(KnobtopBase):
         events, self._unshown = self._unshown, []
         for event in events:
             pane.add_event(event)
+            if target_of(event):
+                continue  # a recipe's further server (issue 19): not the panel's server
             if isinstance(event, Incident):
                 self.live.query_one(IncidentPage).show(event)
             elif isinstance(event, Knobs):

@@ -18,6 +18,7 @@ from knobtop.journal.events import (
     Phase,
     RecipeRun,
     StepResult,
+    target_of,
 )
 
 MAX_ENTRIES = 1000
@@ -29,6 +30,9 @@ def describe(event: Event) -> Text | None:
     # The pane wraps (and re-wraps on a resize), and the essential part comes first: a
     # change reads "knob=new" before the old value, so the new value shows at any width.
     line = Text(stamp, style="dim")
+    target = target_of(event)
+    if target and not isinstance(event, StepResult):  # a recipe's further server (issue 19)
+        line.append(f"{target}: ", style="bold")
     if isinstance(event, Change):
         if event.result == "ok":
             line.append(f"◆ {event.knob}={event.new}", style="bold")
