@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from knobtop.analysis.journaldata import load_journal
+from knobtop.analysis.replay import Replay
 from knobtop.analysis.report import markdown_report
 from knobtop.analysis.results import collect
 from knobtop.journal import JournalReader, JournalWriter, Knobs, Load, Sample, StepResult
 from knobtop.journal.events import Change, Header, Phase, event_from_dict, to_dict
+from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.recipe import RecipeError, load_recipe
@@ -176,6 +178,13 @@ def test_readers_draw_the_own_servers_series_and_keep_the_targets_steps(tmp_path
     assert not data.phases and not data.changes and not data.loads
     assert data.target_knobs == {"trx2": {"innodb_flush_log_at_trx_commit": "2",
                                           "sort_buffer_size": "2097152"}}
+    index = JournalIndex(path)  # replay's knob panel: the header's own server's values
+    index.build()
+    try:
+        values, _facts = Replay(index).knobs_at(10.0)
+    finally:
+        index.close()
+    assert values == {"innodb_flush_log_at_trx_commit": "1", "sort_buffer_size": "2097152"}
     report = markdown_report(data)
     assert "| target trx2 | mariadb 10.11.2 on 127.0.0.1:2" in report
     assert "| innodb_flush_log_at_trx_commit | 1 | 2 |" in report

@@ -222,7 +222,8 @@ class Replay:
 
     def knobs_at(self, t: float) -> tuple[dict[str, str | None], dict[str, dict[str, Any]]]:
         """Knob values and facts as of time ``t``: the last snapshot, then every successful
-        change after it."""
+        change after it (of the header's own server: a recipe's further targets' snapshots
+        and changes are theirs)."""
         values: dict[str, str | None] = {}
         facts: dict[str, dict[str, Any]] = {}
         pos = self.position(t)
@@ -230,7 +231,7 @@ class Replay:
         at = self.index.prev_of("knobs", pos + 1)
         while at is not None:
             snap = self._event(at)
-            if isinstance(snap, Knobs) and snap.t <= t:
+            if isinstance(snap, Knobs) and snap.t <= t and not snap.target:
                 values.update(snap.values)
                 facts = dict(snap.facts)
                 first_change = at + 1
@@ -241,7 +242,8 @@ class Replay:
         hi = bisect.bisect_right(changes, pos)
         for i in changes[lo:hi]:
             change = self._event(i)
-            if isinstance(change, Change) and change.result == "ok" and change.t <= t:
+            if isinstance(change, Change) and change.result == "ok" and change.t <= t \
+                    and not change.target:
                 values[change.knob] = change.new
                 for knob, (_old, new) in change.side_effects.items():
                     values[knob] = new
