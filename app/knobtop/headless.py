@@ -56,6 +56,9 @@ class ConsoleFeedback:
         prepare: Callable[[Callable[[PrepareProgress], None]], Awaitable[bool]],
     ) -> None:
         """Load sysbench tables (unless already there) behind a progress bar."""
+        if spec.workload == "linkbench":
+            await self._load_graph(spec, prepare)
+            return
         with Progress(
             TextColumn("{task.description}"), BarColumn(),
             TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
@@ -70,6 +73,42 @@ class ConsoleFeedback:
             loaded = await prepare(on_progress)
         if loaded:
             self.console.print(f"Loaded {spec.tables} sysbench tables x {spec.table_size} rows")
+
+    async def _load_graph(
+        self,
+        spec: LoadSpec,
+        prepare: Callable[[Callable[[PrepareProgress], None]], Awaitable[bool]],
+    ) -> None:
+        """LinkBench's load phase behind a progress bar of rows, with the inserts/s of the
+        last second (issue 20)."""
+        import time
+
+        from knobtop.load.linkbench import expected_rows
+
+        nodes, links, counts = expected_rows(spec.table_size)
+        total = nodes + links + counts
+        last = [time.monotonic(), 0, 0.0]  # when, rows then, rows/s of the last second
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(),
+            TextColumn("{task.completed:,}/{task.total:,} rows"),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+            console=self.console, transient=True,
+        ) as progress:
+            task = progress.add_task("Checking the LinkBench graph", total=total, rate="")
+
+            def on_progress(step: PrepareProgress) -> None:
+                now = time.monotonic()
+                if now - float(last[0]) >= 1.0:
+                    last[2] = (step.records - int(last[1])) / (now - float(last[0]))
+                    last[0], last[1] = now, step.records
+                progress.update(task, completed=step.records,
+                                description=escape(f"LinkBench load phase: {step.stage}"),
+                                rate=f"{last[2]:,.0f} inserts/s" if last[2] else "")
+
+            loaded = await prepare(on_progress)
+        if loaded:
+            self.console.print(f"Loaded the LinkBench graph: {nodes:,} nodes, {links:,} links, "
+                               f"{counts:,} link counts")
 
 
 def describe(event: Event) -> str | None:

@@ -88,6 +88,8 @@ class Load(Event):
     err: float
     reconn: float
     target: str = ""
+    # The built-in LinkBench (issue 20): per operation [ops/s, p50, p95, p99, max] (ms)
+    ops: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,9 +334,13 @@ def to_dict(obj: Event | Header) -> JsonDict:
     out: JsonDict = {"ev": obj.kind}
     for name in _field_names(type(obj)):
         out[name] = getattr(obj, name)
-    if out.get("target") == "":
-        del out["target"]
+    for key in _LEFT_OUT_EMPTY:  # newer fields, written only when they say something
+        if key in out and not out[key]:
+            del out[key]
     return out
+
+
+_LEFT_OUT_EMPTY = ("target", "ops")
 
 
 def target_of(event: Event) -> str:

@@ -17,7 +17,9 @@ WORKLOADS: tuple[str, ...] = (
     "oltp_write_only",
     "oltp_update_index",
     "oltp_insert",
+    "linkbench",  # the built-in driver's only (issue 20)
 )
+BUILTIN_ONLY: tuple[str, ...] = ("linkbench",)
 RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
 # A storage engine name as CREATE TABLE ... ENGINE= takes it (never quoted, so kept simple).
 ENGINE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")

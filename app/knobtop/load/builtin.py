@@ -40,7 +40,10 @@ from knobtop.sqlquote import quote_ident
 
 __all__ = ["SUPPORTED", "BuiltinDriver", "default_processes", "percentile_ms"]
 
-SUPPORTED: tuple[str, ...] = ("oltp_point_select", "oltp_read_write")
+SUPPORTED: tuple[str, ...] = ("oltp_point_select", "oltp_read_write", "linkbench")
+# LinkBench's per-operation latencies (issue 20): DDSketch with 1% relative accuracy (its
+# measured cost per recorded latency is in the README and bench/linkbench_driver.py).
+SKETCH_ACCURACY = 0.01
 
 # The statements of sysbench 1.0's oltp_common.lua, with its defaults: 10 point selects,
 # one of each range query over range_size=100 rows, one of each update, one delete+insert.
@@ -63,6 +66,7 @@ RANGE_SIZE = 100
 _RWO: dict[str, tuple[int, int, int]] = {
     "oltp_point_select": (1, 0, 0),
     "oltp_read_write": (14, 4, 2),
+    "linkbench": (0, 0, 0),  # counted per operation (_linkbench)
 }
 # sysbench's default --mysql-ignore-errors: roll back, count in err/s, run a new event.
 IGNORED_ERRORS = frozenset({1213, 1020, 1205})
@@ -142,6 +146,8 @@ class _WorkerConfig:
     rate_per_client: float
     prepared: bool
     parent_pid: int
+    # Tests only (KNOBTOP_LATENCY_LOG): each LinkBench latency, raw, to this file + index
+    latency_log: str = ""
 
 
 class _Fatal(Exception):
@@ -149,13 +155,28 @@ class _Fatal(Exception):
 
 
 class _Counts:
-    __slots__ = ("errors", "hist", "other", "reads", "reconnects", "tx", "writes")
+    __slots__ = ("errors", "hist", "ops", "other", "reads", "reconnects", "tx", "writes")
 
     def __init__(self) -> None:
         self.tx = self.reads = self.writes = self.other = self.errors = self.reconnects = 0
         self.hist = [0] * HIST_SIZE
+        self.ops: dict[str, Any] = {}  # LinkBench: a DDSketch of each operation's latencies
+
+    def record(self, op: str, ms: float) -> None:
+        sketch = self.ops.get(op)
+        if sketch is None:
+            from ddsketch import DDSketch
+
+            sketch = self.ops[op] = DDSketch(relative_accuracy=SKETCH_ACCURACY)
+        sketch.add(ms)
 
     def add(self, other: _Counts) -> None:
+        for op, sketch in other.ops.items():
+            mine = self.ops.get(op)
+            if mine is None:
+                self.ops[op] = sketch
+            else:
+                mine.merge(sketch)
         self.tx += other.tx
         self.reads += other.reads
         self.writes += other.writes
@@ -210,9 +231,16 @@ class _Worker:
         self.prepared = cfg.prepared and hasattr(getattr(library, "Connection", None), "prepare")
         self.run = self._query_prepared if self.prepared else self._query_text
         self.text = {key: sql.split("?") for key, sql in _SQL.items()}
-        self.event: Callable[[_Client], Awaitable[None]] = (
-            self._point_select if cfg.workload == "oltp_point_select" else self._read_write
+        self.event: Callable[[_Client], Awaitable[str | None]] = (
+            self._point_select if cfg.workload == "oltp_point_select" else
+            self._linkbench if cfg.workload == "linkbench" else self._read_write
         )
+        self.requests: Any = None
+        self.raw: list[tuple[str, float]] | None = [] if cfg.latency_log else None
+        if cfg.workload == "linkbench":
+            from knobtop.load.linkbench import Requests
+
+            self.requests = Requests(cfg.table_size, self.rng)
 
     # messages ------------------------------------------------------------------
     def send(self, *msg: object) -> None:
@@ -269,11 +297,17 @@ class _Worker:
         # Fail now, not in the first second, if a table is missing.
         client = self.clients[0]
         try:
+            if self.requests is not None:
+                for name in ("nodetable", "linktable", "counttable"):
+                    await client.conn.query(f"SELECT 1 FROM {name} LIMIT 1")
+                return
             for table in range(1, self.cfg.tables + 1):
                 await self.run(client, "point_selects", table, (1,))
         except Exception as exc:
             code = exc.args[0] if exc.args else None
-            hint = "; prepare the sysbench tables first" if code in (1146, 1049) else ""
+            hint = (("; load the LinkBench graph first (P, or run's preparation)"
+                     if self.requests is not None else "; prepare the sysbench tables first")
+                    if code in (1146, 1049) else "")
             raise _Fatal(self._describe(exc) + hint) from None
 
     # statements ------------------------------------------------------------------
@@ -301,6 +335,24 @@ class _Worker:
 
     async def _point_select(self, c: _Client) -> None:
         await self.run(c, "point_selects", self._table(), (self._id(),))
+        return None
+
+    async def _linkbench(self, c: _Client) -> str:
+        """One LinkBench request (its statements as text); returns its operation."""
+        from knobtop.load.linkbench import READ_OPS, sql_of
+
+        requests = self.requests
+        op: str = requests.op()
+        statements = requests.statements(op, int(time.time()))
+        for key, args in statements:
+            await c.conn.query(sql_of(key, args))
+        cur = self.cur
+        if op in READ_OPS:
+            cur.reads += 1
+        else:
+            cur.writes += len(statements) - (2 if len(statements) > 1 else 0)
+            cur.other += 2 if len(statements) > 1 else 0
+        return op
 
     async def _read_write(self, c: _Client) -> None:
         run, table, ident = self.run, self._table, self._id
@@ -317,6 +369,7 @@ class _Worker:
         await run(c, "deletes", t, (i,))
         await run(c, "inserts", t, (i, k, self._digits(10), self._digits(5)))
         await run(c, "commit", 0, ())
+        return None
 
     # the run -----------------------------------------------------------------------
     async def _recover(self, c: _Client, exc: Exception) -> None:
@@ -365,7 +418,7 @@ class _Worker:
             else:
                 start = clock()
             try:
-                await event(c)
+                op = await event(c)
             except Exception as exc:
                 await self._recover(c, exc)
                 continue
@@ -373,6 +426,10 @@ class _Worker:
             took = end - start
             ms = took * 1000.0
             cur = self.cur
+            if op is not None:
+                cur.record(op, ms)
+                if self.raw is not None:
+                    self.raw.append((op, ms))
             cur.tx += 1
             cur.reads += reads
             cur.writes += writes
@@ -399,7 +456,7 @@ class _Worker:
             await asyncio.sleep(max(0.0, t0 + k - loop.time()))
             now = loop.time()
             done = self._rotate()
-            self.send("tick", k, now - last, *done.numbers(), done.sparse())
+            self.send("tick", k, now - last, *done.numbers(), done.sparse(), done.ops)
             last = now
 
     async def main(self) -> int:
@@ -435,10 +492,14 @@ class _Worker:
                     f"built-in load worker failed: {type(first).__name__}: {first}")
                 self.send("fatal", message)
             self._rotate()
+            if self.raw is not None:  # tests only: written after the run, off the loop
+                text = "".join(f"{op} {ms!r}\n" for op, ms in self.raw)
+                await asyncio.to_thread(
+                    Path(f"{self.cfg.latency_log}.{self.cfg.index}").write_text, text)
             self.send(
                 "done", end - t0, *self.total.numbers(), self.total.sparse(),
                 self.lat_min if self.total.tx else 0.0, self.lat_max, self.lat_sum,
-                [(c.events, c.busy_s) for c in self.clients],
+                [(c.events, c.busy_s) for c in self.clients], self.total.ops,
             )
             return 1 if failed else 0
         finally:
@@ -508,9 +569,11 @@ class _Interval:
     seen: set[int] = field(default_factory=set)
     rates: list[float] = field(default_factory=lambda: [0.0] * 6)
     hist: dict[int, int] = field(default_factory=dict)
+    ops: dict[str, list[Any]] = field(default_factory=dict)  # op -> [ops/s, merged sketch]
 
     def add(
-        self, index: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int]
+        self, index: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int],
+        ops: dict[str, Any] | None = None,
     ) -> None:
         self.seen.add(index)
         span = max(elapsed, 1e-3)
@@ -518,6 +581,24 @@ class _Interval:
             self.rates[i] += n / span
         for b, n in hist.items():
             self.hist[b] = self.hist.get(b, 0) + n
+        for op, sketch in (ops or {}).items():
+            have = self.ops.get(op)
+            if have is None:
+                self.ops[op] = [sketch.count / span, sketch]
+            else:
+                have[0] += sketch.count / span
+                have[1].merge(sketch)
+
+
+def op_numbers(sketch: Any, rate: float | None = None) -> list[float]:
+    """One operation's figures from its latency sketch: [ops/s or count, p50, p95, p99,
+    max] in ms (with ``rate`` None: [count, p50, p95, p99, max, mean])."""
+    q = sketch.get_quantile_value
+    head = [round(rate, 2)] if rate is not None else [float(sketch.count)]
+    out = head + [round(q(p), 3) for p in (0.5, 0.95, 0.99)] + [round(sketch._max, 3)]
+    if rate is None:
+        out.append(round(sketch.avg, 3))
+    return out
 
 
 class _Run:
@@ -567,6 +648,7 @@ class _Run:
                 rate_per_client=spec.rate / spec.threads if spec.rate else 0.0,
                 prepared=spec.prepared,
                 parent_pid=os.getpid(),
+                latency_log=os.environ.get("KNOBTOP_LATENCY_LOG", ""),
             )
             ours, theirs = multiprocessing.Pipe(duplex=True)
             from knobtop.hosts.local import as_launched  # not in the workers' imports
@@ -644,7 +726,8 @@ class _Run:
     def _handle(self, h: _Handle, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
         if kind == "tick":
-            self._on_tick(h, msg[1], msg[2], tuple(msg[3:9]), msg[9])
+            self._on_tick(h, msg[1], msg[2], tuple(msg[3:9]), msg[9],
+                          msg[10] if len(msg) > 10 else None)
         elif kind == "ready":
             h.state = "ready"
         elif kind == "fatal":
@@ -678,11 +761,12 @@ class _Run:
 
     # the per-second merge -------------------------------------------------------------
     def _on_tick(
-        self, h: _Handle, k: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int]
+        self, h: _Handle, k: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int],
+        ops: dict[str, Any] | None = None,
     ) -> None:
         # A tick that comes after its second was given out counts in the next one.
         self.pending.setdefault(max(k, self.next_k), _Interval()).add(
-            h.index if k >= self.next_k else -1, elapsed, numbers, hist
+            h.index if k >= self.next_k else -1, elapsed, numbers, hist, ops
         )
         self._emit()
 
@@ -723,6 +807,8 @@ class _Run:
             latency_ms=percentile_ms(interval.hist, self.spec.percentile),
             errors_per_s=errors,
             reconnects_per_s=reconnects,
+            ops={op: op_numbers(sketch, rate) for op, (rate, sketch) in
+                 sorted(interval.ops.items())},
         )
 
     # the end ---------------------------------------------------------------------------
@@ -738,10 +824,16 @@ class _Run:
         mins: list[float] = []
         maxes: list[float] = []
         lat_sum = 0.0
+        ops: dict[str, Any] = {}
         for d in dones:
             assert d is not None
             for b, n in d[7].items():
                 hist[b] = hist.get(b, 0) + n
+            for op, sketch in (d[12] if len(d) > 12 else {}).items():
+                if op in ops:
+                    ops[op].merge(sketch)
+                else:
+                    ops[op] = sketch
             if int(d[1]):
                 mins.append(float(d[8]))
             maxes.append(float(d[9]))
@@ -774,6 +866,7 @@ class _Run:
             events_stddev=round(statistics.pstdev(events), 2),
             exec_time_avg=round(statistics.fmean(busy), 4),
             exec_time_stddev=round(statistics.pstdev(busy), 2),
+            ops={op: op_numbers(sketch) for op, sketch in sorted(ops.items())},
         )
 
     async def _finish(self) -> LoadExit:
@@ -882,6 +975,9 @@ class BuiltinDriver:
         without sysbench."""
         spec.check_engine()
         rng = random.Random()
+        if spec.workload == "linkbench":
+            await self._load_graph(spec, rng, progress)
+            return
 
         def digits(groups: int) -> str:
             return "-".join(f"{rng.randrange(10**11):011d}" for _ in range(groups))
@@ -917,10 +1013,63 @@ class BuiltinDriver:
         finally:
             await link.close()
 
+    async def _load_graph(self, spec: LoadSpec, rng: random.Random,
+                          progress: Callable[[PrepareProgress], None] | None) -> None:
+        """LinkBench's load phase (issue 20): its three tables, then the graph of
+        ``spec.table_size`` (maxid1) nodes, ``spec.threads`` loaders at once, each on its
+        own range of ids; ``progress`` hears the rows written so far."""
+        from knobtop.load import linkbench
+
+        links = [ServerLink(replace(self.info, database=self.database))
+                 for _ in range(max(1, min(spec.threads, 16)))]
+        done = [linkbench.LoadProgress() for _ in links]
+
+        def told() -> None:
+            if progress is not None:
+                progress(PrepareProgress("linkbench", "insert", sum(d.rows for d in done)))
+
+        try:
+            for link in links:
+                await link.connect()
+            for sql in linkbench.ddl(spec.engine):
+                await links[0].query(sql)
+            if progress is not None:
+                progress(PrepareProgress("linkbench", "create"))
+            n, now = spec.table_size, int(time.time())
+            share = -(-n // len(links))
+
+            async def loader(i: int) -> None:
+                first, last = i * share + 1, min(n, (i + 1) * share)
+                if first > last:
+                    return
+
+                def step(p: linkbench.LoadProgress) -> None:
+                    done[i] = p
+                    told()
+
+                await linkbench.load_graph(lambda sql, args: links[i].query(sql, args), n,
+                                           random.Random(rng.random()), now, step, first, last)
+
+            await asyncio.gather(*(loader(i) for i in range(len(links))))
+            comment = linkbench.LOADED.format(maxid1=n)
+            await links[0].query(f"ALTER TABLE nodetable COMMENT = '{comment}'")
+        except ServerError as exc:
+            raise LoadError(f"loading the LinkBench graph in {self.database} failed: "
+                            f"{exc}") from None
+        finally:
+            for link in links:
+                await link.close()
+
     async def cleanup(self, spec: LoadSpec) -> None:
         link = ServerLink(replace(self.info, database=self.database))
         try:
             await link.connect()
+            if spec.workload == "linkbench":
+                from knobtop.load.linkbench import TABLES
+
+                for table in TABLES:
+                    await link.query(f"DROP TABLE IF EXISTS {quote_ident(table)}")
+                return
             for i in range(1, spec.tables + 1):
                 await link.query(f"DROP TABLE IF EXISTS {quote_ident(f'sbtest{i}')}")
         except ServerError as exc:

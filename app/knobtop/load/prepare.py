@@ -49,12 +49,20 @@ def _has_options(create_options: str, spec: LoadSpec) -> bool:
 async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
     """True when sbtest1..N exist with exactly ``table_size`` rows (ids are 1..N),
     in the storage engine ``spec.engine`` names (any engine when it names none) and with
-    its table options."""
+    its table options.  LinkBench's: its three tables, and nodetable's comment saying a
+    load phase of this maxid1 (``table_size``) finished (requests change the rows)."""
     rows = await link.query(
-        "SELECT TABLE_NAME, ENGINE, CREATE_OPTIONS FROM information_schema.TABLES "
-        "WHERE TABLE_SCHEMA = %s", (database,),
+        "SELECT TABLE_NAME, ENGINE, CREATE_OPTIONS, TABLE_COMMENT FROM "
+        "information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,),
     )
     present = {str(r[0]): (str(r[1] or ""), str(r[2] or "")) for r in rows}
+    if spec.workload == "linkbench":
+        from knobtop.load.linkbench import LOADED, TABLES
+
+        comments = {str(r[0]): str(r[3] or "") for r in rows}
+        return all(t in present and (not spec.engine or present[t][0].lower()
+                                     == spec.engine.lower()) for t in TABLES) and \
+            comments.get("nodetable") == LOADED.format(maxid1=spec.table_size)
     for i in range(1, spec.tables + 1):
         name = f"sbtest{i}"
         if name not in present:
@@ -95,7 +103,8 @@ async def prepare_tables(
         )
         # Only sysbench's own names (sbtest + digits; LIKE 'sbtest%' would take
         # sbtest_results too), each quoted: a name is data, never SQL.
-        for name in sorted(str(r[0]) for r in rows if is_sysbench_table(str(r[0]))):
+        for name in sorted(str(r[0]) for r in rows if is_sysbench_table(str(r[0]))
+                           or (spec.workload == "linkbench" and str(r[0]) in LINKBENCH)):
             await link.query(f"DROP TABLE {database}.{quote_ident(name)}")
     finally:
         await link.close()
@@ -106,6 +115,7 @@ async def prepare_tables(
 
 
 SCRATCH = "knobtop_shape_check"
+LINKBENCH = ("linktable", "counttable", "nodetable")  # linkbench.TABLES, dropped to reload
 
 
 async def check_table_shape(link: ServerLink, database: str, spec: LoadSpec) -> None:

@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 
 from knobtop.hosts.base import Host, HostError, RunningCommand
 from knobtop.load.base import (
+    BUILTIN_ONLY,
     TIME_CAP,
     ExitCallback,
     LoadDriver,
@@ -226,6 +227,7 @@ class Sysbench:
         self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
     ) -> None:
         """Create and fill the tables, reporting each step (no time limit: big sets take long)."""
+        refuse_builtin_only(spec)
         spec.check_engine()
         await self.check_installed()
         async with self._secret_config() as config:
@@ -257,6 +259,7 @@ class Sysbench:
 
     async def start(self, spec: LoadSpec, on_report: ReportCallback, on_exit: ExitCallback) -> None:
         spec.check()
+        refuse_builtin_only(spec)
         if self._proc is not None:
             raise LoadError("sysbench is already running; stop it first")
         await self.check_installed()
@@ -338,3 +341,10 @@ class Sysbench:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
         return LoadExit(rc, None, "", True)
+
+
+def refuse_builtin_only(spec: LoadSpec) -> None:
+    """A workload only the built-in driver runs (LinkBench) is refused naming the fix."""
+    if spec.workload in BUILTIN_ONLY:
+        raise LoadError(f"sysbench has no {spec.workload} workload: knobtop's built-in "
+                        "driver runs it (--driver builtin)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 __all__ = [
     "IntervalReport",
@@ -82,9 +82,12 @@ class IntervalReport:
     errors_per_s: float
     reconnects_per_s: float
     db: bool = True
+    # The built-in LinkBench (issue 20): per operation [ops/s, p50, p95, p99, max] (ms)
+    ops: dict[str, list[float]] = field(default_factory=dict)
 
     def to_event(self) -> dict[str, object]:
         return {
+            **({"ops": self.ops} if self.ops else {}),
             "s": self.second,
             "thds": self.threads,
             "tps": self.tps,
@@ -149,9 +152,15 @@ class RunSummary:
     events_stddev: float
     exec_time_avg: float
     exec_time_stddev: float
+    # The built-in LinkBench (issue 20): per operation over the whole run
+    # [count, p50, p95, p99, max, mean] (ms), from one sketch of every latency
+    ops: dict[str, list[float]] = field(default_factory=dict)
 
     def to_event(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not out.get("ops"):
+            out.pop("ops", None)  # a sysbench run: as before
+        return out
 
 
 def parse_interval(line: str) -> IntervalReport | None:

@@ -33,7 +33,7 @@ from knobtop.connect import (
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
 from knobtop.lab import LAB_DB, Sandbox, default_lab_dir, find_program, previous_baseline
-from knobtop.load.base import LoadDriver, LoadError, LoadSpec
+from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.prepare import prepare_all
 from knobtop.load.sysbench import INSTALL_HINT
@@ -163,6 +163,12 @@ def _session(config: SessionConfig, hosts: Hosts, driver: LoadDriver | None,
 
 def _lab_driver(place: LabPlace, spec: LoadSpec, feedback: Feedback) -> bool:
     """True for knobtop's built-in load; refuses --driver sysbench without sysbench."""
+    if spec.workload in BUILTIN_ONLY:  # LinkBench: the built-in driver's own (issue 20)
+        if place.driver == "sysbench":
+            raise LoadError(f"sysbench has no {spec.workload} workload: use --driver builtin "
+                            "(or auto)")
+        BuiltinDriver.check(spec)
+        return True
     has_sysbench = find_program("sysbench") is not None
     if place.driver == "sysbench" and not has_sysbench:
         raise LoadError(f"sysbench is not installed: {INSTALL_HINT}, or use --driver builtin")

@@ -1,0 +1,220 @@
+"""LinkBench in the built-in driver (issue 20): the workload's pieces (skews, mix, sizes,
+the out-degree approximation, its statements) and, live, a load phase checked with SQL and
+a request phase whose operation shares and per-operation percentiles are checked."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knobtop.lab import LAB_DB, Sandbox
+from knobtop.load import linkbench as lb
+from knobtop.load.base import LoadError, LoadSpec
+from knobtop.load.sysbench import refuse_builtin_only
+from knobtop.server.link import ServerLink
+
+
+def test_the_mix_is_linkbenchs_and_sums_to_100() -> None:
+    assert math.isclose(sum(lb.MIX.values()), 100.0)
+    assert lb.MIX["getlinklist"] == 50.71 and lb.MIX["getlink"] == 0.53
+    assert {lb.SHORT[o] for o in ("updatenode", "getnode", "updatelink", "getlinklist")} == \
+        {"un", "gn", "ul", "gl"}
+
+
+def test_requests_draw_the_mix_within_sampling_error() -> None:
+    requests = lb.Requests(10_000, random.Random(7))
+    n = 200_000
+    seen = collections.Counter(requests.op() for _ in range(n))
+    for op, pct in lb.MIX.items():
+        share = seen[op] / n
+        p = pct / 100
+        assert abs(share - p) <= 4 * math.sqrt(p * (1 - p) / n), (op, share, p)
+
+
+@pytest.mark.parametrize("s", [lb.LINK_READ_SKEW, lb.NODE_UPDATE_SKEW])
+def test_zipf_ranks_follow_the_shape(s: float) -> None:
+    """P(rank k) falls as k^-s: the ratio of the counts of rank bands [1,10) and [100,1000)
+    matches the continuous law's."""
+    n = 100_000
+    z = lb.Zipf(n, s)
+    rng = random.Random(3)
+    draws = [z.rank(rng) for _ in range(200_000)]
+    assert min(draws) >= 1 and max(draws) <= n
+
+    def mass(a: int, b: int) -> float:  # the continuous law's share of ranks [a, b)
+        top = (n + 1) ** (1 - s) - 1
+        return (b ** (1 - s) - a ** (1 - s)) / top
+
+    low = sum(1 for d in draws if d < 10) / len(draws)
+    mid = sum(1 for d in draws if 100 <= d < 1000) / len(draws)
+    assert low == pytest.approx(mass(1, 10), rel=0.05)
+    assert mid == pytest.approx(mass(100, 1000), rel=0.05)
+    # the ids are a permutation of the ranks: every id is reachable, none twice
+    ids = {z.id_of(r) for r in range(1, 1001)}
+    assert len(ids) == 1000 and all(1 <= i <= n for i in ids)
+    with pytest.raises(ValueError):
+        lb.Zipf(10, 1.0)
+
+
+def test_multiget_sizes_are_geometric_on_1_to_128() -> None:
+    rng = random.Random(5)
+    sizes = [lb.multiget_size(rng) for _ in range(100_000)]
+    assert min(sizes) == 1 and max(sizes) <= lb.MULTIGET_MAX
+    p = lb.MULTIGET_P
+    assert sizes.count(1) / len(sizes) == pytest.approx(p, abs=0.01)
+    assert sizes.count(2) / len(sizes) == pytest.approx(p * (1 - p), abs=0.01)
+    assert sum(sizes) / len(sizes) == pytest.approx(1 / p, rel=0.03)
+
+
+def test_out_degree_is_the_documented_power_law_and_fixed_per_node() -> None:
+    degrees = [lb.out_degree(i) for i in range(1, 50_001)]
+    assert degrees == [lb.out_degree(i) for i in range(1, 50_001)]  # a function of the id
+    assert max(degrees) <= lb.MAX_DEGREE
+    zero = degrees.count(0) / len(degrees)
+    assert zero == pytest.approx(lb.DEGREE_CDF[0], abs=0.01)
+    assert sum(degrees) / len(degrees) == pytest.approx(lb.MEAN_DEGREE, rel=0.1)
+    nodes, links, counts = lb.expected_rows(1000)
+    assert (nodes, links) == (1000, lb.expected_links(1000))
+    assert counts == sum(min(lb.out_degree(i), 2) for i in range(1, 1001))
+
+
+def test_each_operation_is_whole_sql_and_link_writes_are_transactions() -> None:
+    requests = lb.Requests(1000, random.Random(1))
+    for op in lb.OPS:
+        statements = requests.statements(op, 1_700_000_000)
+        texts = [lb.sql_of(key, args) for key, args in statements]
+        assert all("?" not in t for t in texts), texts
+        if op in ("addlink", "updatelink", "deletelink"):
+            assert texts[0] == "BEGIN" and texts[-1] == "COMMIT" and len(texts) == 4
+            assert "counttable" in texts[2] and "linktable" in texts[1]
+        else:
+            assert len(texts) == 1
+    many = requests.statements("getlink", 1)
+    (key, args), = many
+    assert lb.sql_of(key, args).count(",", lb.sql_of(key, args).index("IN (")) == len(args) - 3
+    with pytest.raises(ValueError, match="quoting"):
+        lb.sql_of("getnode", ("1 OR 1=1",))
+
+
+def test_sysbench_refuses_linkbench_naming_the_fix() -> None:
+    with pytest.raises(LoadError, match="built-in driver"):
+        refuse_builtin_only(LoadSpec(workload="linkbench"))
+    refuse_builtin_only(LoadSpec(workload="oltp_read_write"))
+
+
+# --------------------------------------------------------------------------- live
+
+
+def run_lab(tmp_path: Path, *extra: str) -> Path:
+    journal = tmp_path / "lb.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "lab", "--dir", str(tmp_path / "lab"),
+         "--load", "linkbench", "--table-size", "3000", "--threads", "4", "--headless",
+         "--duration", "8", "--journal", str(journal), "--keep-running", *extra],
+        capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-2000:]
+    assert "Loaded the LinkBench graph: 3,000 nodes" in run.stdout + run.stderr
+    return journal
+
+
+async def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
+    """A query on the lab sandbox in ``root`` (still running: --keep-running)."""
+    link = ServerLink(Sandbox.existing(root).connection(use_socket=True))
+    await link.connect()
+    try:
+        return [tuple(r) for r in await link.query(sql)]
+    finally:
+        await link.close()
+
+
+@pytest.mark.integration
+async def test_a_load_phase_and_a_request_phase_on_the_lab(tmp_path: Path) -> None:
+    journal = run_lab(tmp_path)
+    root = tmp_path / "lab"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    stop = next(e for e in events if e["ev"] == "phase" and e["action"] == "stop")
+    ops = stop["summary"]["sysbench"]["ops"]
+    try:
+        _, links, counts = lb.expected_rows(3000)
+        # The load phase's graph, checked with SQL. Requests never delete a link row
+        # (deletelink hides it) and addlink adds at most one per node (its next id2), so
+        # every node has exactly its out-degree's rows, or one more.
+        per_node = dict(await rows(root, f"SELECT id1, COUNT(*) FROM {LAB_DB}.linktable "
+                                         "GROUP BY id1"))
+        extra = [int(per_node.get(i, 0)) - lb.out_degree(i) for i in range(1, 3001)]  # type: ignore[call-overload]
+        assert set(extra) <= {0, 1}, collections.Counter(extra)
+        assert sum(extra) <= ops["addlink"][0]
+        assert sum(int(n) for n in per_node.values()) == links + sum(extra)  # type: ignore[call-overload]
+        # so the loaded degree shape is out_degree's, whose distribution the unit tests check
+        loaded = collections.Counter(int(per_node.get(i, 0)) - e  # type: ignore[call-overload]
+                                     for i, e in zip(range(1, 3001), extra, strict=True))
+        assert loaded[0] / 3000 == pytest.approx(lb.DEGREE_CDF[0], abs=0.04)
+        node_count = (await rows(root, f"SELECT COUNT(*) FROM {LAB_DB}.nodetable "
+                                       "WHERE id <= 3000"))[0][0]
+        assert 3000 - ops["deletenode"][0] <= node_count <= 3000  # type: ignore[operator]
+        count_rows = (await rows(root, f"SELECT COUNT(*) FROM {LAB_DB}.counttable"))[0][0]
+        assert counts <= count_rows <= counts + ops["addlink"][0]  # type: ignore[operator]
+        comment = (await rows(root, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE "
+                                    f"TABLE_SCHEMA='{LAB_DB}' AND TABLE_NAME='nodetable'"))[0][0]
+        assert comment == lb.LOADED.format(maxid1=3000)
+        partitions = (await rows(root, "SELECT COUNT(*) FROM information_schema.PARTITIONS "
+                                       f"WHERE TABLE_SCHEMA='{LAB_DB}' AND "
+                                       "TABLE_NAME='linktable'"))[0][0]
+        assert partitions == lb.PARTITIONS
+    finally:
+        Sandbox.existing(root).stop()
+    loads = [e for e in events if e["ev"] == "load"]
+    assert len(loads) >= 6 and all(e["ops"] for e in loads)
+    # the request phase's operation shares match the mix (4 standard errors)
+    total = sum(v[0] for v in ops.values())
+    assert total > 2000
+    for op, pct in lb.MIX.items():
+        p = pct / 100
+        share = ops.get(op, [0])[0] / total
+        assert abs(share - p) <= 4 * math.sqrt(p * (1 - p) / total) + 0.002, (op, share)
+    for op, (count, p50, p95, p99, top, mean) in ops.items():
+        assert 0 < p50 <= p95 <= p99 <= top * 1.01, op
+        assert count > 0 and mean > 0
+    # each second: ops/s per operation and ordered percentiles
+    for e in loads:
+        for op, (rate, p50, p95, p99, top) in e["ops"].items():
+            assert rate > 0 and p50 <= p95 <= p99 <= top * 1.01, (op, e["ops"][op])
+
+
+@pytest.mark.integration
+def test_per_operation_percentiles_agree_with_the_raw_latencies(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """The run's per-operation p50/p95/p99 (one DDSketch per operation, 1% relative
+    accuracy) against the exact quantiles of every latency the workers timed (written raw
+    under KNOBTOP_LATENCY_LOG, a test-only switch)."""
+    raw = tmp_path / "raw"
+    monkeypatch.setenv("KNOBTOP_LATENCY_LOG", str(raw))
+    journal = run_lab(tmp_path)
+    Sandbox.existing(tmp_path / "lab").stop()
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    stop = next(e for e in events if e["ev"] == "phase" and e["action"] == "stop")
+    ops = stop["summary"]["sysbench"]["ops"]
+    timed: dict[str, list[float]] = collections.defaultdict(list)
+    files = sorted(tmp_path.glob("raw.*"))
+    assert files
+    for path in files:
+        for line in path.read_text().splitlines():
+            op, ms = line.split()
+            timed[op].append(float(ms))
+    assert {op: len(v) for op, v in timed.items()} == {op: int(v[0]) for op, v in ops.items()}
+    for op, values in timed.items():
+        values.sort()
+        _, p50, p95, p99, top, mean = ops[op]
+        for q, got in ((0.5, p50), (0.95, p95), (0.99, p99)):
+            exact = values[int(q * (len(values) - 1))]
+            assert got == pytest.approx(exact, rel=0.021, abs=0.002), (op, q, got, exact)
+        assert top == pytest.approx(values[-1], abs=0.002)
+        assert mean == pytest.approx(sum(values) / len(values), rel=1e-3, abs=0.002)
