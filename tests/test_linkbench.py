@@ -218,3 +218,115 @@ def test_per_operation_percentiles_agree_with_the_raw_latencies(tmp_path: Path,
             assert got == pytest.approx(exact, rel=0.021, abs=0.002), (op, q, got, exact)
         assert top == pytest.approx(values[-1], abs=0.002)
         assert mean == pytest.approx(sum(values) / len(values), rel=1e-3, abs=0.002)
+
+
+# --------------------------------------------------------------------------- recipes
+
+LB = """\
+name = "lb"
+description = "LinkBench on the lab"
+[load]
+workload = "linkbench"
+maxid1 = 3000
+requesters = [4, 8]
+loaders = 2
+duration = 5
+[run]
+replicates = 2
+[[arm]]
+name = "innodb"
+load = { engine = "InnoDB" }
+[[arm]]
+name = "myrocks"
+load = { engine = "RocksDB" }
+"""
+
+
+def test_a_linkbench_recipe_takes_maxid1_requesters_loaders_and_times_its_windows(
+    tmp_path: Path,
+) -> None:
+    from knobtop.recipes.recipe import load_recipe
+
+    path = tmp_path / "lb.toml"
+    path.write_text(LB)
+    recipe = load_recipe(path)
+    assert (recipe.workload, recipe.table_size, recipe.threads, recipe.loaders) == (
+        "linkbench", 3000, (4, 8), 2)
+    assert recipe.timed  # per-operation percentiles over whole windows
+    spec = recipe.load_spec(8, 5, recipe.arms[1])
+    assert (spec.table_size, spec.threads, spec.loaders, spec.engine) == (3000, 8, 2,
+                                                                          "RocksDB")
+
+
+@pytest.mark.parametrize(("old", "new", "key", "says"), [
+    ("maxid1 = 3000", "table_size = 3000", "load.table_size", "maxid1"),
+    ("requesters = [4, 8]", "requesters = [4, 8]\nthreads = 4", "load.requesters",
+     "the same thing"),
+    ("maxid1 = 3000", "maxid1 = 10", "load.maxid1", "out of range"),
+    ('workload = "linkbench"', 'workload = "oltp_read_write"\nthreads = 4', "load.maxid1",
+     "LinkBench's"),
+])
+def test_linkbench_keys_are_checked(tmp_path: Path, old: str, new: str, key: str,
+                                    says: str) -> None:
+    from knobtop.recipes.recipe import RecipeError, load_recipe
+
+    path = tmp_path / "lb.toml"
+    path.write_text(LB.replace(old, new, 1))
+    with pytest.raises(RecipeError) as info:
+        load_recipe(path)
+    assert info.value.key == key and says in str(info.value), str(info.value)
+
+
+def test_the_linkbench_table_reads_the_steps_operations() -> None:
+    from knobtop.analysis.results import build
+    from knobtop.analysis.seedtables import seed_table
+    from knobtop.journal import StepResult
+
+    def step(arm: str, rep: int, tps: float, gl: float) -> StepResult:
+        ops = {op: [100.0, 1.0, 2.0, p99, p99 * 2, 1.2] for op, p99 in
+               (("updatenode", 5.0), ("getnode", 2.0), ("updatelink", 9.0),
+                ("getlinklist", gl))}
+        return StepResult(t=0.0, wall=0.0, recipe="lb", index=rep, replicate=rep, arm=arm,
+                          threads=4, start=0.0, end=5.0, tps=tps, p95=1.0, avg_tps=tps,
+                          ops=ops, load_ips=20_000.0 if arm == "innodb" else None,
+                          cpu_us_txn=600.0, db_mb=21.0, rss_mb=159.0)
+
+    steps = [step("innodb", 1, 3000, 4.0), step("innodb", 2, 3400, 6.0),
+             step("myrocks", 1, 2400, 8.0), step("myrocks", 2, 2500, 9.0)]
+    table = seed_table("linkbench", build("lb", ["innodb", "myrocks"], [4], steps, "end"))
+    assert table.header[:8] == ["configuration", "load ips", "tps", "un p99", "gn p99",
+                                "ul p99", "gl p99", "CPU us/t"]
+    assert table.rows[0][:7] == ["innodb", "20,000", "3,200", "5.0", "2.0", "9.0", "5.0"]
+    assert table.rows[1][1] == "\u2013" and table.rows[1][6] == "8.5"
+    assert "innodb,4,20000,3200,5,2,9,5" in table.csv()
+
+
+@pytest.mark.integration
+def test_both_engines_run_linkbench_in_a_recipe(tmp_path: Path) -> None:
+    """InnoDB and MyRocks arms on the lab: each loads its own graph (its own database),
+    each step has per-operation figures over its timed window, and the report prints the
+    seed's LinkBench table."""
+    path = tmp_path / "lb.toml"
+    path.write_text(LB.replace("requesters = [4, 8]", "requesters = 4"))
+    journal = tmp_path / "lb.knobtop.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "run", str(path), "--lab", "--dir",
+         str(tmp_path / "lab"), "--journal", str(journal), "--duration", "3", "--warmup", "1",
+         "--pause", "0"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    steps = [e for e in events if e["ev"] == "step"]
+    assert sorted(s["arm"] for s in steps) == ["innodb", "innodb", "myrocks", "myrocks"]
+    for s in steps:
+        assert set(s["ops"]) >= {"getlinklist", "getnode", "updatenode", "updatelink"}
+        assert s["load_ips"] is not None and s["load_ips"] > 0
+        assert s["window_txn"] == pytest.approx(sum(v[0] for v in s["ops"].values()))
+    marks = [e["label"] for e in events if e["ev"] == "mark"]
+    assert sum("LinkBench load phase" in m for m in marks) == 2  # one graph per engine
+    report = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal),
+                             "--table", "linkbench", "--format", "md"],
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    lines = [line for line in report.stdout.splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| configuration | load ips | tps | un p99")
+    assert {line.split(" | ")[0] for line in lines[2:]} == {"| innodb", "| myrocks"}

@@ -41,6 +41,7 @@ BUNDLED = {
     "buffer-pool-instances",  # issue 18: the seed recipes
     "compression",
     "innodb-vs-myrocks",
+    "linkbench-engines",  # issue 20: LinkBench on the built-in driver
     "perfschema-overhead",
     "sweep-read-only",
     "sweep-read-write",
@@ -928,6 +929,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "buffer-pool-timeline",
         "compression",  # issue 18's seed recipes
         "innodb-vs-myrocks",
+        "linkbench-engines",  # issue 20
         "perfschema-overhead",
         "sweep-read-only",
         "sweep-read-write",
@@ -949,6 +951,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "buffer-pool-timeline": [],
         "compression": [],  # its arms differ in tables, not knobs
         "innodb-vs-myrocks": [],
+        "linkbench-engines": [],
         "perfschema-overhead": ["performance_schema"],
         "sweep-read-only": [],  # innodb_adaptive_hash_index is dynamic
         "sweep-read-write": [],

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,7 +40,7 @@ from knobtop.analysis.results import (
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
 
-TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline")
+TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline", "linkbench")
 
 
 @dataclass
@@ -268,9 +269,62 @@ def timeline(results: Results) -> SeedTable:
         csv_header=["at_s", *keys, "trends", "actions"], csv_rows=csv_rows, notes=notes)
 
 
+# The LinkBench post's efficiency table (issue 20): its operations' p99 and cost columns.
+LINKBENCH_OPS = (("un", "updatenode"), ("gn", "getnode"), ("ul", "updatelink"),
+                 ("gl", "getlinklist"))
+_LINKBENCH_COST = (("CPU us/t", "cpu_us_txn", 0), ("r/t", "reads_txn", 3),
+                   ("rKB/t", "rkb_txn", 2), ("wKB/t", "wkb_txn", 2), ("size MB", "db_mb", 0),
+                   ("RSS MB", "rss_mb", 0))
+
+
+def _median_of(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def linkbench(results: Results) -> SeedTable:
+    """One row per configuration (and thread count): the load phase's inserts/s, the
+    request phase's transactions/s, the p99 of updatenode, getnode, updatelink and
+    getlinklist over each timed window (median over replicates), and the cost columns."""
+    many = len(results.threads) > 1
+    rows, csv_rows = [], []
+    for arm in results.arms:
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            if c is None:
+                continue
+            steps = [s for s in results.steps if s.arm == arm and s.threads == threads
+                     and not s.calibration]
+            ips = _median_of([s.load_ips for s in steps if s.load_ips is not None])
+            p99 = [_median_of([s.ops[op][3] for s in steps if op in s.ops])
+                   for _, op in LINKBENCH_OPS]
+            costs = [c.cost.get(key) for _, key, _ in _LINKBENCH_COST]
+            lead = [arm, *([str(threads)] if many else [])]
+            rows.append([*lead, NONE if ips is None else f"{ips:,.0f}", fmt_tps(c.median),
+                         *(NONE if v is None else f"{v:,.1f}" for v in p99),
+                         *(NONE if v is None else f"{v:,.{d}f}"
+                           for v, (_, _, d) in zip(costs, _LINKBENCH_COST, strict=True))])
+            csv_rows.append([arm, str(threads), _num(ips, 1), _num(c.median, 2),
+                             *(_num(v, 3) for v in p99), *(_num(v, 4) for v in costs)])
+    return SeedTable(
+        title=f"{results.recipe}: LinkBench efficiency, one row per configuration",
+        header=["configuration", *(["threads"] if many else []), "load ips", "tps",
+                *(f"{short} p99" for short, _ in LINKBENCH_OPS),
+                *(h for h, _, _ in _LINKBENCH_COST)],
+        rows=rows,
+        csv_header=["arm", "threads", "load_ips", "avg_tps",
+                    *(f"{op}_p99_ms" for _, op in LINKBENCH_OPS),
+                    *(key for _, key, _ in _LINKBENCH_COST)],
+        csv_rows=csv_rows,
+        notes=["load ips: rows written per second by the load phase (a dash when the graph was "
+               "already there). p99 in ms over each whole timed window, from one latency "
+               "sketch per operation (un updatenode, gn getnode, ul updatelink, gl "
+               "getlinklist). tps: requests per second. Costs per request, as in the "
+               "efficiency table; medians over replicates."])
+
+
 BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
     "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge,
-    "timeline": timeline}
+    "timeline": timeline, "linkbench": linkbench}
 
 
 def run_markdown(results: Results) -> str:

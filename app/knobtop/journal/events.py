@@ -261,6 +261,10 @@ class StepResult(Event):
     # its per-sample ratios); the InnoDB hit_ratio above is the SQL node's own
     ndb_hit: dict[str, float] = field(default_factory=dict)
     target: str = ""  # the arm's server: "" the header's, else one of its ``targets``
+    # LinkBench (issue 20): per operation over the timed window [count, p50, p95, p99,
+    # max, mean] (ms), from one sketch of every latency
+    ops: dict[str, list[float]] = field(default_factory=dict)
+    load_ips: float | None = None  # LinkBench: its load phase's inserts/s for these tables
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,9 @@ class LoadSpec:
     # arm whose tables differ from [load]'s gets its own (its ``shape``), so arms never
     # rebuild each other's tables
     schema: str = ""
+    # LinkBench (issue 20): connections of its load phase (0: ``threads``); its maxid1 is
+    # ``table_size`` and its requesters ``threads``
+    loaders: int = 0
 
     @property
     def custom(self) -> bool:

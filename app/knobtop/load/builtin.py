@@ -960,6 +960,12 @@ class BuiltinDriver:
     def parts(self) -> list[LoadDriver]:
         return [self]
 
+    def clone(self, suffix: str) -> BuiltinDriver:
+        """This load on database ``sbtest_SUFFIX``: tables of another shape (an engine,
+        table options) for a recipe arm, never rebuilding the default ones."""
+        return BuiltinDriver(self.info, database=f"{self.database}_{suffix}"[:64],
+                             processes=self.processes)
+
     def table_drivers(self) -> list[TableDriver]:
         return [self]
 
@@ -1021,7 +1027,7 @@ class BuiltinDriver:
         from knobtop.load import linkbench
 
         links = [ServerLink(replace(self.info, database=self.database))
-                 for _ in range(max(1, min(spec.threads, 16)))]
+                 for _ in range(max(1, min(spec.loaders or spec.threads, 16)))]
         done = [linkbench.LoadProgress() for _ in links]
 
         def told() -> None:

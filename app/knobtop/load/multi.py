@@ -210,5 +210,10 @@ def shaped(driver: LoadDriver, spec: LoadSpec) -> LoadDriver:
         return Instances(driver, spec.instances, spec.schema)
     if not spec.schema:
         return driver
+    parts = driver.parts()
+    own = getattr(parts[0], "clone", None) if len(parts) == 1 else None
+    if own is not None and not isinstance(parts[0], Sysbench):
+        cloned: LoadDriver = own(spec.schema)  # the built-in driver on a database of its own
+        return cloned
     clones = [c.clone(spec.schema) for c in _sysbench_clients(driver, 1)]
     return clones[0] if len(clones) == 1 else MultiLoad(clones)

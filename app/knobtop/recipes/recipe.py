@@ -488,6 +488,7 @@ class Recipe:
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
     targets: tuple[Target, ...] = ()  # further servers arms run on ([targets.NAME])
+    loaders: int = 0  # LinkBench's load phase connections (0: the first thread count)
 
     @property
     def baseline(self) -> Arm:
@@ -520,6 +521,7 @@ class Recipe:
             options=self.options,
             instances=self.instances,
             table_options=self.table_options,
+            loaders=self.loaders,
         )
         if arm is None or not arm.load:
             return spec
@@ -600,7 +602,11 @@ _LOAD_KEYS = (
     "options",
     "instances",
     "table_options",
+    "maxid1",  # LinkBench (issue 20): its graph's nodes, requesters and loaders
+    "requesters",
+    "loaders",
 )
+LINKBENCH_KEYS = ("maxid1", "requesters", "loaders")
 # What an arm may run differently from [load] (arm.load = { engine = "RocksDB" }).
 ARM_LOAD_KEYS = ("workload", "engine", "table_options", "options", "instances")
 _WAIT_KEYS = (
@@ -635,6 +641,7 @@ class _Load(NamedTuple):
     options: tuple[tuple[str, str], ...]
     instances: int
     table_options: tuple[tuple[str, str], ...]
+    loaders: int = 0
 
 
 class _Reader(Reader):
@@ -778,6 +785,10 @@ class _Reader(Reader):
         if timed and kind == "timeline":
             raise self.error("run.timed", "a timeline's load runs once, from start to end",
                              "remove timed (it times each step of a recipe of arms)")
+        if spec.workload == "linkbench" and kind != "timeline":
+            # Each window a run of its own: its per-operation percentiles are the driver's
+            # over the whole window, not a median of per-second ones (issue 20).
+            timed = True
         timeline = None
         if kind == "timeline":
             timeline = self.timeline(doc, spec)
@@ -808,6 +819,7 @@ class _Reader(Reader):
             options=spec.options,
             instances=spec.instances,
             table_options=spec.table_options,
+            loaders=spec.loaders,
             waits=waits,
             steady=steady,
             replicates=3 if replicates is None else replicates,
@@ -970,7 +982,15 @@ class _Reader(Reader):
                 f"use one of {', '.join(RAND_TYPES)}",
             )
         instances = self.integer(table, "instances", p, lo=1, hi=MAX_INSTANCES) or 1
-        threads = self.threads(table)
+        loaders = 0
+        if workload == "linkbench":  # maxid1 nodes, requesters and loaders (issue 20)
+            table_size, loaders, threads = self.linkbench(table, table_size, p)
+        else:
+            for key in LINKBENCH_KEYS:
+                if key in table:
+                    raise self.error(f"{p}.{key}", f"{key} is LinkBench's",
+                                     'remove it, or write workload = "linkbench"')
+            threads = self.threads(table)
         self.instances_fit(instances, threads, f"{p}.threads")
         spec = LoadSpec()
         return _Load(
@@ -988,7 +1008,23 @@ class _Reader(Reader):
             options=self.options(table, p),
             instances=instances,
             table_options=self.table_options(table, p),
+            loaders=loaders,
         )
+
+    def linkbench(self, table: Table, table_size: int | None, p: str
+                  ) -> tuple[int, int, tuple[int, ...]]:
+        """LinkBench's [load]: maxid1 (its nodes; default 10,000), requesters (the request
+        phase's connections, as threads) and loaders (the load phase's)."""
+        if table_size is not None:
+            raise self.error(f"{p}.table_size", "LinkBench's graph size is maxid1",
+                             "write maxid1 = 10000 instead of table_size")
+        maxid1 = self.integer(table, "maxid1", p, lo=100, hi=10**10) or 10_000
+        loaders = self.integer(table, "loaders", p, lo=1, hi=16) or 0
+        if "requesters" in table and "threads" in table:
+            raise self.error(f"{p}.requesters", "requesters and threads are the same thing",
+                             "give one of them (requesters, as LinkBench calls it)")
+        threads = self.threads(table, "requesters" if "requesters" in table else "threads")
+        return maxid1, loaders, threads
 
     def instances_fit(self, instances: int, threads: tuple[int, ...], key: str) -> None:
         if min(threads) < instances:
@@ -1092,12 +1128,12 @@ class _Reader(Reader):
             out["instances"] = self.integer(value, "instances", key, lo=1, hi=MAX_INSTANCES)
         return out
 
-    def threads(self, table: Table) -> tuple[int, ...]:
-        key = "load.threads"
-        fix = "write threads = 8 (one level) or threads = [4, 8, 16] (a sweep)"
-        if "threads" not in table:
-            raise self.error(key, "missing threads", f"add {fix.removeprefix('write ')}")
-        value = table["threads"]
+    def threads(self, table: Table, name: str = "threads") -> tuple[int, ...]:
+        key = f"load.{name}"
+        fix = f"write {name} = 8 (one level) or {name} = [4, 8, 16] (a sweep)"
+        if name not in table:
+            raise self.error(key, f"missing {name}", f"add {fix.removeprefix('write ')}")
+        value = table[name]
         items = value if isinstance(value, list) else [value]
         if not items:
             raise self.error(key, "is an empty list", fix)

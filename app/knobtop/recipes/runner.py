@@ -97,6 +97,7 @@ def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
         "window_avg_ms": round(lat_sum / txn, 3) if txn else None,
         "window_max_ms": max(float(p.get("latency_max_ms", 0.0)) for p in parts),
         "window_s": max(float(p.get("total_time_s", 0.0)) for p in parts),
+        **({"ops": dict(parts[0]["ops"])} if len(parts) == 1 and parts[0].get("ops") else {}),
     }
 
 
@@ -195,6 +196,7 @@ class RecipeRunner:
         self._err: list[tuple[float, float]] = []
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
         self._footprint_said: set[str] = set()  # what the footprint could not read
+        self._load_ips: dict[tuple[str, str, int, str], float] = {}  # LinkBench, per tables
         self._samples: list[tuple[float, float | None, float | None, float | None,
                                   list[float] | None]] = []
         self._steady: SteadyState | Plateau | None = None
@@ -684,7 +686,16 @@ class RecipeRunner:
             self._report(f"preparing tables for arm {arm.name}")
             port = self._ports[arm.target]
             port.use_load(spec)
-            await self._abortable(port.prepare_load())
+            began = time.monotonic()
+            loaded = await self._abortable(port.prepare_load())
+            if loaded and spec.workload == "linkbench":  # the seed's "load ips" (issue 20)
+                from knobtop.load.linkbench import expected_rows
+
+                rows = sum(expected_rows(spec.table_size))
+                took = max(time.monotonic() - began, 1e-3)
+                self._load_ips[key] = round(rows / took, 1)
+                self._mark(f"arm {arm.name}: LinkBench load phase, {rows:,} rows in "
+                           f"{took:.1f} s ({rows / took:,.0f} inserts/s)")
 
     async def _timed_window(self, step: Step
                             ) -> tuple[float, float, Footprint, dict[str, Any] | None]:
@@ -778,7 +789,11 @@ class RecipeRunner:
             own = footprint_cost(first, last, avg * (last.t - first.t))
             cost.update({k: v if isinstance(v, str) or v is None else round(v, 3)
                          for k, v in own.items()})
+        spec = self.recipe.load_spec(step.threads, 0, step.arm)
+        load_ips = self._load_ips.get((step.arm.target, spec.schema, spec.instances,
+                                       spec.workload))
         return self._main.step_result(
+            load_ips=load_ips,
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
