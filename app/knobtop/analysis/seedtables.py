@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from rich.table import Table
@@ -137,24 +137,30 @@ _EFFICIENCY: tuple[tuple[str, str, int], ...] = (
     ("size MB", "db_mb", 0), ("datadir MB", "datadir_mb", 0), ("RSS MB", "rss_mb", 0))
 
 
+def _configurations(results: Results) -> Iterator[tuple[str, int, Cell, list[str]]]:
+    """Each measured (arm, threads) cell with its row's leading cells: the arm, and the
+    thread count when the run swept several."""
+    many = len(results.threads) > 1
+    for arm in results.arms:
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            if c is not None:
+                yield arm, threads, c, [arm, *([str(threads)] if many else [])]
+
+
 def efficiency(results: Results) -> SeedTable:
     pct = next((c.pct for c in results.cells.values()), 95)
     many = len(results.threads) > 1
     rows, csv_rows = [], []
-    for arm in results.arms:
-        for threads in results.threads:
-            c = _cell(results, arm, threads)
-            if c is None:
-                continue
-            lead = [arm, *([str(threads)] if many else [])]
-            values = [c.cost.get(key) for _, key, _ in _EFFICIENCY]
-            lat = c.window_pct if c.window_pct is not None else c.p95
-            rows.append([*lead, fmt_tps(c.median),
-                         NONE if lat is None else fmt_ms(lat),
-                         *(NONE if v is None else f"{v:,.{d}f}"
-                           for v, (_, _, d) in zip(values, _EFFICIENCY, strict=True))])
-            csv_rows.append([arm, str(threads), _num(c.median, 2), _num(lat, 3),
-                             *(_num(v, 4) for v in values)])
+    for arm, threads, c, lead in _configurations(results):
+        values = [c.cost.get(key) for _, key, _ in _EFFICIENCY]
+        lat = c.window_pct if c.window_pct is not None else c.p95
+        rows.append([*lead, fmt_tps(c.median),
+                     NONE if lat is None else fmt_ms(lat),
+                     *(NONE if v is None else f"{v:,.{d}f}"
+                       for v, (_, _, d) in zip(values, _EFFICIENCY, strict=True))])
+        csv_rows.append([arm, str(threads), _num(c.median, 2), _num(lat, 3),
+                         *(_num(v, 4) for v in values)])
     return SeedTable(
         title=f"{results.recipe}: efficiency per transaction, one row per configuration",
         header=["configuration", *(["threads"] if many else []), "tps", f"p{pct} ms",
@@ -287,24 +293,19 @@ def linkbench(results: Results) -> SeedTable:
     getlinklist over each timed window (median over replicates), and the cost columns."""
     many = len(results.threads) > 1
     rows, csv_rows = [], []
-    for arm in results.arms:
-        for threads in results.threads:
-            c = _cell(results, arm, threads)
-            if c is None:
-                continue
-            steps = [s for s in results.steps if s.arm == arm and s.threads == threads
-                     and not s.calibration]
-            ips = _median_of([s.load_ips for s in steps if s.load_ips is not None])
-            p99 = [_median_of([s.ops[op][3] for s in steps if op in s.ops])
-                   for _, op in LINKBENCH_OPS]
-            costs = [c.cost.get(key) for _, key, _ in _LINKBENCH_COST]
-            lead = [arm, *([str(threads)] if many else [])]
-            rows.append([*lead, NONE if ips is None else f"{ips:,.0f}", fmt_tps(c.median),
-                         *(NONE if v is None else f"{v:,.1f}" for v in p99),
-                         *(NONE if v is None else f"{v:,.{d}f}"
-                           for v, (_, _, d) in zip(costs, _LINKBENCH_COST, strict=True))])
-            csv_rows.append([arm, str(threads), _num(ips, 1), _num(c.median, 2),
-                             *(_num(v, 3) for v in p99), *(_num(v, 4) for v in costs)])
+    for arm, threads, c, lead in _configurations(results):
+        steps = [s for s in results.steps if s.arm == arm and s.threads == threads
+                 and not s.calibration]
+        ips = _median_of([s.load_ips for s in steps if s.load_ips is not None])
+        p99 = [_median_of([s.ops[op][3] for s in steps if op in s.ops])
+               for _, op in LINKBENCH_OPS]
+        costs = [c.cost.get(key) for _, key, _ in _LINKBENCH_COST]
+        rows.append([*lead, NONE if ips is None else f"{ips:,.0f}", fmt_tps(c.median),
+                     *(NONE if v is None else f"{v:,.1f}" for v in p99),
+                     *(NONE if v is None else f"{v:,.{d}f}"
+                       for v, (_, _, d) in zip(costs, _LINKBENCH_COST, strict=True))])
+        csv_rows.append([arm, str(threads), _num(ips, 1), _num(c.median, 2),
+                         *(_num(v, 3) for v in p99), *(_num(v, 4) for v in costs)])
     return SeedTable(
         title=f"{results.recipe}: LinkBench efficiency, one row per configuration",
         header=["configuration", *(["threads"] if many else []), "load ips", "tps",
