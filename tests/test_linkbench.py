@@ -330,3 +330,28 @@ def test_both_engines_run_linkbench_in_a_recipe(tmp_path: Path) -> None:
     lines = [line for line in report.stdout.splitlines() if line.startswith("| ")]
     assert lines[0].startswith("| configuration | load ips | tps | un p99")
     assert {line.split(" | ")[0] for line in lines[2:]} == {"| innodb", "| myrocks"}
+
+
+def test_the_live_screen_graphs_each_operations_rate_and_p99() -> None:
+    """The board keeps lb_SHORT_ops / lb_SHORT_p99 from the load events' ops; the
+    LinkBench page (key 5) draws the post's operations from them."""
+    from knobtop.journal import Load
+    from knobtop.journal.events import Header
+    from knobtop.metrics.board import MetricBoard
+    from knobtop.ui.widgets.graph_grid import PAGES
+
+    board = MetricBoard(Header(format=1, knobtop="t", profile="lab", started_wall=0.0,
+                               interval=1.0))
+    for s in range(1, 4):
+        board.apply(Load(t=float(s), wall=float(s), src="builtin@local", s=s, thds=4,
+                         tps=3000.0, qps=3000.0, r=0, w=0, o=0, pct=95, lat=2.0, err=0,
+                         reconn=0, ops={"getlinklist": [1500.0, 0.5, 2.0, 4.0 + s, 9.0],
+                                        "updatenode": [220.0, 1.0, 3.0, 6.0, 12.0]}))
+    assert board.series["lb_gl_p99"].points() == [(1.0, 5.0), (2.0, 6.0), (3.0, 7.0)]
+    assert board.latest["lb_un_ops"] == 220.0
+    title, specs = PAGES["linkbench"]
+    assert title == "LinkBench"
+    metrics = {spec.metric for spec in specs}
+    assert {"lb_gl_p99", "lb_gn_p99", "lb_ul_p99", "lb_un_p99", "lb_gl_ops"} <= metrics
+    assert all(m in lb.SHORT.values() for m in
+               {name.split("_")[1] for name in metrics if name.startswith("lb_")})

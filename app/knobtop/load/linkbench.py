@@ -32,6 +32,7 @@ import string
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from knobtop.metrics.board import LINKBENCH_SHORT
 from knobtop.sqlquote import quote_ident
 
 # Operations of the request phase and their share, percent (config/FBWorkload.properties;
@@ -43,9 +44,7 @@ MIX: dict[str, float] = {
 }
 OPS: tuple[str, ...] = tuple(MIX)
 # The seed posts' short names (un, gn, ul, gl: their per-operation p99 columns).
-SHORT = {"updatenode": "un", "getnode": "gn", "updatelink": "ul", "getlinklist": "gl",
-         "addlink": "al", "countlink": "cl", "deletelink": "dl", "addnode": "an",
-         "deletenode": "dn", "getlink": "mg"}
+SHORT = LINKBENCH_SHORT
 LINK_TYPES = (1, 2)
 # Zipf shapes of the access skews.
 LINK_READ_SKEW = 0.8

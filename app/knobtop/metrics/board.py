@@ -151,6 +151,11 @@ SAMPLE_METRICS = (
     "rocks_stall_ms",
 )
 LOAD_METRICS = ("load_tps", "load_qps", "load_p95", "load_err")
+# LinkBench's operations by the seed posts' short names (load.linkbench.SHORT; metrics
+# imports no load code): the series of its page are lb_SHORT_ops and lb_SHORT_p99.
+LINKBENCH_SHORT = {"updatenode": "un", "getnode": "gn", "updatelink": "ul",
+                   "getlinklist": "gl", "addlink": "al", "countlink": "cl",
+                   "deletelink": "dl", "addnode": "an", "deletenode": "dn", "getlink": "mg"}
 
 
 def ndb_hit_ratio(
@@ -174,6 +179,7 @@ class MetricBoard:
     def __init__(self, header: Header, capacity: int = DEFAULT_CAPACITY,
                  target: str = "") -> None:
         self.header = header
+        self._capacity = capacity
         # The server whose events it applies: "" the header's own; a recipe's further
         # target's events (issue 19) have their own board, or none.
         self.target = target
@@ -279,6 +285,21 @@ class MetricBoard:
         ):
             self.series[name].append(event.t, value)
             self.latest[name] = value
+        if event.ops:
+            self._apply_ops(event)
+
+    def _apply_ops(self, event: Load) -> None:
+        """LinkBench (issue 20): each operation's ops/s and p99, as ``lb_SHORT_ops`` and
+        ``lb_SHORT_p99`` (series made on the first report that has them)."""
+        for op, numbers in event.ops.items():
+            short = LINKBENCH_SHORT.get(op, op)
+            for name, value in ((f"lb_{short}_ops", numbers[0]),
+                                (f"lb_{short}_p99", numbers[3])):
+                series = self.series.get(name)
+                if series is None:
+                    series = self.series[name] = Series(self._capacity)
+                series.append(event.t, value)
+                self.latest[name] = value
 
     def _apply_phase(self, event: Phase) -> None:
         if event.action == "start":

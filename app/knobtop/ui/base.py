@@ -77,6 +77,7 @@ class KnobtopBase(ScreenApp):
         Binding("2", "page('innodb')", "InnoDB", id="view.innodb", show=False),
         Binding("3", "page('myrocks')", "MyRocks", id="view.myrocks", show=False),
         Binding("4", "page('incident')", "Incident page", id="view.incident", show=False),
+        Binding("5", "page('linkbench')", "LinkBench", id="view.linkbench", show=False),
         Binding("S", "save_svg", "Screenshot", id="app.screenshot", show=False),
         Binding("ctrl+g", "save_graphs", "Graph SVGs", id="app.screenshot_graphs",
                 show=False),

@@ -39,7 +39,7 @@ GRAPHS: tuple[GraphSpec, ...] = (
 )
 
 
-#: Graph pages (keys 1-3): the overview, InnoDB's internals, MyRocks (only with RocksDB).
+#: Graph pages (keys 1-3, 5): the overview, InnoDB's internals, MyRocks, LinkBench.
 PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
     "overview": ("Overview", GRAPHS),
     "innodb": ("InnoDB", (
@@ -59,6 +59,18 @@ PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
         GraphSpec("rocks_stall_ms", "Stall time", " ms/s"),
         GraphSpec("load_tps", "sysbench TPS"),
         GraphSpec("load_p95", "sysbench p95", " ms"),
+        GraphSpec("cpu", "Host CPU", "%", _pct),
+    )),
+    # The built-in LinkBench (issue 20): requests/s, then the post's four operations
+    "linkbench": ("LinkBench", (
+        GraphSpec("load_tps", "Requests"),
+        GraphSpec("lb_gl_ops", "getlinklist", "/s"),
+        GraphSpec("lb_gl_p99", "getlinklist p99", " ms"),
+        GraphSpec("lb_gn_ops", "getnode", "/s"),
+        GraphSpec("lb_gn_p99", "getnode p99", " ms"),
+        GraphSpec("lb_ul_p99", "updatelink p99", " ms"),
+        GraphSpec("lb_un_ops", "updatenode", "/s"),
+        GraphSpec("lb_un_p99", "updatenode p99", " ms"),
         GraphSpec("cpu", "Host CPU", "%", _pct),
     )),
 }
