@@ -162,6 +162,10 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
     log(f"built-in driver vs sysbench: {plan.builtin_rounds} rounds x {plan.builtin_seconds} s")
     res["builtin"] = asyncio.run(builtin_measure(server.sandbox, plan.builtin_seconds,
                                                  plan.builtin_rounds, None, prepare=False))
+    log(f"LinkBench GetNode-only vs sysbench point select: {plan.builtin_rounds} rounds")
+    res["linkbench"] = run_json(["bench/linkbench_driver.py", "--seconds",
+                                 str(plan.builtin_seconds), "--rounds",
+                                 str(plan.builtin_rounds), "--json"], timeout=900)
 
     log("client cost: knobtop live screen and dolphie, 160x48 tmux panes")
     res["client"], pair = client_cost(server, cleanup, tmp, plan.tui_warm, plan.tui_window)
@@ -396,6 +400,13 @@ def rows(res: dict[str, Any]) -> list[Row]:
     out.append(Row("7", "built-in load TPS / sysbench TPS (oltp_point_select x8)",
                    f"{bi['ratio']:.2f} ({bi['builtin']:.0f} vs {bi['sysbench']:.0f} tps)",
                    ">= 0.5", verdict(bi["ratio"] >= 0.5)))
+    lb = res["linkbench"]
+    out.append(Row("7b", "LinkBench GetNode-only requests/s / sysbench oltp_point_select x8 "
+                   "(`bench/linkbench_driver.py`)",
+                   f"{lb['ratio']:.2f} ({lb['linkbench']:.0f} vs {lb['sysbench']:.0f}/s; "
+                   f"client CPU {lb['linkbench_cpu_us']:.1f} vs {lb['sysbench_cpu_us']:.1f} us "
+                   f"per request; recording a latency: DDSketch {lb['ddsketch_ns']} ns)",
+                   ">= 0.5", verdict(lb["ratio"] >= 0.5)))
     st = res["stats"]
     ok = all(r["false_one"] <= stats_tolerance(st["sims"])
              and r["false_table"] <= stats_tolerance(st["tables"]) for r in st["rows"])
@@ -635,6 +646,11 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   1-hour journal, start to exit, median of 5.
 * **7** `bench/builtin_vs_sysbench.py`: sysbench and knobtop's built-in driver alternated
   (3 rounds x 15 s), ratio of median TPS.
+* **7b** `bench/linkbench_driver.py`: LinkBench on the built-in driver with only GetNode
+  (one PK lookup a request) against sysbench oltp_point_select (one PK lookup a
+  transaction), 8 threads each, alternated (3 rounds x 15 s) on a sandbox of its own:
+  ratio of median requests/s, client CPU per request (RUSAGE_CHILDREN around each run), and
+  the cost of recording one latency in the per-operation DDSketch.
 * **8a/8b** `bench/stats_power.py`: results tables simulated with runs drawn from a normal
   distribution of 10% run-to-run noise, judged as `knobtop.analysis.results.build` judges
   them (bootstrap CI and exact rank test, Holm across an 8-cell table; paired by round

@@ -355,3 +355,47 @@ def test_the_live_screen_graphs_each_operations_rate_and_p99() -> None:
     assert {"lb_gl_p99", "lb_gn_p99", "lb_ul_p99", "lb_un_p99", "lb_gl_ops"} <= metrics
     assert all(m in lb.SHORT.values() for m in
                {name.split("_")[1] for name in metrics if name.startswith("lb_")})
+
+
+def test_the_ops_option_runs_some_operations_alone() -> None:
+    from knobtop.load.builtin import BuiltinDriver
+    from knobtop.server.link import ConnectionInfo
+
+    requests = lb.Requests(1000, random.Random(2), lb.only_ops((("ops", "getnode"),)))
+    assert {requests.op() for _ in range(1000)} == {"getnode"}
+    both = lb.Requests(1000, random.Random(2), ("getnode", "getlinklist"))
+    seen = collections.Counter(both.op() for _ in range(20_000))
+    expected = lb.MIX["getnode"] / (lb.MIX["getnode"] + lb.MIX["getlinklist"])
+    assert seen["getnode"] / 20_000 == pytest.approx(expected, abs=0.02)
+    for bad in ((("ops", "getnodes"),), (("ops", ""),), (("mix", "x"),)):
+        with pytest.raises(LoadError):
+            BuiltinDriver.check(LoadSpec(workload="linkbench", options=bad))
+    BuiltinDriver(ConnectionInfo()).check(LoadSpec(workload="linkbench",
+                                                   options=(("ops", "getnode"),)))
+
+
+@pytest.mark.integration
+async def test_preparing_one_workload_keeps_the_others_tables(tmp_path: Path) -> None:
+    """sysbench's tables and LinkBench's live side by side in one database: preparing
+    either never drops the other's (it did: LinkBench's preparation dropped sbtest1)."""
+    from knobtop.load.builtin import BuiltinDriver
+    from knobtop.load.prepare import prepare_tables
+
+    sandbox = Sandbox(tmp_path / "lab")
+    info = sandbox.start()
+    try:
+        conn = sandbox.connection(use_socket=True)
+        driver = BuiltinDriver(conn, database=LAB_DB)
+        point = LoadSpec(workload="oltp_point_select", tables=1, table_size=200)
+        graph = LoadSpec(workload="linkbench", table_size=200)
+        assert await prepare_tables(conn, driver, point)
+        assert await prepare_tables(conn, driver, graph)
+        assert not await prepare_tables(conn, driver, point)  # still there, not reloaded
+        assert not await prepare_tables(conn, driver, graph)
+        names = {r[0] for r in await rows(tmp_path / "lab", "SELECT TABLE_NAME FROM "
+                                          "information_schema.TABLES WHERE TABLE_SCHEMA = "
+                                          f"'{LAB_DB}'")}
+        assert names == {"sbtest1", "linktable", "counttable", "nodetable"}
+        assert info.port > 0
+    finally:
+        sandbox.stop()

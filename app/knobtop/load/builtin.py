@@ -148,6 +148,7 @@ class _WorkerConfig:
     parent_pid: int
     # Tests only (KNOBTOP_LATENCY_LOG): each LinkBench latency, raw, to this file + index
     latency_log: str = ""
+    only: tuple[str, ...] = ()  # LinkBench: these operations alone (ops=...)
 
 
 class _Fatal(Exception):
@@ -236,11 +237,12 @@ class _Worker:
             self._linkbench if cfg.workload == "linkbench" else self._read_write
         )
         self.requests: Any = None
+        self.now = int(time.time())  # LinkBench's row times, to the second (the ticker's)
         self.raw: list[tuple[str, float]] | None = [] if cfg.latency_log else None
         if cfg.workload == "linkbench":
             from knobtop.load.linkbench import Requests
 
-            self.requests = Requests(cfg.table_size, self.rng)
+            self.requests = Requests(cfg.table_size, self.rng, cfg.only)
 
     # messages ------------------------------------------------------------------
     def send(self, *msg: object) -> None:
@@ -339,13 +341,22 @@ class _Worker:
 
     async def _linkbench(self, c: _Client) -> str:
         """One LinkBench request (its statements as text); returns its operation."""
-        from knobtop.load.linkbench import READ_OPS, sql_of
+        from knobtop.load.linkbench import READ_OPS, sql_of, template
 
         requests = self.requests
         op: str = requests.op()
-        statements = requests.statements(op, int(time.time()))
+        statements = requests.statements(op, self.now)
         for key, args in statements:
-            await c.conn.query(sql_of(key, args))
+            if key in ("begin", "commit"):
+                await c.conn.query(key.upper())
+            elif self.prepared:  # server-side prepared, once per connection and shape
+                stmt = c.stmts.get((key, len(args)))
+                if stmt is None:
+                    stmt = c.stmts[key, len(args)] = await c.conn.prepare(
+                        template(key, len(args)))
+                await stmt.execute(args)
+            else:
+                await c.conn.query(sql_of(key, args))
         cur = self.cur
         if op in READ_OPS:
             cur.reads += 1
@@ -454,6 +465,7 @@ class _Worker:
         while k < self.cfg.duration:
             k += 1
             await asyncio.sleep(max(0.0, t0 + k - loop.time()))
+            self.now = int(time.time())
             now = loop.time()
             done = self._rotate()
             self.send("tick", k, now - last, *done.numbers(), done.sparse(), done.ops)
@@ -649,6 +661,7 @@ class _Run:
                 prepared=spec.prepared,
                 parent_pid=os.getpid(),
                 latency_log=os.environ.get("KNOBTOP_LATENCY_LOG", ""),
+                only=_only(spec),
             )
             ours, theirs = multiprocessing.Pipe(duplex=True)
             from knobtop.hosts.local import as_launched  # not in the workers' imports
@@ -921,6 +934,18 @@ class _Run:
                 h.pipe_open = False
 
 
+def _only(spec: LoadSpec) -> tuple[str, ...]:
+    """A LinkBench load's ``ops=`` option, checked (LoadError naming the operations)."""
+    if spec.workload != "linkbench":
+        return ()
+    from knobtop.load.linkbench import only_ops
+
+    try:
+        return only_ops(spec.options)
+    except ValueError as exc:
+        raise LoadError(str(exc)) from None
+
+
 class BuiltinDriver:
     """sysbench's ``oltp_point_select`` and ``oltp_read_write`` from Python, on this host.
 
@@ -1091,7 +1116,15 @@ class BuiltinDriver:
                 "use sysbench for other workloads"
             )
         spec.check()
-        if spec.options:
+        if spec.workload == "linkbench":
+            _only(spec)
+            if spec.table_size < 100:
+                raise LoadError(f"a LinkBench graph of {spec.table_size} nodes is too small: "
+                                "give maxid1 (--table-size) of at least 100")
+            if any(key != "ops" for key, _ in spec.options):
+                raise LoadError("LinkBench on the built-in driver takes one option, "
+                                "ops=OP[,OP...] (its operations alone)")
+        elif spec.options:
             raise LoadError(
                 "the built-in load takes no sysbench options ("
                 + ", ".join(f"{k}={v}" for k, v in spec.options)

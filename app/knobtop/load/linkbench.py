@@ -60,6 +60,7 @@ PARTITIONS = 16
 MAX_DEGREE = 1000
 DEGREE_EXPONENT = 2.2
 BATCH = 500  # rows per INSERT in the load phase
+SLOTS = 10_000  # the operation table's resolution: 0.01% of the mix
 _ALPHABET = string.ascii_letters + string.digits  # data text: no quoting concerns
 
 TABLES = ("linktable", "counttable", "nodetable")
@@ -93,14 +94,16 @@ def _unit(x: int) -> float:
     return x / 2.0**64
 
 
-def out_degree(id1: int) -> int:
-    """How many links node ``id1`` gets in the load phase (its own fixed draw)."""
-    return bisect.bisect_left(DEGREE_CDF, _unit(id1))
+def out_degree(id1: int, maxid1: int = 0) -> int:
+    """How many links node ``id1`` gets in the load phase (its own fixed draw; in a graph
+    of ``maxid1`` nodes at most one to every other node)."""
+    d = bisect.bisect_left(DEGREE_CDF, _unit(id1))
+    return min(d, maxid1 - 1) if maxid1 else d
 
 
 def expected_links(maxid1: int) -> int:
     """The links the load phase writes for nodes 1..maxid1."""
-    return sum(out_degree(i) for i in range(1, maxid1 + 1))
+    return sum(out_degree(i, maxid1) for i in range(1, maxid1 + 1))
 
 
 def expected_rows(maxid1: int) -> tuple[int, int, int]:
@@ -108,7 +111,7 @@ def expected_rows(maxid1: int) -> tuple[int, int, int]:
     it has links of)."""
     links = counts = 0
     for i in range(1, maxid1 + 1):
-        d = out_degree(i)
+        d = out_degree(i, maxid1)
         links += d
         counts += min(d, len(LINK_TYPES))
     return maxid1, links, counts
@@ -123,6 +126,7 @@ class Zipf:
             raise ValueError(f"Zipf needs n >= 1 and 0 < s < 1, got n={n}, s={s}")
         self.n, self.s = n, s
         self._a = 1.0 - s
+        self._inv = 1.0 / self._a
         self._top = (n + 1) ** self._a - 1.0
         step = max(1, int(n * 0.6180339887)) | 1
         while math.gcd(step, n) != 1:
@@ -138,7 +142,11 @@ class Zipf:
         return (rank - 1) * self._step % self.n + 1
 
     def draw(self, rng: random.Random) -> int:
-        return self.id_of(self.rank(rng))
+        # rank() and id_of() inlined: this runs once or twice a request
+        n = self.n
+        rank = int((rng.random() * self._top + 1.0) ** self._inv)
+        rank = n if rank > n else 1 if rank < 1 else rank
+        return (rank - 1) * self._step % n + 1
 
 
 def multiget_size(rng: random.Random) -> int:
@@ -207,7 +215,7 @@ def link_rows(id1: int, maxid1: int, rng: random.Random, now: int
     """Arguments of node ``id1``'s linktable rows, and its link count per link type."""
     args: list[object] = []
     counts: dict[int, int] = {}
-    for k in range(1, out_degree(id1) + 1):
+    for k in range(1, out_degree(id1, maxid1) + 1):
         id2 = (id1 + k - 1) % maxid1 + 1
         kind = link_type_of(k)
         counts[kind] = counts.get(kind, 0) + 1
@@ -290,40 +298,49 @@ SQL: dict[str, str] = {
 class Requests:
     """Chooses each request's operation and its arguments (one per client loop)."""
 
-    def __init__(self, maxid1: int, rng: random.Random) -> None:
+    def __init__(self, maxid1: int, rng: random.Random,
+                 only: Sequence[str] = ()) -> None:
+        """``only``: these operations alone, in their mix's proportions (a GetNode-only
+        run compares with sysbench's point select)."""
         self.maxid1 = maxid1
         self.rng = rng
-        self._ops = list(MIX)
+        unknown = [op for op in only if op not in MIX]
+        if unknown:
+            raise ValueError(f"no LinkBench operation {unknown[0]!r}: one of {', '.join(MIX)}")
+        self._ops = [op for op in MIX if not only or op in only]
         self._cum: list[float] = []
         acc = 0.0
         for op in self._ops:
             acc += MIX[op]
             self._cum.append(acc)
+        # One entry per 0.01% of the mix (its shares have two decimals: exact), so a
+        # request's operation is one index, not a search.
+        self._table = [self._ops[min(len(self._ops) - 1, bisect.bisect_right(
+            self._cum, (i + 0.5) / SLOTS * self._cum[-1]))] for i in range(SLOTS)]
         self.link_read = Zipf(maxid1, LINK_READ_SKEW)
         self.link_write = Zipf(maxid1, LINK_WRITE_SKEW)
         self.node_read = Zipf(maxid1, NODE_READ_SKEW)
         self.node_update = Zipf(maxid1, NODE_UPDATE_SKEW)
 
     def op(self) -> str:
-        u = self.rng.random() * self._cum[-1]
-        return self._ops[min(len(self._ops) - 1, bisect.bisect_right(self._cum, u))]
+        return self._table[int(self.rng.random() * SLOTS)]
 
     def _link(self, zipf: Zipf) -> tuple[int, int, int]:
         """(id1, link type, id2) of an existing-or-new link of a skewed node."""
         rng = self.rng
         id1 = zipf.draw(rng)
-        k = rng.randint(1, max(1, out_degree(id1) + 1))
+        k = rng.randint(1, min(max(1, out_degree(id1, self.maxid1) + 1), self.maxid1 - 1))
         return id1, link_type_of(k), (id1 + k - 1) % self.maxid1 + 1
 
     def statements(self, op: str, now: int) -> list[tuple[str, tuple[object, ...]]]:
         """The statements of one ``op`` request, with their values, in order (BEGIN and
         COMMIT around the two-table writes)."""
         rng = self.rng
+        if op == "getnode":  # the most frequent single-statement ones first
+            return [("getnode", (self.node_read.draw(rng),))]
         if op == "getlinklist":
             id1 = self.link_read.draw(rng)
             return [("getlinklist", (id1, rng.choice(LINK_TYPES), now))]
-        if op == "getnode":
-            return [("getnode", (self.node_read.draw(rng),))]
         if op == "countlink":
             return [("countlink", (self.link_read.draw(rng), rng.choice(LINK_TYPES)))]
         if op == "getlink":
@@ -348,6 +365,28 @@ class Requests:
         if op == "deletenode":
             return [("deletenode", (rng.randint(1, self.maxid1),))]
         raise ValueError(f"no LinkBench operation {op!r}")
+
+
+def only_ops(options: Sequence[tuple[str, str]]) -> tuple[str, ...]:
+    """The ``ops=getnode,countlink`` option of a LinkBench load (none: the whole mix)."""
+    for key, value in options:
+        if key == "ops":
+            ops = tuple(v for v in value.split(",") if v)
+            unknown = [op for op in ops if op not in MIX]
+            if unknown or not ops:
+                raise ValueError(f"ops={value}: give LinkBench operations, e.g. "
+                                 f"ops=getnode ({', '.join(MIX)})")
+            return ops
+    return ()
+
+
+def template(key: str, values: int) -> str:
+    """The statement of ``key`` with ``?`` for each of its ``values`` (prepared once per
+    connection and shape)."""
+    text = SQL[key]
+    if key == "getlink":
+        text = text.replace("{ids}", ", ".join(["?"] * (values - 2)))
+    return text
 
 
 def sql_of(key: str, args: Sequence[object]) -> str:

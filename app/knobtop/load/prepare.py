@@ -103,8 +103,9 @@ async def prepare_tables(
         )
         # Only sysbench's own names (sbtest + digits; LIKE 'sbtest%' would take
         # sbtest_results too), each quoted: a name is data, never SQL.
-        for name in sorted(str(r[0]) for r in rows if is_sysbench_table(str(r[0]))
-                           or (spec.workload == "linkbench" and str(r[0]) in LINKBENCH)):
+        own = ((lambda name: name in LINKBENCH) if spec.workload == "linkbench"
+               else is_sysbench_table)  # each workload's own tables, never the other's
+        for name in sorted(str(r[0]) for r in rows if own(str(r[0]))):
             await link.query(f"DROP TABLE {database}.{quote_ident(name)}")
     finally:
         await link.close()

@@ -135,7 +135,7 @@ def _server_session(options: SessionOptions, place: ServerPlace,
                 described = await preflight(profile, hosts, info, via, want_load)
             feedback.say(f"Server: {described}", highlight=False)
             if want_load:
-                driver = load_driver(profile, hosts, info, own_tables=own)
+                driver = _driver(profile, hosts, info, own, spec, via)
                 await feedback.prepare(spec, lambda cb: prepare_all(
                     lambda: server_link(hosts, info, via), driver, spec, cb))
             return info, via
@@ -151,8 +151,22 @@ def _server_session(options: SessionOptions, place: ServerPlace,
     config = _config(options, profile.name, info, journal,
                      server_nodes(profile, hosts, info, place.ssh, via=via),
                      ndb=ndb_restarter(profile, hosts, place.ssh))
-    return LiveSession(_session(config, hosts, load_driver(profile, hosts, info, own_tables=own),
+    return LiveSession(_session(config, hosts, _driver(profile, hosts, info, own, spec, via),
                                 via=tunnel(hosts, via)), journal)
+
+
+def _driver(profile: Profile, hosts: Hosts, info: ConnectionInfo, own: bool, spec: LoadSpec,
+            via: bool) -> LoadDriver | None:
+    """sysbench on the client hosts; LinkBench (issue 20) from this machine with the
+    built-in driver, which needs the server reachable from here."""
+    if spec.workload not in BUILTIN_ONLY:
+        return load_driver(profile, hosts, info, own_tables=own)
+    if via or (profile.target.ssh and info.socket):
+        raise LoadError(f"{spec.workload} runs from this machine (knobtop's built-in "
+                        f"driver), and {info.where} is reached only through its host: run "
+                        "knobtop on a client host that reaches the server over TCP")
+    BuiltinDriver.check(spec)
+    return BuiltinDriver(info)
 
 
 def _session(config: SessionConfig, hosts: Hosts, driver: LoadDriver | None,
