@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,18 @@ TABLES = LoadSpec(workload="oltp_point_select", threads=8, tables=4, table_size=
 
 async def one_run(driver: LoadDriver, seconds: int) -> float:
     """Median per-second TPS of one timed run (the first second left out)."""
+    spec = LoadSpec(workload=TABLES.workload, threads=TABLES.threads, tables=TABLES.tables,
+                    table_size=TABLES.table_size, duration=seconds)
+    reports = await timed_run(driver, spec, seconds)
+    steady = [r.tps for r in reports if r.second > 1] or [r.tps for r in reports]
+    if not steady:
+        raise SystemExit(f"{driver.name} gave no interval reports")
+    return statistics.median(steady)
+
+
+async def timed_run(driver: LoadDriver, spec: LoadSpec, seconds: int) -> list[IntervalReport]:
+    """Every per-second report of one run of ``spec`` for ``seconds`` (SystemExit if the
+    driver failed)."""
     reports: list[IntervalReport] = []
     ended = asyncio.Event()
     outcome: list[LoadExit] = []
@@ -42,9 +55,8 @@ async def one_run(driver: LoadDriver, seconds: int) -> float:
         outcome.append(result)
         ended.set()
 
-    spec = LoadSpec(workload=TABLES.workload, threads=TABLES.threads, tables=TABLES.tables,
-                    table_size=TABLES.table_size, duration=seconds)
-    await driver.start(spec, lambda _src, report: reports.append(report), on_exit)
+    await driver.start(replace(spec, duration=seconds),
+                       lambda _src, report: reports.append(report), on_exit)
     try:
         async with asyncio.timeout(seconds + 30):
             await ended.wait()
@@ -53,10 +65,7 @@ async def one_run(driver: LoadDriver, seconds: int) -> float:
             await driver.stop()
     if outcome and outcome[0].error:
         raise SystemExit(f"{driver.name} failed: {outcome[0].error}")
-    steady = [r.tps for r in reports if r.second > 1] or [r.tps for r in reports]
-    if not steady:
-        raise SystemExit(f"{driver.name} gave no interval reports")
-    return statistics.median(steady)
+    return reports
 
 
 async def measure(

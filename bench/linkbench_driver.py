@@ -25,17 +25,16 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from builtin_vs_sysbench import timed_run
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
-from knobtop.load.base import LoadDriver, LoadExit, LoadSpec
+from knobtop.load.base import LoadDriver, LoadSpec
 from knobtop.load.builtin import SKETCH_ACCURACY, BuiltinDriver, bucket
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
-from knobtop.load.sysbench_output import IntervalReport
 
 THREADS = 8
 POINT = LoadSpec(workload="oltp_point_select", threads=THREADS, tables=4, table_size=10000)
@@ -50,27 +49,10 @@ def children_cpu() -> float:
 
 async def one_run(driver: LoadDriver, spec: LoadSpec, seconds: int) -> tuple[float, float]:
     """(median requests/s without the first second, CPU seconds per request) of one run."""
-    reports: list[IntervalReport] = []
-    ended = asyncio.Event()
-    outcome: list[LoadExit] = []
-
-    async def on_exit(result: LoadExit) -> None:
-        outcome.append(result)
-        ended.set()
-
     cpu = children_cpu()
-    await driver.start(replace(spec, duration=seconds),
-                       lambda _src, report: reports.append(report), on_exit)
-    try:
-        async with asyncio.timeout(seconds + 30):
-            await ended.wait()
-    finally:
-        if driver.running:
-            await driver.stop()
+    reports = await timed_run(driver, spec, seconds)
     await asyncio.sleep(0.2)  # the driver's processes reaped: their CPU is counted
     used = children_cpu() - cpu
-    if outcome and outcome[0].error:
-        raise SystemExit(f"{driver.name} failed: {outcome[0].error}")
     steady = [r.tps for r in reports if r.second > 1] or [r.tps for r in reports]
     if not steady:
         raise SystemExit(f"{driver.name} gave no interval reports")
