@@ -240,9 +240,10 @@ class _Worker:
         self.now = int(time.time())  # LinkBench's row times, to the second (the ticker's)
         self.raw: list[tuple[str, float]] | None = [] if cfg.latency_log else None
         if cfg.workload == "linkbench":
-            from knobtop.load.linkbench import Requests
+            from knobtop.load.linkbench import READ_OPS, Requests, sql_of, template
 
             self.requests = Requests(cfg.table_size, self.rng, cfg.only)
+            self.lb_reads, self.lb_sql, self.lb_template = READ_OPS, sql_of, template
 
     # messages ------------------------------------------------------------------
     def send(self, *msg: object) -> None:
@@ -340,30 +341,37 @@ class _Worker:
         return None
 
     async def _linkbench(self, c: _Client) -> str:
-        """One LinkBench request (its statements as text); returns its operation."""
-        from knobtop.load.linkbench import READ_OPS, sql_of, template
-
+        """One LinkBench request; returns its operation."""
         requests = self.requests
         op: str = requests.op()
         statements = requests.statements(op, self.now)
-        for key, args in statements:
-            if key in ("begin", "commit"):
-                await c.conn.query(key.upper())
-            elif self.prepared:  # server-side prepared, once per connection and shape
-                stmt = c.stmts.get((key, len(args)))
-                if stmt is None:
-                    stmt = c.stmts[key, len(args)] = await c.conn.prepare(
-                        template(key, len(args)))
-                await stmt.execute(args)
-            else:
-                await c.conn.query(sql_of(key, args))
         cur = self.cur
-        if op in READ_OPS:
-            cur.reads += 1
-        else:
-            cur.writes += len(statements) - (2 if len(statements) > 1 else 0)
-            cur.other += 2 if len(statements) > 1 else 0
+        if len(statements) == 1:  # a read, or a node write: one statement
+            key, args = statements[0]
+            await self._lb_statement(c, key, args)
+            if op in self.lb_reads:
+                cur.reads += 1
+            else:
+                cur.writes += 1
+            return op
+        for key, args in statements:  # a link write and its count, in a transaction
+            if key == "begin" or key == "commit":
+                await c.conn.query(key.upper())
+            else:
+                await self._lb_statement(c, key, args)
+        cur.writes += len(statements) - 2
+        cur.other += 2
         return op
+
+    async def _lb_statement(self, c: _Client, key: str, args: tuple[Any, ...]) -> None:
+        if not self.prepared:
+            await c.conn.query(self.lb_sql(key, args))
+            return
+        shape = (key, len(args))  # server-side prepared, once per connection and shape
+        stmt = c.stmts.get(shape)
+        if stmt is None:
+            stmt = c.stmts[shape] = await c.conn.prepare(self.lb_template(key, len(args)))
+        await stmt.execute(args)
 
     async def _read_write(self, c: _Client) -> None:
         run, table, ident = self.run, self._table, self._id
