@@ -4,6 +4,7 @@ a request phase whose operation shares and per-operation percentiles are checked
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import math
@@ -399,3 +400,28 @@ async def test_preparing_one_workload_keeps_the_others_tables(tmp_path: Path) ->
         assert info.port > 0
     finally:
         sandbox.stop()
+
+
+def lab_with_cleanup(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "lab", "--dir", str(tmp_path / "lab"),
+         "--load", "linkbench", "--table-size", "500", "--threads", "2", "--headless",
+         "--duration", "2", "--journal", str(tmp_path / "c.knobtop.jsonl"), "--cleanup",
+         "--keep-running"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+@pytest.mark.integration
+async def test_cleanup_drops_the_linkbench_tables(tmp_path: Path) -> None:
+    await asyncio.to_thread(lab_with_cleanup, tmp_path)
+    try:
+        names = {r[0] for r in await rows(tmp_path / "lab", "SELECT TABLE_NAME FROM "
+                                          "information_schema.TABLES WHERE TABLE_SCHEMA = "
+                                          f"'{LAB_DB}'")}
+        assert not names & set(lb.TABLES)
+    finally:
+        Sandbox.existing(tmp_path / "lab").stop()
+    marks = [json.loads(line).get("label") for line in
+             (tmp_path / "c.knobtop.jsonl").read_text().splitlines()]
+    assert "LinkBench tables dropped" in marks
+    assert "prepare the LinkBench graph of 500 nodes" in marks

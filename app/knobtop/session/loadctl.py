@@ -174,7 +174,9 @@ class LoadController:
             if self.running:
                 raise LoadError("stop the load before preparing its tables")
             spec = self.current
-            self.recorder.mark(f"prepare {spec.tables} tables x {spec.table_size} rows")
+            self.recorder.mark(f"prepare the LinkBench graph of {spec.table_size} nodes"
+                               if spec.workload == "linkbench" else
+                               f"prepare {spec.tables} tables x {spec.table_size} rows")
             loaded = await prepare_all(self._link, self.driver, spec, progress)
             self.recorder.mark("tables ready" if loaded else "tables were already there")
             return loaded
@@ -190,7 +192,8 @@ class LoadController:
                 if sb.database not in seen:
                     seen.add(sb.database)
                     await sb.cleanup(spec)
-            self.recorder.mark("sysbench tables dropped")
+            self.recorder.mark("LinkBench tables dropped" if spec.workload == "linkbench"
+                               else "sysbench tables dropped")
 
     async def stop(self) -> None:
         async with self.lock:
