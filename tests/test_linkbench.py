@@ -424,4 +424,3 @@ async def test_cleanup_drops_the_linkbench_tables(tmp_path: Path) -> None:
     marks = [json.loads(line).get("label") for line in
              (tmp_path / "c.knobtop.jsonl").read_text().splitlines()]
     assert "LinkBench tables dropped" in marks
-    assert "prepare the LinkBench graph of 500 nodes" in marks
