@@ -24,7 +24,8 @@ drawn in the same plot on the same y range (``shared_y_range``), each series ras
 own and the dot masks OR-ed, so a cell holds the dots of both.  ``overlay_owners`` says whose
 dots a cell holds, which picks its style (A, B, or both).  Without colour (NO_COLOR) the title
 names each side's latest value ("A 1.20K  B 1.41K"), B's markers are dashed (``┆``) and
-``show_series`` can hide either line.
+``show_series`` can hide either line.  ``more`` adds series C.. (up to MAX_SERIES, compare of
+N journals), each in a colour of its own; ``show_only`` draws one of them alone.
 """
 # Over 500 lines: the braille plot, its axis ticks, markers and tags are drawn in one
 # pass over the same cells (bench/graph_repaint.py measures that pass); apart they would
