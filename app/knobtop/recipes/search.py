@@ -1,0 +1,275 @@
+"""A tune search file (issue 21 part 1): the knobs to search with their ranges or choices,
+the load each trial runs, an objective with constraints, and a budget; checked on its own
+as recipes are (the recipe reader's rules for [load] and knob names), then against a
+server's catalog.
+
+```toml
+name = "flush-tune"
+description = "..."
+[load]                        # a recipe's [load], one thread count
+workload = "oltp_write_only"
+threads = 16
+duration = 30
+warmup = 10
+[objective]
+maximize = "tps"              # average TPS; or minimize = "latency" ([load] percentile)
+[constraints]
+latency_ms_max = 20.0         # optional: the load's percentile latency, at most
+errors_per_s_max = 0          # optional
+[budget]
+trials = 30                   # and/or minutes = 60
+[[knob]]
+name = "innodb_flush_log_at_trx_commit"
+choices = [0, 1, 2]
+[[knob]]
+name = "innodb_io_capacity"
+min = 100
+max = 20000
+log = true                    # sample on a log scale (min above 0)
+```
+
+The baseline is the server's own values at the start; static knobs are allowed (each
+trial that changes one restarts the server, as recipe arms do).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from knobtop.recipes.recipe import MAX_THREADS, README, RecipeError, _Load, _Reader
+from knobtop.server.catalog import Catalog
+from knobtop.server.knobs import KnobError, validate
+from knobtop.tomlcheck import Table, parse, read_text_file, too_deep
+
+
+class SearchError(RecipeError):
+    """A search file cannot be used; ``file``, ``key``, ``problem`` and ``fix`` say why."""
+
+
+OBJECTIVES = {"maximize": ("tps",), "minimize": ("latency",)}
+CONSTRAINTS = ("latency_ms_max", "errors_per_s_max", "tps_min")
+MAX_TRIALS = 500
+MAX_CHOICES = 64
+_TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget", "knob")
+_KNOB_KEYS = ("name", "choices", "min", "max", "log")
+_BUDGET_KEYS = ("trials", "minutes")
+
+
+@dataclass(frozen=True, slots=True)
+class Dimension:
+    """One knob of the search: its choices (strings as a person writes them), or a range
+    of integers or numbers, sampled on a log scale with ``log``."""
+
+    name: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    integer: bool = True
+    log: bool = False
+
+    def values_to_check(self) -> list[str]:
+        """The values the server must accept: every choice, or both ends of the range."""
+        if self.choices:
+            return list(self.choices)
+        assert self.low is not None and self.high is not None
+        return [_text(self.low, self.integer), _text(self.high, self.integer)]
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    path: Path
+    name: str
+    description: str
+    load: _Load
+    knobs: tuple[Dimension, ...]
+    direction: str  # "maximize" | "minimize"
+    metric: str  # "tps" | "latency"
+    constraints: dict[str, float]
+    trials: int | None
+    minutes: float | None
+
+    @property
+    def threads(self) -> int:
+        return self.load.threads[0]
+
+
+def _text(value: float, integer: bool) -> str:
+    return str(int(value)) if integer else f"{value:g}"
+
+
+class _SearchReader(_Reader):
+    error_type = SearchError
+
+    def search(self, doc: Table, path: Path) -> Search:
+        self.check_keys(doc, _TOP_KEYS, "")
+        name = self.req_string(doc, "name", "", '"flush-tune" (letters, digits, . _ -)')
+        description = self.req_string(doc, "description", "", '"what the search is for"')
+        load_table = self.table(doc, "load")
+        if load_table is None:
+            raise self.error("load", "missing [load] table",
+                             'add [load] with workload = "oltp_read_write", threads = 16, '
+                             f"duration = 30 (see {README})")
+        load = self.load(load_table)
+        if len(load.threads) != 1:
+            raise self.error("load.threads", "a search runs every trial at one thread count",
+                             f"write threads = {load.threads[0]} (one of 1-{MAX_THREADS})")
+        direction, metric = self.objective(self.table(doc, "objective"))
+        constraints = self.constraints(self.table(doc, "constraints") or {})
+        trials, minutes = self.budget(self.table(doc, "budget"))
+        knobs = self.dimensions(doc.get("knob"))
+        return Search(path=path, name=name, description=description, load=load, knobs=knobs,
+                      direction=direction, metric=metric, constraints=constraints,
+                      trials=trials, minutes=minutes)
+
+    def objective(self, table: Table | None) -> tuple[str, str]:
+        fix = 'write [objective] with maximize = "tps" or minimize = "latency"'
+        if table is None:
+            raise self.error("objective", "missing [objective] table", fix)
+        self.check_keys(table, tuple(OBJECTIVES), "objective")
+        if len(table) != 1:
+            raise self.error("objective", "give one of maximize or minimize", fix)
+        (direction, metric), = table.items()
+        if metric not in OBJECTIVES[direction]:
+            raise self.error(f"objective.{direction}", f"{metric!r} cannot be {direction}d "
+                             "here", fix)
+        return direction, str(metric)
+
+    def constraints(self, table: Table) -> dict[str, float]:
+        self.check_keys(table, CONSTRAINTS, "constraints")
+        out: dict[str, float] = {}
+        for key in table:
+            value = self.number(table, key, "constraints", lo=0.0, hi=1e12, lo_open=False)
+            assert value is not None
+            out[key] = value
+        return out
+
+    def budget(self, table: Table | None) -> tuple[int | None, float | None]:
+        fix = "write [budget] with trials = 30 and/or minutes = 60"
+        if table is None:
+            raise self.error("budget", "missing [budget] table", fix)
+        self.check_keys(table, _BUDGET_KEYS, "budget")
+        trials = self.integer(table, "trials", "budget", lo=1, hi=MAX_TRIALS)
+        minutes = self.number(table, "minutes", "budget", lo=0.0, hi=7 * 24 * 60,
+                              lo_open=True)
+        if trials is None and minutes is None:
+            raise self.error("budget", "no budget", fix)
+        return trials, minutes
+
+    def dimensions(self, value: object) -> tuple[Dimension, ...]:
+        fix = ('write each knob as a [[knob]] table: name = "innodb_io_capacity" with '
+               "min and max, or choices = [...]")
+        if value is None:
+            raise self.error("knob", "no [[knob]] tables", fix)
+        if not isinstance(value, list):
+            raise self.wrong_type("knob", "an array of tables ([[knob]])", value, fix)
+        out: list[Dimension] = []
+        for i, item in enumerate(value):
+            p = f"knob[{i}]"
+            if not isinstance(item, dict):
+                raise self.wrong_type(p, "a table", item, fix)
+            self.check_keys(item, _KNOB_KEYS, p)
+            raw = self.req_string(item, "name", p, '"innodb_io_capacity"')
+            try:
+                knob = next(iter(self.knobs({raw: "0"}, p)))  # the recipe's name rules
+            except SearchError as exc:
+                raise self.error(f"{p}.name", exc.problem, exc.fix) from None
+            if any(d.name == knob for d in out):
+                raise self.error(f"{p}.name", f"{knob} is searched twice",
+                                 "give each knob one [[knob]] table")
+            out.append(self.dimension(item, p, knob))
+        return tuple(out)
+
+    def dimension(self, item: Table, p: str, knob: str) -> Dimension:
+        has_range = "min" in item or "max" in item
+        if "choices" in item:
+            if has_range or "log" in item:
+                raise self.error(f"{p}.choices", "choices and a range together",
+                                 "give choices = [...], or min and max, not both")
+            choices = item["choices"]
+            if not isinstance(choices, list) or not choices:
+                raise self.wrong_type(f"{p}.choices", "a non-empty list", choices,
+                                      "write choices = [0, 1, 2]")
+            texts: list[str] = []
+            for j, c in enumerate(choices):
+                if isinstance(c, bool):
+                    text = "ON" if c else "OFF"
+                elif isinstance(c, int | float | str) and str(c).strip():
+                    text = str(c).strip()
+                else:
+                    raise self.wrong_type(f"{p}.choices[{j}]", "a value", c,
+                                          'write a number, a string or true/false')
+                if text in texts:
+                    raise self.error(f"{p}.choices[{j}]", f"{text} is listed twice",
+                                     "list each choice once")
+                texts.append(text)
+            if len(texts) < 2 or len(texts) > MAX_CHOICES:
+                raise self.error(f"{p}.choices", f"{len(texts)} choices",
+                                 f"give 2 to {MAX_CHOICES} choices")
+            return Dimension(knob, choices=tuple(texts))
+        if "min" not in item or "max" not in item:
+            raise self.error(p, "no choices and no range",
+                             "give min and max (numbers), or choices = [...]")
+        ends: list[int | float] = []
+        for key in ("min", "max"):
+            v = item[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise self.wrong_type(f"{p}.{key}", "a number", v, f"write {key} = 100")
+            ends.append(v)
+        low, high = ends
+        if not low < high:
+            raise self.error(f"{p}.max", f"max {high} is not above min {low}",
+                             "give a max above the min")
+        log = bool(self.boolean(item, "log", p))
+        if log and low <= 0:
+            raise self.error(f"{p}.log", "a log scale needs min above 0",
+                             "raise min above 0, or remove log")
+        integer = isinstance(low, int) and isinstance(high, int)
+        return Dimension(knob, low=float(low), high=float(high), integer=integer, log=log)
+
+
+def load_search(path: Path | str) -> Search:
+    """Read and check one search file (no server involved); SearchError names the file,
+    the dotted key and a fix."""
+    path = Path(path)
+    shown = str(path)
+
+    def error(key: str | None, problem: str, fix: str) -> SearchError:
+        return SearchError(shown, key, problem, fix)
+
+    try:
+        text, _mode = read_text_file(path, error, "search file", "give a .toml search file")
+    except FileNotFoundError:
+        raise SearchError(shown, None, "search file not found",
+                          "give the path of a search .toml file") from None
+    doc = parse(text, error, README)
+    try:
+        return _SearchReader(shown).search(doc, path)
+    except RecursionError:
+        raise too_deep(error) from None
+
+
+def check_search(search: Search, catalog: Catalog) -> list[str]:
+    """The search against one server: every knob exists and takes every choice (or both
+    ends of its range); returns warnings (static knobs restart the server per trial)."""
+    warnings: list[str] = []
+    for i, dim in enumerate(search.knobs):
+        facts = catalog.get(dim.name)
+        if not facts.present:
+            raise SearchError(str(search.path), f"knob[{i}].name",
+                              f"{dim.name} does not exist on this server ({facts.note})",
+                              "remove it, or search its equivalent on this server")
+        for value in dim.values_to_check():
+            try:
+                validate(facts, value, static_ok=True)
+            except KnobError as exc:
+                raise SearchError(str(search.path), f"knob[{i}]", str(exc),
+                                  f"give {dim.name} values this server accepts") from None
+        if facts.mode == "static":
+            warnings.append(f"{dim.name} is static: a trial that changes it restarts the "
+                            "server")
+    return warnings
+
+
+__all__ = ["Dimension", "Search", "SearchError", "check_search", "load_search"]
