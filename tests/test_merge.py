@@ -171,3 +171,18 @@ def test_two_plain_journals_keep_the_phase_pairs() -> None:
     assert run.returncode == 0, run.stderr
     assert "# knobtop comparison: A = lab-80s.knobtop.jsonl" in run.stdout
     assert "## Load phases (B/A)" in run.stdout
+
+
+def test_plain_journals_as_one_csv_with_a_workload_column(tmp_path: Path) -> None:
+    paths = [phase_journal(tmp_path / f"{n}.knobtop.jsonl", rw(s))
+             for n, s in (("a", 1.0), ("b", 1.5), ("c", 1.0))]
+    run = subprocess.run([sys.executable, "-m", "knobtop", "compare", *map(str, paths),
+                          "--format", "csv"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("workload,arm,threads,avg_tps,runs,ratio")
+    assert sum(line.startswith("workload,") for line in lines) == 1
+    rows = [line.split(",") for line in lines[1:]]
+    assert {(r[0], r[1]) for r in rows} >= {("oltp_read_write", "b"),
+                                            ("oltp_point_select", "c")}
+    assert next(r for r in rows if r[:2] == ["oltp_read_write", "b"])[-1] == "higher"

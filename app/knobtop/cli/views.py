@@ -311,7 +311,16 @@ def compare_phases(args: argparse.Namespace) -> int:
         raise BadValue("none of the journals has a load phase with a TPS to compare (recipe "
                        "journals: add --merge for their results as one table)")
     if fmt == "csv":
-        sys.stdout.write("".join(t.csv() for t in out[1:]))
+        import csv
+        import io
+
+        buf = io.StringIO()  # one table: a workload column before the merge's columns
+        writer = csv.writer(buf, lineterminator="\n")
+        tables_by = list(zip(tables, out[1:], strict=True))
+        writer.writerow(["workload", *tables_by[0][1].csv_header])
+        for workload, table in tables_by:
+            writer.writerows([workload, *row] for row in table.csv_rows)
+        sys.stdout.write(buf.getvalue())
     elif fmt == "md":
         sys.stdout.write("\n".join(t.markdown() for t in out))
     else:
