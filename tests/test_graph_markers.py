@@ -290,3 +290,19 @@ async def test_person_markers_full_height_session_markers_not(size: tuple[int, i
                     assert any(tag.startswith(word.rstrip("…")) for tag in expected), (word, row)
             if size == (160, 48):
                 assert "io_cap=1000" in "\n".join(lines[1:-1])
+
+
+async def test_a_paint_while_the_screen_closes_does_nothing() -> None:
+    """The paint timer can tick once more while the app tears its screen down (the status
+    bar already gone, the graphs not yet): that paint is skipped, not an exception (a CI
+    run failed on it: NoMatches for StatusBar in paint)."""
+    from knobtop.ui.widgets.status_bar import StatusBar
+
+    header, events = recorded()
+    app = KnobtopApp(header=header, events=events)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await app.live.query_one(StatusBar).remove()
+        painted = app._painted
+        app.paint(force=True)  # raised NoMatches before
+        assert app._painted >= painted

@@ -447,12 +447,17 @@ class KnobtopApp(KnobtopBase):
         if version == self._painted and not force:
             return
         self._painted = version
-        grid = self.live.query_one(GraphGrid)
+        try:
+            grid = self.live.query_one(GraphGrid)
+            bar = self.live.query_one(StatusBar)
+            hosts = self.live.query_one(HostPanel)
+        except NoMatches:  # the app is closing: its paint timer ticked once more
+            return
         page = grid.page_title if grid.page != "overview" else ""
-        self.live.query_one(StatusBar).show(self.board, self._journal_name, self._state, page)
+        bar.show(self.board, self._journal_name, self._state, page)
         if self.board is not None:
-            self.live.query_one(GraphGrid).draw(self.board)
-            self.live.query_one(HostPanel).show(self.board)
+            grid.draw(self.board)
+            hosts.show(self.board)
 
     # -- knobs ------------------------------------------------------------------
 
