@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample
+from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample, target_of
 
 if TYPE_CHECKING:
     from knobtop.analysis.results import Results
@@ -128,7 +128,7 @@ def describe(event: Event) -> str | None:
 def log_line(console: Console, event: Event) -> None:
     line = describe(event)
     if line:
-        target = getattr(event, "target", "")  # a recipe's further server (issue 19)
+        target = target_of(event)  # a recipe's further server (issue 19)
         where = f"{target}: " if target else ""
         console.print(f"[{event.t:8.2f}s] {where}{line}", highlight=False, markup=False)
 

@@ -32,6 +32,7 @@ from knobtop.journal import (
     StepResult,
     Unknown,
 )
+from knobtop.journal.events import target_of
 from knobtop.metrics.derive import Snapshot, derive
 
 # Columns of one per-interval row (and of the CSV report), in order.
@@ -230,7 +231,7 @@ class _Loader:
 
     def feed(self, event: Event) -> None:
         data = self.data
-        target = getattr(event, "target", "")
+        target = target_of(event)
         if target and not isinstance(event, StepResult):
             # A recipe's further server (issue 19): its steps are the recipe's; its samples,
             # loads, phases and knobs are not this journal's own server's series (its first

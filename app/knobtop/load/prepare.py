@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import Callable
 
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec, TableDriver
+from knobtop.load.linkbench import LOADED
+from knobtop.load.linkbench import TABLES as LINKBENCH_TABLES
 from knobtop.load.multi import shaped
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
@@ -57,11 +59,9 @@ async def tables_ready(link: ServerLink, database: str, spec: LoadSpec) -> bool:
     )
     present = {str(r[0]): (str(r[1] or ""), str(r[2] or "")) for r in rows}
     if spec.workload == "linkbench":
-        from knobtop.load.linkbench import LOADED, TABLES
-
         comments = {str(r[0]): str(r[3] or "") for r in rows}
         return all(t in present and (not spec.engine or present[t][0].lower()
-                                     == spec.engine.lower()) for t in TABLES) and \
+                                     == spec.engine.lower()) for t in LINKBENCH_TABLES) and \
             comments.get("nodetable") == LOADED.format(maxid1=spec.table_size)
     for i in range(1, spec.tables + 1):
         name = f"sbtest{i}"
@@ -103,7 +103,7 @@ async def prepare_tables(
         )
         # Only sysbench's own names (sbtest + digits; LIKE 'sbtest%' would take
         # sbtest_results too), each quoted: a name is data, never SQL.
-        own = ((lambda name: name in LINKBENCH) if spec.workload == "linkbench"
+        own = ((lambda name: name in LINKBENCH_TABLES) if spec.workload == "linkbench"
                else is_sysbench_table)  # each workload's own tables, never the other's
         for name in sorted(str(r[0]) for r in rows if own(str(r[0]))):
             await link.query(f"DROP TABLE {database}.{quote_ident(name)}")
@@ -116,7 +116,6 @@ async def prepare_tables(
 
 
 SCRATCH = "knobtop_shape_check"
-LINKBENCH = ("linktable", "counttable", "nodetable")  # linkbench.TABLES, dropped to reload
 
 
 async def check_table_shape(link: ServerLink, database: str, spec: LoadSpec) -> None:

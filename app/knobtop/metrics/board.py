@@ -19,6 +19,7 @@ from knobtop.journal.events import (
     Phase,
     Restart,
     Sample,
+    target_of,
 )
 from knobtop.metrics.derive import Snapshot, derive, has_rocksdb
 
@@ -212,7 +213,7 @@ class MetricBoard:
         return max(times) if times else 0.0
 
     def apply(self, event: Event) -> None:
-        if getattr(event, "target", "") != self.target:
+        if target_of(event) != self.target:
             return
         self.version += 1
         if isinstance(event, Sample):

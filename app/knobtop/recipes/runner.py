@@ -48,13 +48,14 @@ from knobtop.journal.events import (
     StepResult,
     target_of,
 )
-from knobtop.load.base import LoadError
+from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.multi import ALL
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
 from knobtop.recipes.recipe import (
     Action,
+    Arm,
     Recipe,
     RecipeError,
     Step,
@@ -154,6 +155,12 @@ def time_left(nominal: float, total: int, done: int, spent: float,
 
 def _numbered(steps: list[Step], first: int = 0) -> list[Step]:
     return [dataclasses.replace(s, index=first + i) for i, s in enumerate(steps)]
+
+
+def _tables_key(arm: Arm, spec: LoadSpec) -> tuple[str, str, int, str]:
+    """The tables an arm's load runs on: its server, database shape, instances, workload
+    (prepared once each; LinkBench's load ips are per such set)."""
+    return (arm.target, spec.schema, spec.instances, spec.workload)
 
 
 def _median(values: list[float]) -> float | None:
@@ -669,7 +676,7 @@ class RecipeRunner:
         own, said in the journal)."""
         done: set[tuple[str, str, int, str]] = set()
         for arm, spec in self.recipe.arm_specs():
-            key = (arm.target, spec.schema, spec.instances, spec.workload)
+            key = _tables_key(arm, spec)
             if key in done:
                 continue
             done.add(key)
@@ -789,9 +796,8 @@ class RecipeRunner:
             own = footprint_cost(first, last, avg * (last.t - first.t))
             cost.update({k: v if isinstance(v, str) or v is None else round(v, 3)
                          for k, v in own.items()})
-        spec = self.recipe.load_spec(step.threads, 0, step.arm)
-        load_ips = self._load_ips.get((step.arm.target, spec.schema, spec.instances,
-                                       spec.workload))
+        load_ips = self._load_ips.get(
+            _tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
         return self._main.step_result(
             load_ips=load_ips,
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
