@@ -23,7 +23,7 @@ check: test
 # sysbench's session for many seconds (issue 16), so nothing may run next to them.
 pytest: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not integration"
-	$(PY) -m pytest -m integration
+	$(PY) -m pytest -m integration --durations=25
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests bench
