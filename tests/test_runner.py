@@ -307,8 +307,9 @@ knobs = { sort_buffer_size = "2M" }
         done = 0.0
         for src in (first, second):
             reports = [(tps, s) for t, tps, s in src if step.start < t <= step.end]
-            stamps = [0] + [s for _, s in reports]  # the timed window is its own run
-            done += sum(tps * (s - before) for (tps, s), before in zip(reports, stamps))
+            stamps = [0, *(s for _, s in reports[:-1])]  # the timed window: its own run
+            done += sum(tps * (s - before)
+                        for (tps, s), before in zip(reports, stamps, strict=True))
         # one second of the whole load: both instances' best second
         one_second = sum(max(tps for _, tps, _ in src) for src in (first, second))
         # [run] timed: the window was its own 3 s run of both instances; their summaries
