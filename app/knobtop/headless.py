@@ -23,10 +23,13 @@ from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample, target_of
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from knobtop.analysis.results import Results
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.search import Search
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
     from knobtop.session.targets import Targets
@@ -238,6 +241,38 @@ async def run_headless(
     return code
 
 
+async def run_to_end(console: Console, what: str, session: SessionPort,
+                     run: Callable[[], Awaitable[object]], abort: Callable[[], None],
+                     open_: Callable[[], Awaitable[object]],
+                     close: Callable[[str], Awaitable[None]]) -> int:
+    """Open, run a recipe or a tune to its end (Ctrl+C/SIGTERM abort it), close with the
+    reason; the exit code: 0 finished, 2 refused (nothing changed), 130 aborted, 1 failed
+    (the runner restored the baseline either way)."""
+    from knobtop.recipes.recipe import RecipeError
+    from knobtop.recipes.runner import RunAborted, RunFailed
+
+    code, reason = 0, f"{what} finished"
+    with stop_on_signals(abort):
+        try:
+            await open_()
+            console.print(f"Journal: {session.state().journal_path}", markup=False)
+            await run()
+        except RecipeError as exc:  # a search file's SearchError too
+            code, reason = 2, f"{what} refused"
+            console.print(labelled("knobtop:", str(exc)), highlight=False)
+        except RunAborted:
+            code, reason = 130, f"{what} aborted"
+            console.print("Aborted: the load was stopped and the baseline knobs restored.")
+        except RunFailed as exc:
+            code, reason = 1, f"{what} failed"
+            console.print(labelled(f"{what.capitalize()} failed:",
+                                   f"{exc} (the baseline knobs were restored)"),
+                          highlight=False)
+        finally:
+            await close(reason)
+    return code
+
+
 async def run_recipe_headless(
     session: SessionPort, recipe: Recipe, console: Console, targets: Targets | None = None
 ) -> tuple[int, Results | None]:
@@ -246,11 +281,9 @@ async def run_recipe_headless(
 
     Only port methods are used here."""
     from knobtop.analysis.results import results_table
-    from knobtop.recipes.recipe import RecipeError
     from knobtop.recipes.runner import Progress as RunProgress
-    from knobtop.recipes.runner import RecipeRunner, RunAborted, RunFailed, short_duration
+    from knobtop.recipes.runner import RecipeRunner, short_duration
 
-    code, reason = 0, "recipe finished"
     with Progress(TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
                   TimeElapsedColumn(),
@@ -274,24 +307,10 @@ async def run_recipe_headless(
                               on_note=on_note,
                               targets=targets.ports if targets is not None else None)
         session.subscribe(lambda event: log_line(bars.console, event))
-        with stop_on_signals(runner.abort):
-            try:
-                await (targets.open() if targets is not None else session.open())
-                bars.console.print(f"Journal: {session.state().journal_path}", markup=False)
-                await runner.run()
-            except RecipeError as exc:
-                code, reason = 2, "recipe refused"
-                bars.console.print(labelled("knobtop:", str(exc)), highlight=False)
-            except RunAborted:
-                code, reason = 130, "recipe aborted"
-                bars.console.print("Aborted: the load was stopped and the baseline knobs "
-                                   "restored.")
-            except RunFailed as exc:
-                code, reason = 1, "recipe failed"
-                bars.console.print(labelled("Recipe failed:", f"{exc} (the baseline knobs "
-                                            "were restored)"), highlight=False)
-            finally:
-                await (targets.close(reason) if targets is not None else session.close(reason))
+        code = await run_to_end(
+            bars.console, "recipe", session, runner.run, runner.abort,
+            targets.open if targets is not None else session.open,
+            targets.close if targets is not None else session.close)
     for warning in runner.warnings:
         console.print(f"warning: {warning}", highlight=False, markup=False)
     if runner.checkpoints:  # a timeline: its checkpoints are the result
@@ -307,5 +326,46 @@ async def run_recipe_headless(
     return code, results
 
 
+async def run_tune_headless(session: SessionPort, search: Search, console: Console,
+                            resume: Path | None = None) -> int:
+    """Run a tune with a progress bar, a line per trial, and print the trials and the
+    verification table; the exit code (0 when it finished)."""
+    from knobtop.analysis.tune import trials_table, verification_table
+    from knobtop.recipes.runner import Progress as RunProgress
+    from knobtop.recipes.runner import short_duration
+    from knobtop.recipes.tune import Tuner, read_prior
+
+    prior = read_prior(resume, search) if resume is not None else []
+
+    with Progress(TextColumn("{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+                  TextColumn("{task.fields[left]}"), console=console) as bars:
+        task = bars.add_task(escape(search.name), total=None, left="")
+
+        def on_progress(p: RunProgress) -> None:
+            wait = f" ({p.waiting_for})" if p.waiting_for else ""
+            bars.update(task, completed=p.done, total=p.total,
+                        description=escape(f"{p.label}{wait}"),
+                        left=f"~{short_duration(p.seconds_left)} left")
+
+        def on_note(text: str) -> None:
+            bars.console.print(text, highlight=False, markup=False)
+
+        tuner = Tuner(session, search, on_progress=on_progress, on_note=on_note, prior=prior,
+                      resumed_from=str(resume or ""))
+        session.subscribe(lambda event: log_line(bars.console, event))
+        code = await run_to_end(bars.console, "tune", session, tuner.run, tuner.abort,
+                                session.open, session.close)
+    for warning in tuner.outcome.warnings:
+        console.print(f"warning: {warning}", highlight=False, markup=False)
+    if tuner.trials:
+        console.print(trials_table(tuner.spec, tuner.trials))
+    verification = tuner.outcome.verification
+    if verification is not None:
+        console.print(verification_table(verification))
+        console.print(verification.line(), highlight=False, markup=False)
+    return code
+
+
 __all__ = ["ConsoleFeedback", "describe", "labelled", "restore_baseline", "run_headless",
-           "run_recipe_headless"]
+           "run_recipe_headless", "run_tune_headless"]

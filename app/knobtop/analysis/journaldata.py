@@ -30,6 +30,7 @@ from knobtop.journal import (
     Restart,
     Sample,
     StepResult,
+    Trial,
     Unknown,
 )
 from knobtop.journal.events import target_of
@@ -260,7 +261,7 @@ class _Loader:
                 _apply_change(data.knobs_end, event)
             if inside:
                 data.changes.append(event)
-        elif isinstance(event, RecipeRun | StepResult | Checkpoint):
+        elif isinstance(event, RecipeRun | StepResult | Checkpoint | Trial):
             if inside:
                 data.recipe_events.append(event)
         elif isinstance(event, Unknown):

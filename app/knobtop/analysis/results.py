@@ -350,7 +350,8 @@ def holm_note(results: Results, which: str = "verdict") -> str:
 
 
 def collect(events: Iterable[Event]) -> list[Results]:
-    """Every recipe run in a journal, in order (the last one may still be running)."""
+    """Every recipe run in a journal, in order (the last one may still be running); a
+    tune's (``analysis.tune.collect_tunes``) is not a table of arms and is left out."""
     found: list[Results] = []
     current: Results | None = None
     steps: list[StepResult] = []
@@ -370,6 +371,8 @@ def collect(events: Iterable[Event]) -> list[Results]:
             if event.action == "start":
                 close("running", "")
                 plan = event.plan
+                if plan.get("kind") == "tune":
+                    continue
                 current = Results(event.name, list(plan.get("arms", {})),
                                   [int(t) for t in plan.get("threads", [])], [],
                                   planned_steps=int(plan.get("steps", 0)),

@@ -169,7 +169,7 @@ def session_options(
         where=where(), load=load, start_load=args.load != "none", journal=args.journal,
         interval=args.interval, statements=args.statements, cleanup=args.cleanup,
         headless=args.headless, duration=args.duration, changes=tuple(args.changes),
-        recipe=None, markdown=None, targets=(),
+        recipe=None, markdown=None, targets=(), tune=None, resume=None,
     )
 
 
@@ -196,7 +196,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
-        targets=(),
+        targets=(), tune=None, resume=None,
     )
     if not recipe.targets:
         return options
@@ -277,6 +277,63 @@ def run_recipe(args: argparse.Namespace) -> int:
     return run_session(recipe_options(args, recipe), console)
 
 
+def run_tune(args: argparse.Namespace) -> int:
+    """`knobtop tune`: the lab or a profile's session, driven by a search (headless)."""
+    import dataclasses
+
+    from knobtop.analysis.tune import BASE
+    from knobtop.recipes.recipe import Arm
+    from knobtop.recipes.runner import short_duration
+    from knobtop.recipes.search import MAX_TRIALS, load_search
+    from knobtop.recipes.tune import read_prior
+
+    console = stderr_console()
+    search = load_search(args.search)
+    if args.trials is not None:
+        if not 1 <= args.trials <= MAX_TRIALS:
+            raise BadValue(f"--trials {args.trials}: give 1 to {MAX_TRIALS}")
+        search = dataclasses.replace(search, trials=args.trials)
+    if args.minutes is not None:
+        if not 0 < args.minutes <= 7 * 24 * 60:
+            raise BadValue(f"--minutes {args.minutes:g}: give more than 0, at most a week")
+        search = dataclasses.replace(search, minutes=args.minutes)
+    load = search.load
+    if args.step_duration is not None:
+        if not 1 <= args.step_duration <= 86400:
+            raise BadValue(f"--duration {args.step_duration}: give 1 to 86400 seconds")
+        load = load._replace(duration=args.step_duration)
+    if args.warmup is not None:
+        if not 0 <= args.warmup <= 3600:
+            raise BadValue(f"--warmup {args.warmup}: give 0 to 3600 seconds")
+        load = load._replace(warmup=args.warmup)
+    search = dataclasses.replace(search, load=load)
+    if args.replicates is not None:
+        from knobtop.recipes.search import MAX_VERIFY_REPLICATES, MIN_VERIFY_REPLICATES
+
+        if not MIN_VERIFY_REPLICATES <= args.replicates <= MAX_VERIFY_REPLICATES:
+            raise BadValue(f"--replicates {args.replicates}: give {MIN_VERIFY_REPLICATES} to "
+                           f"{MAX_VERIFY_REPLICATES} (fewer runs can never pass the rank test)")
+        search = dataclasses.replace(search, replicates=args.replicates)
+    prior = read_prior(args.resume, search) if args.resume is not None else []
+    recipe = search.recipe(Arm(BASE, {}))  # the session's load and tables
+    step = search.load.warmup + search.load.duration
+    budget = " and ".join(
+        ([f"{search.trials} trials"] if search.trials is not None else [])
+        + ([f"{search.minutes:g} minutes"] if search.minutes is not None else []))
+    console.print(
+        f"Tune {search.name}: {len(search.knobs)} knobs, {search.direction} "
+        f"{'average TPS' if search.metric == 'tps' else 'latency'} at {search.threads} "
+        f"threads; budget {budget} (each trial at least {short_duration(step)}), then "
+        f"{search.candidates} candidates x {search.replicates} rounds against the baseline "
+        f"(at least {short_duration((search.candidates + 1) * search.replicates * step)})"
+        + (f"; resuming {len(prior)} trials of {args.resume}" if args.resume else ""),
+        highlight=False, markup=False)
+    ns = argparse.Namespace(**vars(args), markdown=None, client_tables="shared")
+    options = dataclasses.replace(recipe_options(ns, recipe), recipe=None, tune=search,
+                                  resume=args.resume)
+    return run_session(options, console)
+
+
 def run_session(options: SessionOptions, console: Console) -> int:
     """Build the session the options ask for and run it in its front end: headless in
     this process, the live screen with the session in a process of its own (so no
@@ -317,6 +374,10 @@ def headless(options: SessionOptions, session: Session, console: Console,
     from knobtop.headless import run_headless, run_recipe_headless
     from knobtop.session.targets import Targets
 
+    if options.tune is not None:
+        from knobtop.headless import run_tune_headless
+
+        return asyncio.run(run_tune_headless(session, options.tune, console, options.resume))
     recipe = options.recipe
     if recipe is not None:
         group = Targets(session, others) if others else None
@@ -336,7 +397,9 @@ def live_screen(options: SessionOptions, session: SessionPort, console: Console,
 
     recipe = options.recipe
 
-    if recipe is None:
+    if options.tune is not None:
+        app = KnobtopApp(session, tune=options.tune, resume=options.resume, config=ui_config())
+    elif recipe is None:
         app = KnobtopApp(session, start_load=options.start_load, config=ui_config())
     else:
         app = KnobtopApp(session, recipe=recipe, config=ui_config(), targets=targets)
@@ -345,6 +408,15 @@ def live_screen(options: SessionOptions, session: SessionPort, console: Console,
     finally:
         if app.runner is not None:
             app.runner.stop("quit")  # no-op after a normal quit
+    if app.tuner is not None:  # the screen is gone: the tune's tables stay on the terminal
+        from knobtop.analysis.tune import trials_table, verification_table
+
+        tuner = app.tuner
+        if tuner.trials:
+            console.print(trials_table(tuner.spec, list(tuner.trials)))
+        if tuner.outcome.verification is not None:
+            console.print(verification_table(tuner.outcome.verification))
+            console.print(tuner.outcome.verification.line(), highlight=False, markup=False)
     if recipe is not None:
         # The screen is gone: the results stay on the terminal (the table `run` prints
         # headless; arm names are the recipe's words, never markup).

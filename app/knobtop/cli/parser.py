@@ -250,22 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "baseline knobs. Everything goes to the journal.",
     )
     run.add_argument("recipe", type=Path, help="a recipe file, e.g. experiments/doublewrite.toml")
-    where = run.add_mutually_exclusive_group(required=True)
-    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
-    where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
-    run.add_argument("--tui", action="store_true",
-                     help="run inside the live screen with a progress panel (a aborts)")
-    run.add_argument("--journal", type=Path, default=None, help="journal file to write")
-    run.add_argument("--interval", type=float, default=1.0, help="sampling interval (s)")
-    run.add_argument("--dir", type=Path, default=None, help="lab: sandbox directory")
-    add_lab_identity(run)
-    run.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
-                     help="lab: load generator")
-    run.add_argument("--accept-new", action="store_true", help="trust unknown SSH host keys")
-    run.add_argument("--known-hosts", metavar="FILE", help="known_hosts file")
-    run.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
-                     help="SSH private key (repeatable)")
-    run.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
+    add_experiment_place(run, "a progress panel")
     run.add_argument("--client-tables", choices=("shared", "own"), default="shared",
                      help="a profile with several clients: all on the sbtest tables (shared) "
                      "or each on its own database sbtest_NAME (own)")
@@ -294,6 +279,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the cap on rounds for --until-ci")
     run.add_argument("--markdown", type=Path, metavar="FILE",
                      help="also write the results as Markdown to FILE")
+    tune = sub.add_parser(
+        "tune", help="search knob values for a better objective, then verify the best "
+        "against the baseline beyond noise",
+        description="Search the knobs of a search file (TOML, see experiments/README.md) on "
+        "the sandbox (--lab) or a profile's server: each trial is one measured step (gates, "
+        "warmup, plateau, restart with rollback for static knobs); optuna's TPE proposes the "
+        "next values. Then the best candidates run against the baseline in counterbalanced "
+        "rounds, and the recommendation is the best one whose verdict is 'higher' (or "
+        "'lower' latency), or the tune says nothing beat the baseline beyond noise. Ctrl+C "
+        "aborts and restores the baseline; --resume continues a killed tune from its "
+        "journal without repeating its trials.",
+    )
+    tune.add_argument("search", type=Path, help="a search file, e.g. experiments/tune-flush.toml")
+    add_experiment_place(tune, "a trials panel")
+    tune.add_argument("--resume", type=Path, metavar="JOURNAL",
+                      help="continue the search a killed or interrupted tune journaled "
+                      "(its trials are not measured again; a new journal holds them all)")
+    tune.add_argument("--trials", type=int, metavar="N", help="override [budget] trials")
+    tune.add_argument("--minutes", type=float, metavar="M", help="override [budget] minutes")
+    tune.add_argument("--duration", dest="step_duration", type=int, metavar="S",
+                      help="override [load] duration (measured seconds per trial and round)")
+    tune.add_argument("--warmup", type=int, metavar="S", help="override [load] warmup")
+    tune.add_argument("--replicates", type=int, metavar="N",
+                      help="override [verify] replicates (rounds of the verification)")
     lab = sub.add_parser(
         "lab",
         help="start a sandbox MariaDB on this machine and open the live screen on it",
@@ -319,10 +328,30 @@ def build_parser() -> argparse.ArgumentParser:
         (connect, "live", "run_connect"), (follow, "views", "run_follow"),
         (serve, "views", "run_serve"), (replay, "views", "run_replay"),
         (report, "views", "run_report"), (compare, "views", "run_compare"),
-        (run, "live", "run_recipe"), (lab, "live", "run_lab"),
+        (run, "live", "run_recipe"), (lab, "live", "run_lab"), (tune, "live", "run_tune"),
     ):
         command.set_defaults(func=handler(module, func))
     return parser
+
+
+def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:
+    """`run` and `tune`: the lab or a profile's server, the screen, the journal, SSH."""
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
+    where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
+    p.add_argument("--tui", action="store_true",
+                   help=f"run inside the live screen with {panel} (a aborts)")
+    p.add_argument("--journal", type=Path, default=None, help="journal file to write")
+    p.add_argument("--interval", type=float, default=1.0, help="sampling interval (s)")
+    p.add_argument("--dir", type=Path, default=None, help="lab: sandbox directory")
+    add_lab_identity(p)
+    p.add_argument("--driver", choices=("auto", "sysbench", "builtin"), default="auto",
+                   help="lab: load generator")
+    p.add_argument("--accept-new", action="store_true", help="trust unknown SSH host keys")
+    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file")
+    p.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
+                   help="SSH private key (repeatable)")
+    p.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
 
 
 def add_lab_identity(p: argparse.ArgumentParser) -> None:

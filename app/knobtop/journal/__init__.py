@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Restart,
         Sample,
         StepResult,
+        Trial,
         Unknown,
     )
     from knobtop.journal.reader import JournalFormatError, JournalReader
@@ -48,6 +49,7 @@ __getattr__ = lazy_names(__name__, {
     "Sample": "knobtop.journal.events",
     "StepResult": "knobtop.journal.events",
     "Checkpoint": "knobtop.journal.events",
+    "Trial": "knobtop.journal.events",
     "Unknown": "knobtop.journal.events",
     "JournalFormatError": "knobtop.journal.reader",
     "JournalReader": "knobtop.journal.reader",
@@ -74,5 +76,6 @@ __all__ = [
     "Restart",
     "Sample",
     "StepResult",
+    "Trial",
     "Unknown",
 ]

@@ -284,6 +284,34 @@ class Checkpoint(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Trial(Event):
+    """One trial of a ``knobtop tune`` search (issue 21): the knob values measured in the
+    recipe step ``step`` (number 0: the baseline's own values), the ``objective`` the
+    search scores (average TPS, or the latency percentile in ms; None when the step did
+    not measure it), every measured ``values`` (tps, latency_ms, err_s), whether it kept
+    the search's constraints (``violated`` names those it broke), whether the TPS reached
+    its plateau before measuring, and ``state`` ("done", or "failed" with ``message``
+    when the knobs did not take). ``resumed``: copied from the journal a resumed search
+    continued (``from_journal``), not measured in this one."""
+
+    kind: ClassVar[str] = "trial"
+    tune: str
+    number: int
+    arm: str
+    knobs: dict[str, str]
+    objective: float | None
+    values: dict[str, float | None] = field(default_factory=dict)
+    feasible: bool = True
+    violated: list[str] = field(default_factory=list)
+    steady: bool = False
+    step: int = -1
+    state: str = "done"
+    message: str = ""
+    resumed: bool = False
+    from_journal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Incident(Event):
     """What the incident page showed (sampled only while it is shown): the processlist,
     InnoDB lock waits, the oldest transaction, replication, Galera, the error log's tail.
@@ -318,7 +346,7 @@ class Unknown(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End, RecipeRun,
-                StepResult, Incident, Checkpoint)
+                StepResult, Incident, Checkpoint, Trial)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

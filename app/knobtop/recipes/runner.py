@@ -106,6 +106,11 @@ class RunAborted(KnobtopError):
     """The person aborted the run; the baseline was restored."""
 
 
+class ArmRefused(KnobtopError, RuntimeError):
+    """An arm's knobs did not take (the server refused a value, or a restart with it
+    failed and was rolled back)."""
+
+
 class RunFailed(KnobtopError, RuntimeError):
     """The run could not go on (a knob did not take, the load failed); the message says why."""
 
@@ -179,6 +184,9 @@ class RecipeRunner:
         prepare: bool = True,
         on_note: Callable[[str], None] | None = None,
         targets: Mapping[str, SessionPort] | None = None,
+        more_steps: Callable[[], list[Step]] | None = None,
+        on_arm_refused: Callable[[Step, str], None] | None = None,
+        plan_extra: Mapping[str, Any] | None = None,
     ) -> None:
         # The run's own server ("") and each further target's (issue 19); the journal,
         # the marks and the step results are the run's own session's.
@@ -189,6 +197,12 @@ class RecipeRunner:
         self.on_progress = on_progress
         self.on_note = on_note  # what the run found on its way (calibration, added rounds)
         self.prepare = prepare
+        # A run whose steps are decided as it goes (knobtop tune): asked for more whenever
+        # the steps run out (none: the run ends); an arm whose knobs do not take is told to
+        # on_arm_refused and skipped instead of failing the run.
+        self.more_steps = more_steps
+        self.on_arm_refused = on_arm_refused
+        self.plan_extra = dict(plan_extra or {})  # more for the journal's recipe start
         self.steps = _numbered([*recipe.calibration_schedule(), *recipe.schedule()])
         self.calibration_line = ""  # what the calibration found (journaled as a mark)
         self.progress = Progress(recipe.name, len(self.steps))
@@ -383,6 +397,7 @@ class RecipeRunner:
                if recipe.timeline is not None else {}),
             "steps": len(self.steps),
             "warnings": self.warnings,
+            **self.plan_extra,
         }
         session.recipe_event("start", recipe.name, plan)
         outcome, message = "end", ""
@@ -393,13 +408,31 @@ class RecipeRunner:
                 await self._run_timeline(recipe.timeline)
             current: str | None = None
             done = 0
-            while done < len(self.steps):
+            while True:
+                if done == len(self.steps):
+                    self._more_rounds()
+                    if self.more_steps is not None and done == len(self.steps):
+                        self.steps.extend(_numbered(self.more_steps(), len(self.steps)))
+                        self.progress.total = max(self.progress.total, len(self.steps))
+                    if done == len(self.steps):
+                        break
                 step = self.steps[done]
                 self._check()
                 self.progress.step = step
                 self._step_began = time.monotonic()
                 if step.arm.name != current:
-                    await self._apply_arm(step)
+                    try:
+                        await self._apply_arm(step)
+                    except ArmRefused as exc:
+                        if self.on_arm_refused is None:
+                            raise RunFailed(str(exc)) from exc
+                        self._note(str(exc))
+                        self.on_arm_refused(step, str(exc))
+                        current = None  # what took of it stays: the next arm sets its own
+                        self._step_began = None
+                        self.progress.done += 1
+                        done += 1
+                        continue
                     current = step.arm.name
                 await self._run_step(step)
                 self._spent += time.monotonic() - self._step_began
@@ -409,8 +442,6 @@ class RecipeRunner:
                 if step.calibration and (done == len(self.steps)
                                          or not self.steps[done].calibration):
                     self._calibrated()
-                if done == len(self.steps):
-                    self._more_rounds()
         except RunAborted as exc:
             outcome, message = "aborted", str(exc)
             raise
@@ -554,8 +585,8 @@ class RecipeRunner:
             todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
         for change in changes:
             if change.result != "ok":
-                raise RunFailed(f"arm {step.arm.name}: {change.knob} = {change.requested} did "
-                                f"not take: {change.message}")
+                raise ArmRefused(f"arm {step.arm.name}: {change.knob} = {change.requested} "
+                                 f"did not take: {change.message}")
 
     # -- one step ------------------------------------------------------------------------------
 
@@ -948,4 +979,4 @@ class RecipeRunner:
                        f"({PURGE_WAIT})")
         return True
 
-__all__ = ["Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]
+__all__ = ["ArmRefused", "Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]

@@ -17,7 +17,10 @@ maximize = "tps"              # average TPS; or minimize = "latency" ([load] per
 latency_ms_max = 20.0         # optional: the load's percentile latency, at most
 errors_per_s_max = 0          # optional
 [budget]
-trials = 30                   # and/or minutes = 60
+trials = 30                   # and/or minutes = 60 (the search's; verification follows)
+[verify]                      # optional: the best candidates against the baseline
+candidates = 2                # 1-5, best trials by objective that kept the constraints
+replicates = 5                # runs per arm, counterbalanced rounds (4-30)
 [[knob]]
 name = "innodb_flush_log_at_trx_commit"
 choices = [0, 1, 2]
@@ -29,16 +32,29 @@ log = true                    # sample on a log scale (min above 0)
 ```
 
 The baseline is the server's own values at the start; static knobs are allowed (each
-trial that changes one restarts the server, as recipe arms do).
+trial that changes one restarts the server, as recipe arms do). ``[wait]`` and ``[steady]``
+are a recipe's (gates and the plateau wait before each measured step); ``seed`` seeds the
+sampler and the verification's arm order.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from knobtop.recipes.recipe import MAX_THREADS, README, RecipeError, _Load, _Reader
+from knobtop.recipes.recipe import (
+    BUNDLED_DIR,
+    MAX_THREADS,
+    README,
+    Arm,
+    Recipe,
+    RecipeError,
+    Steady,
+    Waits,
+    _Load,
+    _Reader,
+)
 from knobtop.server.catalog import Catalog
 from knobtop.server.knobs import KnobError, validate
 from knobtop.tomlcheck import Table, parse, read_text_file, too_deep
@@ -52,7 +68,14 @@ OBJECTIVES = {"maximize": ("tps",), "minimize": ("latency",)}
 CONSTRAINTS = ("latency_ms_max", "errors_per_s_max", "tps_min")
 MAX_TRIALS = 500
 MAX_CHOICES = 64
-_TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget", "knob")
+_TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget", "knob",
+             "verify", "wait", "steady", "seed")
+_VERIFY_KEYS = ("candidates", "replicates")
+MAX_CANDIDATES = 5
+# 4 runs per arm is the fewest whose rank test can pass 5% (4 vs 4: p = 0.029); 5 lets
+# two candidates pass Holm (5 vs 5: 0.008).
+MIN_VERIFY_REPLICATES = 4
+MAX_VERIFY_REPLICATES = 30
 _KNOB_KEYS = ("name", "choices", "min", "max", "log")
 _BUDGET_KEYS = ("trials", "minutes")
 
@@ -89,10 +112,43 @@ class Search:
     constraints: dict[str, float]
     trials: int | None
     minutes: float | None
+    candidates: int = 2
+    replicates: int = 5
+    seed: int = 1
+    waits: Waits = field(default_factory=Waits)
+    steady: Steady = field(default_factory=Steady)
 
     @property
     def threads(self) -> int:
         return self.load.threads[0]
+
+    @property
+    def knob_names(self) -> list[str]:
+        return [d.name for d in self.knobs]
+
+    def space(self) -> dict[str, object]:
+        """The search space as journaled (a resumed search must have the same)."""
+        return {d.name: ({"choices": list(d.choices)} if d.choices else
+                         {"min": d.low, "max": d.high, "integer": d.integer, "log": d.log})
+                for d in self.knobs}
+
+    def recipe(self, base: Arm) -> Recipe:
+        """The recipe the tune runs through the recipe runner: one arm (the baseline, with
+        the searched knobs' values), measured once at the search's threads; the trials and
+        the verification are steps added as the search goes."""
+        load = self.load
+        return Recipe(
+            path=self.path, name=self.name, description=self.description, applies={},
+            why="", workload=load.workload, threads=load.threads, duration=load.duration,
+            warmup=load.warmup, tables=load.tables, table_size=load.table_size,
+            rate=load.rate, rand_type=load.rand_type, percentile=load.percentile,
+            prepared=load.prepared, engine=load.engine, options=load.options,
+            instances=load.instances, table_options=load.table_options,
+            loaders=load.loaders, waits=self.waits, steady=self.steady, replicates=1,
+            order="counterbalanced", seed=self.seed, pause=0.0, arms=(base,),
+            # LinkBench: each window a run of its own, as in a recipe (issue 20)
+            timed=load.workload == "linkbench",
+        )
 
 
 def _text(value: float, integer: bool) -> str:
@@ -119,9 +175,20 @@ class _SearchReader(_Reader):
         constraints = self.constraints(self.table(doc, "constraints") or {})
         trials, minutes = self.budget(self.table(doc, "budget"))
         knobs = self.dimensions(doc.get("knob"))
+        verify = self.table(doc, "verify") or {}
+        self.check_keys(verify, _VERIFY_KEYS, "verify")
+        candidates = self.integer(verify, "candidates", "verify", lo=1, hi=MAX_CANDIDATES)
+        replicates = self.integer(verify, "replicates", "verify",
+                                  lo=MIN_VERIFY_REPLICATES, hi=MAX_VERIFY_REPLICATES)
+        seed = self.integer(doc, "seed", "", lo=0, hi=2**63 - 1)
+        waits = self.waits(self.table(doc, "wait") or {})
+        steady = self.steady(self.table(doc, "steady") or {}, waits)
         return Search(path=path, name=name, description=description, load=load, knobs=knobs,
                       direction=direction, metric=metric, constraints=constraints,
-                      trials=trials, minutes=minutes)
+                      trials=trials, minutes=minutes,
+                      candidates=2 if candidates is None else candidates,
+                      replicates=5 if replicates is None else replicates,
+                      seed=1 if seed is None else seed, waits=waits, steady=steady)
 
     def objective(self, table: Table | None) -> tuple[str, str]:
         fix = 'write [objective] with maximize = "tps" or minimize = "latency"'
@@ -232,7 +299,11 @@ class _SearchReader(_Reader):
 def load_search(path: Path | str) -> Search:
     """Read and check one search file (no server involved); SearchError names the file,
     the dotted key and a fix."""
-    path = Path(path)
+    name = str(path)  # a bare NAME (no '/', no '.toml'): a bundled search
+    if "/" not in name and not name.endswith(".toml") \
+            and (BUNDLED_DIR / "tune" / f"{name}.toml").is_file():
+        path = BUNDLED_DIR / "tune" / f"{name}.toml"
+    path = Path(path).expanduser()
     shown = str(path)
 
     def error(key: str | None, problem: str, fix: str) -> SearchError:

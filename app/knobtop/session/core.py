@@ -33,6 +33,7 @@ from knobtop.journal.events import (
     Phase,
     RecipeRun,
     StepResult,
+    Trial,
 )
 from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec
@@ -327,6 +328,15 @@ class Session:
     def mark(self, label: str) -> Mark:
         return self.recorder.mark(label)
 
+    def rebase_knobs(self, values: Mapping[str, str], why: str) -> Note:
+        """Take ``values`` as these knobs' baseline (revert-to-baseline and a recipe's end
+        bring them back), not the server's values at this start: a resumed tune's (the
+        killed one left a trial's values on the server). Journaled as a note."""
+        for knob, value in values.items():
+            self.knobs.baseline[knob] = value
+        listed = ", ".join(f"{k} = {v}" for k, v in sorted(values.items()))
+        return self.note(f"baseline of {listed}: {why}")
+
     # -- commands: knobs
 
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
@@ -417,6 +427,9 @@ class Session:
 
     def checkpoint(self, **fields: Any) -> Checkpoint:
         return self.recorder.checkpoint(**fields)
+
+    def trial(self, **fields: Any) -> Trial:
+        return self.recorder.trial(**fields)
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         """The server's own footprint now, read on its host (``sizes``: with the datadir's

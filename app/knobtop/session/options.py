@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from knobtop.connect import SshOptions
     from knobtop.load.base import LoadSpec
     from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.search import Search
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ class SessionOptions:
     # ``knobtop run`` of a recipe with [targets] (issue 19): each further server's session
     # options by target name; their events go into this session's journal
     targets: tuple[tuple[str, SessionOptions], ...]
+    # ``knobtop tune`` (issue 21): the search that drives the session, and the journal of
+    # the tune it resumes
+    tune: Search | None
+    resume: Path | None
 
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Phase,
         RecipeRun,
         StepResult,
+        Trial,
     )
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
@@ -116,6 +117,8 @@ class SessionPort(Protocol):
 
     def mark(self, label: str) -> Mark: ...
 
+    def rebase_knobs(self, values: Mapping[str, str], why: str) -> Note: ...
+
     async def incident_sampling(self, on: bool) -> None: ...
 
     # -- what a recipe run needs
@@ -132,6 +135,8 @@ class SessionPort(Protocol):
     def step_result(self, **fields: Any) -> StepResult: ...
 
     def checkpoint(self, **fields: Any) -> Checkpoint: ...
+
+    def trial(self, **fields: Any) -> Trial: ...
 
     async def footprint(self, sizes: bool = False) -> Footprint: ...
 

@@ -27,6 +27,7 @@ from knobtop.journal.events import (
     RecipeRun,
     Restart,
     StepResult,
+    Trial,
 )
 from knobtop.journal.writer import JournalWriter
 from knobtop.session.port import Listener
@@ -218,6 +219,12 @@ class Recorder:
     def checkpoint(self, **fields: Any) -> Checkpoint:
         """One checkpoint of a timeline recipe (the fields of Checkpoint but its times)."""
         event = Checkpoint(t=self.now(), wall=self.wall(), **fields)
+        self.emit(event)
+        return event
+
+    def trial(self, **fields: Any) -> Trial:
+        """One trial of a tune search (the fields of Trial but its times)."""
+        event = Trial(t=self.now(), wall=self.wall(), **fields)
         self.emit(event)
         return event
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         Phase,
         RecipeRun,
         StepResult,
+        Trial,
     )
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
@@ -366,6 +367,9 @@ class RemoteSession:
     def mark(self, label: str) -> Mark:
         return cast("Mark", self._call_sync("mark", label))
 
+    def rebase_knobs(self, values: Mapping[str, str], why: str) -> Note:
+        return cast("Note", self._call_sync("rebase_knobs", dict(values), why))
+
     async def incident_sampling(self, on: bool) -> None:
         await self._call("incident_sampling", on)
 
@@ -389,6 +393,9 @@ class RemoteSession:
 
     def checkpoint(self, **fields: Any) -> Checkpoint:
         return cast("Checkpoint", self._call_sync("checkpoint", **fields))
+
+    def trial(self, **fields: Any) -> Trial:
+        return cast("Trial", self._call_sync("trial", **fields))
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         return cast("Footprint", await self._call("footprint", sizes))

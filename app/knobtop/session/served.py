@@ -42,8 +42,8 @@ ASYNC_CALLS = frozenset({
     "incident_sampling", "global_values", "wait_for_purge", "footprint",
 })
 SYNC_CALLS = frozenset({
-    "restart_plan", "revert_plan", "quit_choice", "note", "mark", "use_load", "recipe_event",
-    "step_result", "checkpoint",
+    "restart_plan", "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load",
+    "recipe_event", "step_result", "checkpoint", "trial",
 })
 
 _PR_SET_PDEATHSIG = 1

@@ -56,7 +56,11 @@ from knobtop.ui.widgets.recipe_panel import RecipePanel
 from knobtop.ui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen starts without it
+    from pathlib import Path
+
     from knobtop.recipes.runner import Progress, RecipeRunner
+    from knobtop.recipes.search import Search
+    from knobtop.recipes.tune import Tuner
 
 T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
@@ -108,9 +112,15 @@ class KnobtopApp(KnobtopBase):
         recipe: Recipe | None = None,
         config: UiConfig | None = None,
         targets: Mapping[str, SessionPort] | None = None,
+        tune: Search | None = None,
+        resume: Path | None = None,
     ) -> None:
         super().__init__(config)
         self.recipe = recipe
+        # knobtop tune --tui (issue 21): the search the session runs, the journal it resumes
+        self.tune = tune
+        self.resume = resume
+        self.tuner: Tuner | None = None
         self.targets = dict(targets or {})  # a recipe's further servers' sessions (issue 19)
         self.recipe_runner: RecipeRunner | None = None
         self.recipe_results: Results | None = None
@@ -216,6 +226,8 @@ class KnobtopApp(KnobtopBase):
             await self._call(self.session.incident_sampling(True))
         if self.recipe is not None:
             await self._run_recipe(self.recipe)
+        elif self.tune is not None:
+            await self._run_tune(self.tune)
         elif self.start_load:
             await self._call(self.session.start_load())
 
@@ -248,6 +260,45 @@ class KnobtopApp(KnobtopBase):
                     severity="information" if outcome == "end" else "error", timeout=12,
                     markup=False)
 
+    async def _run_tune(self, search: Search) -> None:
+        """Run a tune on the session's thread: the panel shows its trials as they come,
+        then the trials and the verification table."""
+        assert self.session is not None
+        from knobtop.recipes.runner import RunAborted
+        from knobtop.recipes.tune import Tuner, read_prior
+
+        def progress(p: Progress) -> None:  # on the session's thread
+            self.post_message(RecipeProgress(dataclasses.replace(p)))
+
+        def note(text: str) -> None:  # on the session's thread: a conclusion is a toast
+            if text.startswith("tune:"):
+                self.post_message(RecipeNote(text))
+
+        outcome, message = "end", ""
+        try:
+            prior = read_prior(self.resume, search) if self.resume is not None else []
+        except KnobtopError as exc:
+            self.notify(str(exc), title="tune refused", severity="error", markup=False)
+            return
+        tuner = self.tuner = Tuner(self.session, search, on_progress=progress, on_note=note,
+                                   prior=prior, resumed_from=str(self.resume or ""))
+        self._recipe_future = self._submit(tuner.run())
+        try:
+            await self._recipe_future
+        except RunAborted:
+            outcome, message = "aborted", "the baseline knobs were restored"
+        except Exception as exc:  # RunFailed, SearchError (nothing changed), anything else
+            outcome, message = "failed", str(exc) or type(exc).__name__
+        verification = tuner.outcome.verification
+        self.recipe_results = (verification.results if verification is not None
+                               else Results(search.name, [], [], [], outcome, message))
+        self.live.query_one(RecipePanel).show_tune_end(tuner.spec, list(tuner.trials),
+                                                       verification, outcome, message)
+        said = verification.line() if verification is not None else message
+        self.notify(said or f"tune {search.name} {outcome}", title=f"tune {outcome}",
+                    severity="information" if outcome == "end" else "error", timeout=30,
+                    markup=False)
+
     def on_recipe_note(self, message: RecipeNote) -> None:
         # A finding worth reading before the run goes on (it is in the journal pane too).
         self.notify(message.text, title=f"recipe {self.recipe.name if self.recipe else ''}",
@@ -257,10 +308,14 @@ class KnobtopApp(KnobtopBase):
         # Progress is posted from the session's thread: one can arrive after the results
         # are shown, and must not paint over them.
         if self._live_ready and self.recipe_results is None:
-            self.live.query_one(RecipePanel).show_progress(message.progress)
+            panel = self.live.query_one(RecipePanel)
+            if self.tuner is not None:
+                panel.show_tune(message.progress, self.tuner.spec, list(self.tuner.trials))
+            else:
+                panel.show_progress(message.progress)
 
     def action_abort_recipe(self) -> None:
-        runner = self.recipe_runner
+        runner = self.tuner or self.recipe_runner
         if runner is None or self.recipe_results is not None:
             self.notify("no recipe is running")
             return
@@ -277,7 +332,8 @@ class KnobtopApp(KnobtopBase):
 
     @property
     def recipe_running(self) -> bool:
-        return self.recipe_runner is not None and self.recipe_results is None
+        return (self.recipe_runner is not None or self.tuner is not None) \
+            and self.recipe_results is None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A follower is read-only: what needs a session is neither in the footer nor in the
@@ -337,11 +393,12 @@ class KnobtopApp(KnobtopBase):
             self._quitting = False
 
     async def _close_and_exit(self) -> None:
-        if self.recipe_running and self.recipe_runner is not None:
+        running = self.tuner or self.recipe_runner
+        if self.recipe_running and running is not None:
             # Abort first: the load stops and the baseline knobs come back before closing.
             self._state = "aborting the recipe: restoring the baseline knobs ..."
             self.paint(force=True)
-            self.recipe_runner.abort()
+            running.abort()
             if self._recipe_future is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait({self._recipe_future}, timeout=900)

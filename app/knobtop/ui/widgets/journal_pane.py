@@ -18,6 +18,7 @@ from knobtop.journal.events import (
     Phase,
     RecipeRun,
     StepResult,
+    Trial,
     target_of,
 )
 
@@ -70,6 +71,15 @@ def describe(event: Event) -> Text | None:
     if isinstance(event, StepResult):
         tps = "\u2013" if event.tps is None else f"{event.tps:,.0f}"
         line.append(f"✓ {event.arm} x{event.threads} #{event.replicate}: {tps} tps")
+        return line
+    if isinstance(event, Trial):  # a tune's search (issue 21)
+        knobs = " ".join(f"{k}={v}" for k, v in event.knobs.items())
+        score = "\u2013" if event.objective is None else f"{event.objective:,g}"
+        line.append(f"◇ trial {event.number} {knobs}: {score}")
+        if event.state != "done":
+            line.append(f" ({event.state}: {event.message})", style="italic")
+        elif not event.feasible:
+            line.append(f" (broke {', '.join(event.violated)})", style="italic")
         return line
     return None
 

@@ -13,6 +13,8 @@ from textual.widgets import RichLog
 
 if TYPE_CHECKING:  # the runner and the results import the server's SQL side: not at start
     from knobtop.analysis.results import Results
+    from knobtop.analysis.tune import TuneSpec, Verification
+    from knobtop.journal.events import Trial
     from knobtop.recipes.runner import Progress
 
 
@@ -78,6 +80,53 @@ class RecipePanel(RichLog):
             text.append(f"\n{p.waiting_for}", style="italic")
         self.border_subtitle = "a: abort (restores the baseline)"
         self._show(text)
+
+    def show_tune(self, p: Progress, spec: TuneSpec, trials: list[Trial]) -> None:
+        """A running tune: progress, the current trial's knob values, the best so far and
+        every trial's objective over the baseline's band."""
+        from knobtop.analysis.tune import best_trials, trials_chart
+        from knobtop.recipes.runner import short_duration
+
+        self.add_class("-active")
+        self.border_title = escape(f"Tune {p.recipe}")
+        width = self.scrollable_content_region.width or 76
+        text = Text(no_wrap=True, overflow="ellipsis")
+        filled = round(24 * p.done / p.total) if p.total else 24
+        text.append("█" * filled + "░" * (24 - filled), style="bold")
+        text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left\n")
+        step = p.step
+        if step is not None:
+            knobs = " ".join(f"{k}={v}" for k, v in step.arm.knobs.items())
+            what = "baseline" if step.arm.name == "base" else f"trial {step.arm.name}"
+            text.append(f"{what}: ", style="bold")
+            text.append(f"{knobs}\n")
+        text.append(f"{p.state}" + (f" ({p.waiting_for})" if p.waiting_for else "") + "\n",
+                    style="italic")
+        best = best_trials(spec, trials, 1)
+        if best:
+            knobs = " ".join(f"{k}={v}" for k, v in best[0].knobs.items())
+            text.append(f"best so far {best[0].arm}: {best[0].objective:,g} ", style="bold green")
+            text.append(f"{knobs}\n")
+        text.append_text(trials_chart(spec, trials, width=width, height=5))
+        self.border_subtitle = "a: abort (restores the baseline)"
+        self._show(text)
+
+    def show_tune_end(self, spec: TuneSpec, trials: list[Trial],
+                      verification: Verification | None, outcome: str, message: str) -> None:
+        """The tune's end: its conclusion, the verification table and the trials."""
+        from knobtop.analysis.tune import trials_chart, trials_table, verification_table
+
+        self.add_class("-active")
+        self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
+        width = self.scrollable_content_region.width or 76
+        head = Text(verification.line() if verification is not None
+                    else f"tune {outcome}: {message}", style="bold")
+        parts: list[RenderableType] = [head]
+        if verification is not None:
+            parts.append(verification_table(verification))
+        parts += [trials_chart(spec, trials, width=width, height=5), trials_table(spec, trials)]
+        self._show(Group(*parts))
+        self.screen.add_class("-recipe-results")
 
     def show_results(self, results: Results) -> None:
         from knobtop.analysis.results import results_table

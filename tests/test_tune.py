@@ -1,0 +1,213 @@
+"""`knobtop tune` on a real sandbox with real sysbench (issue 21): a search whose better
+region is known here finds it and verifies it "higher"; a search of knobs that do nothing
+ends with "could not beat the baseline beyond noise", after a kill -9 mid-search and a
+resume that repeats no trial and ends on the server's first baseline."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import show_global
+from faults.helpers import knobtop_process, knobtop_run, wait_sysbench_gone, wait_until
+from knobtop.analysis.tune import BASE, collect_tunes
+from knobtop.journal import JournalReader, StepResult, Trial
+from knobtop.lab import Sandbox
+from knobtop.server.link import ConnectionInfo
+
+pytestmark = pytest.mark.integration
+
+QUICK = ("--duration", "2", "--warmup", "0")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
+    """A running sandbox `knobtop tune --lab --dir` joins (and leaves running), so the test
+    can read the server's values after each tune."""
+    where = tmp_path_factory.mktemp("tune") / "lab"
+    sandbox = Sandbox(where)
+    info = sandbox.start()
+    yield where, info
+    sandbox.stop()
+
+
+def search_file(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "search.toml"
+    path.write_text(body)
+    return path
+
+
+def trial_lines(journal: Path) -> list[dict[str, object]]:
+    if not journal.exists():
+        return []
+    return [orjson.loads(line) for line in journal.read_bytes().split(b"\n")[1:-1]
+            if line.startswith(b'{"ev":"trial"')]
+
+
+COMMIT = """\
+name = "commit"
+description = "durability traded for throughput under single-row updates"
+seed = 1
+[load]
+workload = "oltp_update_index"
+threads = 2
+duration = 5
+tables = 1
+table_size = 2000
+[objective]
+maximize = "tps"
+[constraints]
+errors_per_s_max = 0
+[budget]
+trials = 4
+[verify]
+candidates = 1
+replicates = 4
+[[knob]]
+name = "innodb_flush_log_at_trx_commit"
+choices = [0, 1, 2]
+[[knob]]
+name = "innodb_io_capacity"
+min = 100
+max = 2000
+log = true
+"""
+
+
+def test_a_tune_finds_the_commit_setting_that_beats_the_baseline_and_verifies_it(
+    lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    """The better region is known here: without an fsync per commit (0 or 2) single-row
+    updates run several times faster than with one (1, the server's default)."""
+    where, info = lab
+    before = {k: asyncio.run(show_global(info, k))
+              for k in ("innodb_flush_log_at_trx_commit", "innodb_io_capacity")}
+    assert before["innodb_flush_log_at_trx_commit"] == "1"
+    journal = tmp_path / "commit.knobtop.jsonl"
+    run = knobtop_run("tune", str(search_file(tmp_path, COMMIT)), "--lab", "--dir", str(where),
+                      "--journal", str(journal), *QUICK, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    events = list(JournalReader(journal))
+    trials = [e for e in events if isinstance(e, Trial)]
+    # the baseline (the server's own values) twice, its noise band, then four trials, each
+    # its own values
+    assert [t.number for t in trials] == [0, 0, 1, 2, 3, 4]
+    assert trials[0].knobs == trials[1].knobs == before and trials[0].arm == BASE
+    assert len({tuple(sorted(t.knobs.items())) for t in trials}) == 5
+    steps = {s.index: s for s in events if isinstance(s, StepResult)}
+    for t in trials:  # each trial is the recipe step it names, with that step's TPS
+        assert t.state == "done" and t.objective == round(steps[t.step].avg_tps or 0, 3)
+        assert t.feasible == (steps[t.step].err == 0)
+    # the verification: the baseline and the best candidate, 4 counterbalanced rounds each
+    rest = [s for i, s in steps.items() if i not in {t.step for t in trials}]
+    assert sorted((s.arm, s.replicate) for s in rest if s.arm == BASE) == \
+        [(BASE, r) for r in range(1, 5)]
+    assert len(rest) == 8
+    tune, = collect_tunes(events)
+    assert tune.outcome == "end" and tune.verification is not None
+    chosen = tune.verification.recommended
+    assert chosen is not None, tune.verification.line()
+    knobs = tune.verification.knobs[chosen]
+    assert knobs["innodb_flush_log_at_trx_commit"] in ("0", "2")
+    assert tune.verification.verdict(chosen) == "higher"
+    assert f"tune: recommend {chosen} (innodb_flush_log_at_trx_commit=" in out
+    # the server ends on its baseline values
+    after = {k: asyncio.run(show_global(info, k)) for k in before}
+    assert after == before
+    # the report prints the trials and the verification table
+    report = knobtop_run("report", str(journal))
+    assert report.returncode == 0, report.stderr
+    assert "## Tune commit" in report.stdout and f"tune: recommend {chosen}" in report.stdout
+    assert "### Verification against the baseline" in report.stdout
+
+
+AA = """\
+name = "aa"
+description = "buffers a point select never uses"
+seed = 3
+[load]
+workload = "oltp_point_select"
+threads = 2
+duration = 5
+tables = 1
+table_size = 2000
+[objective]
+maximize = "tps"
+[budget]
+trials = 4
+[verify]
+candidates = 1
+replicates = 4
+[[knob]]
+name = "sort_buffer_size"
+min = 32768
+max = 8388608
+log = true
+[[knob]]
+name = "join_buffer_size"
+min = 8192
+max = 4194304
+log = true
+"""
+
+
+def test_a_tune_of_knobs_that_do_nothing_resumes_after_kill_9_and_finds_nothing(
+    lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    where, info = lab
+    names = ("sort_buffer_size", "join_buffer_size")
+    before = {k: asyncio.run(show_global(info, k)) for k in names}
+    search = search_file(tmp_path, AA)
+    first = tmp_path / "first.knobtop.jsonl"
+    proc = knobtop_process("tune", str(search), "--lab", "--dir", str(where), "--journal",
+                           str(first), *QUICK)
+    try:
+        wait_until(lambda: sum(1 for t in trial_lines(first) if t["number"] != 0) >= 2, 300,
+                   "two trials in the journal", proc)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    assert wait_sysbench_gone(f"--mysql-socket={where / 'mysqld.sock'}", grace=10) == {}
+    killed = [e for e in JournalReader(first) if isinstance(e, Trial)]
+    assert [t.number for t in killed[:2]] == [0, 0] and len(killed) >= 4
+    # the kill left the last trial's values on the server, not the baseline
+    left = {k: asyncio.run(show_global(info, k)) for k in names}
+    assert left != before
+
+    second = tmp_path / "second.knobtop.jsonl"
+    run = knobtop_run("tune", str(search), "--lab", "--dir", str(where), "--journal",
+                      str(second), "--resume", str(first), *QUICK, timeout=600)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    events = list(JournalReader(second))
+    trials = [e for e in events if isinstance(e, Trial)]
+    resumed = [t for t in trials if t.resumed]
+    # the killed tune's trials, copied, then only new ones up to the budget of 4
+    assert [(t.number, t.knobs, t.objective) for t in resumed] == \
+        [(t.number, t.knobs, t.objective) for t in killed]
+    assert all(t.from_journal == str(first) for t in resumed)
+    fresh = [t for t in trials if not t.resumed]
+    assert [t.number for t in fresh] == list(range(killed[-1].number + 1, 5))
+    assert not {tuple(sorted(t.knobs.items())) for t in fresh} & \
+        {tuple(sorted(t.knobs.items())) for t in resumed}
+    steps = [s for s in events if isinstance(s, StepResult)]
+    assert len(steps) == len(fresh) + 8  # no baseline run again: the new trials and 4 rounds
+    tune, = collect_tunes(events)
+    assert tune.verification is not None
+    assert tune.verification.results.arms[0] == BASE and len(tune.verification.results.arms) == 2
+    assert tune.verification.recommended is None, tune.verification.line()
+    assert "tune: could not beat the baseline beyond noise" in out
+    # the resumed tune took the killed one's baseline and ended on it
+    assert any(e.kind == "note" and "baseline of join_buffer_size" in e.text for e in events)
+    after = {k: asyncio.run(show_global(info, k)) for k in names}
+    assert after == before
