@@ -77,7 +77,7 @@ def test_doublewrite_recipe_runs_headless_on_the_lab_and_prints_the_table(
         [sys.executable, "-m", "knobtop.cli", "run", str(EXPERIMENTS / "doublewrite.toml"),
          "--lab", "--dir", str(tmp_path / "lab"), "--journal", str(journal),
          "--replicates", "2", "--duration", "2", "--warmup", "1", "--threads", "2",
-         "--pause", "0", "--wait-timeout", "6", "--markdown", str(md),
+         "--pause", "0", "--wait-timeout", "2", "--markdown", str(md),
          # 2 threads: one instance (the bundled recipe runs the seed's 8 since issue 18)
          "--instances", "1",
          # A B, A B (the bundled recipe's own order is counterbalanced since issue 17): a
@@ -133,7 +133,7 @@ def test_the_bundled_doublewrite_recipe_runs_counterbalanced_with_a_restart_per_
         [sys.executable, "-m", "knobtop.cli", "run", str(EXPERIMENTS / "doublewrite.toml"),
          "--lab", "--dir", str(tmp_path / "lab"), "--journal", str(journal),
          "--replicates", "2", "--duration", "2", "--warmup", "1", "--threads", "2",
-         "--pause", "0", "--wait-timeout", "6", "--instances", "1"],
+         "--pause", "0", "--wait-timeout", "2", "--instances", "1"],
         capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
