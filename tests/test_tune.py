@@ -6,6 +6,7 @@ resume that repeats no trial and ends on the server's first baseline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 from collections.abc import Iterator
@@ -15,11 +16,21 @@ import orjson
 import pytest
 
 from conftest import show_global
-from faults.helpers import knobtop_process, knobtop_run, wait_sysbench_gone, wait_until
-from knobtop.analysis.tune import BASE, collect_tunes
-from knobtop.journal import JournalReader, StepResult, Trial
+from faults.helpers import (
+    knobtop_process,
+    knobtop_run,
+    lab_session,
+    wait_sysbench_gone,
+    wait_until,
+)
+from harness.ui import until, widget_text
+from knobtop.analysis.tune import BASE, baseline_band, best_trials, collect_tunes
+from knobtop.journal import JournalReader, RecipeRun, StepResult, Trial
 from knobtop.lab import Sandbox
+from knobtop.recipes.search import load_search
 from knobtop.server.link import ConnectionInfo
+from knobtop.ui.app import KnobtopApp
+from knobtop.ui.widgets.recipe_panel import RecipePanel
 
 pytestmark = pytest.mark.integration
 
@@ -27,13 +38,14 @@ QUICK = ("--duration", "2", "--warmup", "0")
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
+def lab(tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[tuple[Path, ConnectionInfo, Sandbox]]:
     """A running sandbox `knobtop tune --lab --dir` joins (and leaves running), so the test
     can read the server's values after each tune."""
     where = tmp_path_factory.mktemp("tune") / "lab"
     sandbox = Sandbox(where)
     info = sandbox.start()
-    yield where, info
+    yield where, info, sandbox
     sandbox.stop()
 
 
@@ -81,11 +93,11 @@ log = true
 
 
 def test_a_tune_finds_the_commit_setting_that_beats_the_baseline_and_verifies_it(
-    lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str
+    lab: tuple[Path, ConnectionInfo, Sandbox], tmp_path: Path, sysbench_path: str
 ) -> None:
     """The better region is known here: without an fsync per commit (0 or 2) single-row
     updates run several times faster than with one (1, the server's default)."""
-    where, info = lab
+    where, info, _sandbox = lab
     before = {k: asyncio.run(show_global(info, k))
               for k in ("innodb_flush_log_at_trx_commit", "innodb_io_capacity")}
     assert before["innodb_flush_log_at_trx_commit"] == "1"
@@ -159,9 +171,9 @@ log = true
 
 
 def test_a_tune_of_knobs_that_do_nothing_resumes_after_kill_9_and_finds_nothing(
-    lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str
+    lab: tuple[Path, ConnectionInfo, Sandbox], tmp_path: Path, sysbench_path: str
 ) -> None:
-    where, info = lab
+    where, info, _sandbox = lab
     names = ("sort_buffer_size", "join_buffer_size")
     before = {k: asyncio.run(show_global(info, k)) for k in names}
     search = search_file(tmp_path, AA)
@@ -211,3 +223,43 @@ def test_a_tune_of_knobs_that_do_nothing_resumes_after_kill_9_and_finds_nothing(
     assert any(e.kind == "note" and "baseline of join_buffer_size" in e.text for e in events)
     after = {k: asyncio.run(show_global(info, k)) for k in names}
     assert after == before
+
+
+async def test_the_trials_panel_follows_the_search_and_a_aborts_to_the_baseline(
+    lab: tuple[Path, ConnectionInfo, Sandbox], tmp_path: Path, sysbench_path: str
+) -> None:
+    """`knobtop tune --tui` at 80x24: the panel shows the current trial's values, the best
+    so far and the chart over the baseline's band; a (then y) aborts, and the server is
+    back on its baseline."""
+    _where, info, sandbox = lab
+    names = ("innodb_flush_log_at_trx_commit", "innodb_io_capacity")
+    before = {k: await show_global(info, k) for k in names}
+    search = load_search(search_file(tmp_path, COMMIT))
+    search = dataclasses.replace(search, load=search.load._replace(duration=2, warmup=0))
+    journal = tmp_path / "tui.knobtop.jsonl"
+    app = KnobtopApp(lab_session(sandbox, journal), tune=search)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = app.live.query_one(RecipePanel)
+
+        def shown() -> str:
+            return "\n".join(widget_text(panel))
+
+        # two trials measured, a third under way: it is named with its values
+        await until(pilot, lambda: app.tuner is not None
+                    and sum(t.number > 0 for t in app.tuner.trials) >= 2
+                    and "trial t3: innodb_flush_log_at_trx_commit=" in shown(), timeout=120)
+        assert app.tuner is not None
+        text = shown()
+        best = best_trials(app.tuner.spec, app.tuner.trials, 1)[0]
+        assert f"best so far {best.arm}: {best.objective:,.0f}" in text
+        band = baseline_band(app.tuner.trials)
+        assert band is not None and f"baseline {band[0]:,.0f}-{band[1]:,.0f}" in text
+        assert "a: abort (restores the baseline)" in panel.border_subtitle
+        await pilot.press("a")
+        await pilot.press("y")
+        await until(pilot, lambda: app.recipe_results is not None, timeout=120)
+        await until(pilot, lambda: "tune aborted" in shown(), timeout=10)
+        await pilot.press("q")
+    assert {k: await show_global(info, k) for k in names} == before
+    runs = [e.action for e in JournalReader(journal) if isinstance(e, RecipeRun)]
+    assert runs == ["start", "aborted"]

@@ -234,7 +234,8 @@ def collect_tunes(events: Iterable[Event]) -> list[TuneRun]:
     return out
 
 
-def _objective_text(spec: TuneSpec, value: float | None) -> str:
+def objective_text(spec: TuneSpec, value: float | None) -> str:
+    """A TPS as 12,345, a latency as 1.25 ms."""
     if value is None:
         return "-"
     return f"{value:,.0f}" if spec.metric == "tps" else f"{value:.2f} ms"
@@ -251,7 +252,7 @@ def trial_rows(spec: TuneSpec, trials: Sequence[Trial]) -> list[list[str]]:
         note += " (resumed)" if t.resumed else ""
         steady = ("yes" if t.steady else "no") if spec.plateau else "-"  # no plateau wait
         rows.append([arm_name(t.number), ", ".join(f"{k}={v}" for k, v in t.knobs.items()),
-                     _objective_text(spec, t.objective), kept, steady,
+                     objective_text(spec, t.objective), kept, steady,
                      (t.message + note).strip()])
     return rows
 
@@ -306,7 +307,7 @@ def trials_chart(spec: TuneSpec, trials: Sequence[Trial], width: int = 60,
         return min(height - 1, max(0, int((hi - v) / step)))
 
     band_rows = set(range(row_of(band[1]), row_of(band[0]) + 1)) if band else set()
-    label = _objective_text(spec, hi), _objective_text(spec, lo)
+    label = objective_text(spec, hi), objective_text(spec, lo)
     pad = max(len(label[0]), len(label[1]))
     for r in range(height):
         axis = label[0] if r == 0 else label[1] if r == height - 1 else ""
@@ -322,8 +323,8 @@ def trials_chart(spec: TuneSpec, trials: Sequence[Trial], width: int = 60,
                 mark, style = ("░", "dim") if r in band_rows else (" ", "")
             out.append(" " + mark, style=style)
         if r in band_rows and r == min(band_rows) and band is not None:
-            out.append(f"  baseline {_objective_text(spec, band[0])}-"
-                       f"{_objective_text(spec, band[1])}", style="dim")
+            out.append(f"  baseline {objective_text(spec, band[0])}-"
+                       f"{objective_text(spec, band[1])}", style="dim")
         out.append("\n")
     first = shown[0].number if shown else 1
     out.append(" " * pad + f"  trials {first}-{shown[-1].number if shown else 0}", style="dim")
@@ -355,6 +356,7 @@ def tune_markdown(run: TuneRun) -> str:
 
 __all__ = ["BASE", "TuneRun", "TuneSpec", "Verification", "arm_name", "baseline_band",
            "best_trials",
-           "collect_tunes", "measured", "objective_of", "trials_chart", "trials_table",
+           "collect_tunes", "measured", "objective_of", "objective_text", "trials_chart",
+           "trials_table",
            "tune_markdown",
            "verification_of", "verification_table", "violations"]

@@ -41,6 +41,7 @@ from knobtop.analysis.tune import (
     best_trials,
     measured,
     objective_of,
+    objective_text,
     verification_of,
     violations,
 )
@@ -373,9 +374,10 @@ class Tuner:
             self._tell_known(trial)
             band = baseline_band(self.trials)
             if self.on_note is not None and objective is not None and band is not None:
-                self.on_note(f"baseline run: {spec.what} {objective:g} (runs so far "
-                             f"{band[0]:g}-{band[1]:g}: the noise band trials are seen "
-                             "against)")
+                self.on_note(f"baseline run: {spec.what} {objective_text(spec, objective)} "
+                             f"(runs so far {objective_text(spec, band[0])}-"
+                             f"{objective_text(spec, band[1])}: the noise band trials are "
+                             "seen against)")
             return
         assert self._study is not None
         if state != "done" or objective is None:
@@ -386,10 +388,11 @@ class Tuner:
         self._study.tell(asked, objective)
         best = best_trials(spec, self.trials, 1)
         if self.on_note is not None:
-            what = "TPS" if search.metric == "tps" else "latency ms"
             kept = "" if not violated else f" (broke {', '.join(violated)})"
-            lead = f"; best so far {best[0].arm} {best[0].objective:g}" if best else ""
-            self.on_note(f"trial {number}: {what} {objective:g}{kept}{lead}")
+            lead = (f"; best so far {best[0].arm} {objective_text(spec, best[0].objective)}"
+                    if best else "")
+            self.on_note(f"trial {number}: {spec.what} {objective_text(spec, objective)}"
+                         f"{kept}{lead}")
 
     def _refused(self, step: Step, message: str) -> None:
         if self._pending is not None and self._pending[2].name == step.arm.name:

@@ -301,8 +301,9 @@ class KnobtopApp(KnobtopBase):
 
     def on_recipe_note(self, message: RecipeNote) -> None:
         # A finding worth reading before the run goes on (it is in the journal pane too).
-        self.notify(message.text, title=f"recipe {self.recipe.name if self.recipe else ''}",
-                    timeout=30, markup=False)
+        name = (f"tune {self.tune.name}" if self.tune is not None
+                else f"recipe {self.recipe.name if self.recipe else ''}")
+        self.notify(message.text, title=name, timeout=30, markup=False)
 
     def on_recipe_progress(self, message: RecipeProgress) -> None:
         # Progress is posted from the session's thread: one can arrive after the results

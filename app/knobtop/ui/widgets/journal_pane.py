@@ -74,7 +74,8 @@ def describe(event: Event) -> Text | None:
         return line
     if isinstance(event, Trial):  # a tune's search (issue 21)
         knobs = " ".join(f"{k}={v}" for k, v in event.knobs.items())
-        score = "\u2013" if event.objective is None else f"{event.objective:,g}"
+        obj = event.objective
+        score = "\u2013" if obj is None else f"{obj:,.0f}" if abs(obj) >= 100 else f"{obj:.2f}"
         line.append(f"◇ trial {event.number} {knobs}: {score}")
         if event.state != "done":
             line.append(f" ({event.state}: {event.message})", style="italic")

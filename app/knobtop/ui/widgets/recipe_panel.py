@@ -84,30 +84,33 @@ class RecipePanel(RichLog):
     def show_tune(self, p: Progress, spec: TuneSpec, trials: list[Trial]) -> None:
         """A running tune: progress, the current trial's knob values, the best so far and
         every trial's objective over the baseline's band."""
-        from knobtop.analysis.tune import best_trials, trials_chart
+        from knobtop.analysis.tune import BASE, best_trials, objective_text, trials_chart
         from knobtop.recipes.runner import short_duration
 
         self.add_class("-active")
         self.border_title = escape(f"Tune {p.recipe}")
         width = self.scrollable_content_region.width or 76
         text = Text(no_wrap=True, overflow="ellipsis")
-        filled = round(24 * p.done / p.total) if p.total else 24
-        text.append("█" * filled + "░" * (24 - filled), style="bold")
-        text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left\n")
+        filled = round(16 * p.done / p.total) if p.total else 16
+        text.append("█" * filled + "░" * (16 - filled), style="bold")
+        text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left · ")
+        text.append(f"{p.state}" + (f" ({p.waiting_for})" if p.waiting_for else "") + "\n",
+                    style="italic")
         step = p.step
         if step is not None:
             knobs = " ".join(f"{k}={v}" for k, v in step.arm.knobs.items())
-            what = "baseline" if step.arm.name == "base" else f"trial {step.arm.name}"
+            what = "baseline" if step.arm.name == BASE else f"trial {step.arm.name}"
             text.append(f"{what}: ", style="bold")
             text.append(f"{knobs}\n")
-        text.append(f"{p.state}" + (f" ({p.waiting_for})" if p.waiting_for else "") + "\n",
-                    style="italic")
         best = best_trials(spec, trials, 1)
         if best:
             knobs = " ".join(f"{k}={v}" for k, v in best[0].knobs.items())
-            text.append(f"best so far {best[0].arm}: {best[0].objective:,g} ", style="bold green")
+            text.append(f"best so far {best[0].arm}: {objective_text(spec, best[0].objective)} ",
+                        style="bold green")
             text.append(f"{knobs}\n")
-        text.append_text(trials_chart(spec, trials, width=width, height=5))
+        # 80x24: the panel has 7 rows; the chart gets what the three lines above leave
+        height = 3 if self.app.size.height < 30 else 5
+        text.append_text(trials_chart(spec, trials, width=width, height=height))
         self.border_subtitle = "a: abort (restores the baseline)"
         self._show(text)
 
