@@ -207,3 +207,22 @@ def test_the_bundled_searches_read() -> None:
     for name in ("commit-flush", "sort-buffer-aa"):
         s = load_search(name)
         assert s.path.parent.name == "tune" and s.trials and s.replicates >= 4
+
+
+def test_replay_and_follow_list_each_trial_in_the_journal_pane() -> None:
+    from knobtop.ui.widgets.journal_pane import describe
+
+    shown = describe(trial(3, {"innodb_flush_log_at_trx_commit": "2"}, 2100.4))
+    assert shown is not None
+    assert shown.plain == "00:03 ◇ trial 3 innodb_flush_log_at_trx_commit=2: 2,100"
+    failed = Trial(t=65.0, wall=0.0, tune="commit", number=4, arm="t4",
+                   knobs={"join_buffer_size": "679119"}, objective=None, state="failed",
+                   message="join_buffer_size must be a multiple of 128")
+    text = describe(failed)
+    assert text is not None and text.plain == (
+        "01:05 ◇ trial 4 join_buffer_size=679119: \u2013 (failed: join_buffer_size must be a "
+        "multiple of 128)")
+    broke = Trial(t=1.0, wall=0.0, tune="commit", number=5, arm="t5", knobs={"a": "1"},
+                  objective=1.5, feasible=False, violated=["latency_ms_max"])
+    text = describe(broke)
+    assert text is not None and text.plain.endswith(": 1.50 (broke latency_ms_max)")

@@ -76,6 +76,8 @@ def test_the_wheel_runs_outside_the_checkout_with_its_themes_and_recipes(
         p.name for p in (REPO / "themes").glob("*.toml")}
     assert {p.name for p in recipes.glob("*.toml")} == {
         p.name for p in (REPO / "experiments").glob("*.toml")}
+    assert {p.name for p in (recipes / "tune").glob("*.toml")} == {  # knobtop tune's searches
+        p.name for p in (REPO / "experiments" / "tune").glob("*.toml")} != set()
 
     version = run(installed, tmp_path, "-m", "knobtop", "--version")
     assert version.returncode == 0 and version.stdout.startswith("knobtop "), version.stderr
@@ -88,7 +90,7 @@ def test_the_wheel_runs_outside_the_checkout_with_its_themes_and_recipes(
 
     recipe_journal = tmp_path / "recipe.knobtop.jsonl"
     recipe = run(installed, tmp_path, "-m", "knobtop", "run", "sort-buffer", "--lab",
-                 "--dir", str(lab_dir), "--replicates", "1", "--duration", "3",
+                 "--dir", str(lab_dir), "--replicates", "1", "--duration", "2",
                  "--warmup", "1", "--threads", "1", "--journal", str(recipe_journal))
     assert recipe.returncode == 0, recipe.stdout + recipe.stderr
     out = recipe.stdout + recipe.stderr

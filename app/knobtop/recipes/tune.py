@@ -206,6 +206,7 @@ class Tuner:
         self._study: optuna.Study | None = None
         self._pending: tuple[int, optuna.trial.Trial | None, Arm] | None = None
         self._seen = 0  # the runner's results already recorded as trials
+        self._to_copy: list[Trial] = []  # a resumed journal's trials, not journaled yet
         self._blocks: dict[str, int] = {}  # a knob's step (the server's block size)
         self._phase = "search"
         self._base: Arm | None = None
@@ -300,15 +301,21 @@ class Tuner:
         runner.steps = []  # the baseline was measured by the journal resumed
         walls = [t.wall for t in self.prior]
         self._prior_seconds = max(walls) - min(walls) if walls else 0.0
-        for t in self.prior:
+        self._to_copy = list(self.prior)  # journaled once the run has started (_more)
+
+    def _copy_prior(self) -> None:
+        """The resumed journal's trials, into this journal after its recipe start (where
+        the report reads a tune's trials), and to the sampler."""
+        for t in self._to_copy:
             fields = {f: getattr(t, f) for f in ("tune", "number", "arm", "knobs",
                                                  "objective", "values", "feasible",
                                                  "violated", "steady", "step", "state",
                                                  "message")}
             fields["from_journal"] = t.from_journal or self.resumed_from
             self._keep(self.session.trial(**fields, resumed=True))
-        if self.on_note is not None:
-            self.on_note(f"resumed {len(self.prior)} trials from {self.resumed_from}")
+        if self._to_copy and self.on_note is not None:
+            self.on_note(f"resumed {len(self._to_copy)} trials from {self.resumed_from}")
+        self._to_copy = []
 
     def _keep(self, trial: Trial) -> None:
         self.trials.append(trial)
@@ -323,10 +330,10 @@ class Tuner:
         return search.minutes is None or spent < search.minutes * 60
 
     def _planned_steps(self) -> int:
-        search = self.search
-        trials = search.trials if search.trials is not None else len(self.trials) + 10
-        fresh = max(0, trials - sum(1 for t in self.trials if t.number > 0))
-        base = 0 if any(t.number == 0 for t in self.trials) else BASELINE_RUNS
+        search, known = self.search, [*self.prior, *self.trials]
+        trials = search.trials if search.trials is not None else len(known) + 10
+        fresh = max(0, trials - sum(1 for t in known if t.number > 0))
+        base = 0 if any(t.number == 0 for t in known) else BASELINE_RUNS
         return base + fresh + (search.candidates + 1) * search.replicates
 
     def _ask(self) -> tuple[optuna.trial.Trial, dict[str, str]] | None:
@@ -401,6 +408,7 @@ class Tuner:
     def _more(self) -> list[Step]:
         runner = self.runner
         assert runner is not None and self._base is not None
+        self._copy_prior()
         if self._pending is not None:  # the pending trial's steps were the last measured
             name = self._pending[2].name
             mine = [r for r in runner.results[self._seen:] if r.arm == name]
