@@ -274,9 +274,10 @@ def markdown_report(data: JournalData) -> str:
 
         lines += ["## Recipe results", ""]
         lines += [run_markdown(results) for results in runs]
-    from knobtop.analysis.tune import collect_tunes, tune_markdown
+    if any(e.kind == "trial" for e in data.recipe_events):  # a tune (imported only then)
+        from knobtop.analysis.tune import collect_tunes, tune_markdown
 
-    lines += [tune_markdown(run) for run in collect_tunes(data.recipe_events)]
+        lines += [tune_markdown(run) for run in collect_tunes(data.recipe_events)]
     return "\n".join(lines)
 
 
