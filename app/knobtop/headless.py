@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from knobtop.errors import KnobtopError
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.runner import Progress as RunProgress
     from knobtop.recipes.search import Search
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
@@ -241,6 +242,24 @@ async def run_headless(
     return code
 
 
+def bar_callbacks(bars: Progress, task: TaskID
+                  ) -> tuple[Callable[[RunProgress], None], Callable[[str], None]]:
+    """A run's progress into its bar (the step, what it waits for, time left) and its
+    findings printed above the bars (never markup)."""
+    from knobtop.recipes.runner import short_duration
+
+    def on_progress(p: RunProgress) -> None:
+        wait = f" ({p.waiting_for})" if p.waiting_for else ""
+        bars.update(task, completed=p.done, total=p.total,
+                    description=escape(f"{p.label}{wait}"),
+                    left=f"~{short_duration(p.seconds_left)} left")
+
+    def on_note(text: str) -> None:
+        bars.console.print(text, highlight=False, markup=False)
+
+    return on_progress, on_note
+
+
 async def run_to_end(console: Console, what: str, session: SessionPort,
                      run: Callable[[], Awaitable[object]], abort: Callable[[], None],
                      open_: Callable[[], Awaitable[object]],
@@ -281,8 +300,7 @@ async def run_recipe_headless(
 
     Only port methods are used here."""
     from knobtop.analysis.results import results_table
-    from knobtop.recipes.runner import Progress as RunProgress
-    from knobtop.recipes.runner import RecipeRunner, short_duration
+    from knobtop.recipes.runner import RecipeRunner
 
     with Progress(TextColumn("{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
@@ -294,15 +312,7 @@ async def run_recipe_headless(
                              else len(line.checkpoints), left="",
                              unit="steps" if line is None else "checkpoints")
 
-        def on_progress(p: RunProgress) -> None:
-            wait = f" ({p.waiting_for})" if p.waiting_for else ""
-            bars.update(task, completed=p.done, total=p.total,
-                        description=escape(f"{p.label}{wait}"),
-                        left=f"~{short_duration(p.seconds_left)} left")
-
-        def on_note(text: str) -> None:
-            bars.console.print(text, highlight=False, markup=False)
-
+        on_progress, on_note = bar_callbacks(bars, task)
         runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
                               on_note=on_note,
                               targets=targets.ports if targets is not None else None)
@@ -331,8 +341,6 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
     """Run a tune with a progress bar, a line per trial, and print the trials and the
     verification table; the exit code (0 when it finished)."""
     from knobtop.analysis.tune import trials_table, verification_table
-    from knobtop.recipes.runner import Progress as RunProgress
-    from knobtop.recipes.runner import short_duration
     from knobtop.recipes.tune import Tuner, read_prior
 
     prior = read_prior(resume, search) if resume is not None else []
@@ -342,15 +350,7 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
                   TextColumn("{task.fields[left]}"), console=console) as bars:
         task = bars.add_task(escape(search.name), total=None, left="")
 
-        def on_progress(p: RunProgress) -> None:
-            wait = f" ({p.waiting_for})" if p.waiting_for else ""
-            bars.update(task, completed=p.done, total=p.total,
-                        description=escape(f"{p.label}{wait}"),
-                        left=f"~{short_duration(p.seconds_left)} left")
-
-        def on_note(text: str) -> None:
-            bars.console.print(text, highlight=False, markup=False)
-
+        on_progress, on_note = bar_callbacks(bars, task)
         tuner = Tuner(session, search, on_progress=on_progress, on_note=on_note, prior=prior,
                       resumed_from=str(resume or ""))
         session.subscribe(lambda event: log_line(bars.console, event))
