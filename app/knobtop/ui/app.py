@@ -236,7 +236,7 @@ class KnobtopApp(KnobtopBase):
     async def _run_recipe(self, recipe: Recipe) -> None:
         """Run a recipe on the session's thread; progress and results go to the panel."""
         assert self.session is not None
-        from knobtop.recipes.runner import RecipeRunner, RunAborted
+        from knobtop.recipes.runner import RecipeRunner
 
         def progress(p: Progress) -> None:  # on the session's thread
             self.post_message(RecipeProgress(dataclasses.replace(p)))
@@ -246,25 +246,30 @@ class KnobtopApp(KnobtopBase):
 
         runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress,
                                                    on_note=note, targets=self.targets)
-        outcome, message = "end", ""
-        self._recipe_future = self._submit(runner.run())
-        try:
-            await self._recipe_future
-        except RunAborted:
-            outcome, message = "aborted", "the baseline knobs were restored"
-        except Exception as exc:  # RunFailed, RecipeError (nothing changed), anything else
-            outcome, message = "failed", str(exc) or type(exc).__name__
+        outcome, message = await self._run_to_end(runner.run())
         self.recipe_results = runner.results_so_far(outcome, message)
         self.live.query_one(RecipePanel).show_results(self.recipe_results)
         self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
                     severity="information" if outcome == "end" else "error", timeout=12,
                     markup=False)
 
+    async def _run_to_end(self, run: Coroutine[Any, Any, object]) -> tuple[str, str]:
+        """Run a recipe or a tune on the session's thread; its outcome and message."""
+        from knobtop.recipes.runner import RunAborted
+
+        self._recipe_future = self._submit(run)
+        try:
+            await self._recipe_future
+        except RunAborted:
+            return "aborted", "the baseline knobs were restored"
+        except Exception as exc:  # RunFailed, RecipeError/SearchError (nothing changed), ...
+            return "failed", str(exc) or type(exc).__name__
+        return "end", ""
+
     async def _run_tune(self, search: Search) -> None:
         """Run a tune on the session's thread: the panel shows its trials as they come,
         then the trials and the verification table."""
         assert self.session is not None
-        from knobtop.recipes.runner import RunAborted
         from knobtop.recipes.tune import Tuner, read_prior
 
         def progress(p: Progress) -> None:  # on the session's thread
@@ -274,7 +279,6 @@ class KnobtopApp(KnobtopBase):
             if text.startswith("tune:"):
                 self.post_message(RecipeNote(text))
 
-        outcome, message = "end", ""
         try:
             prior = read_prior(self.resume, search) if self.resume is not None else []
         except KnobtopError as exc:
@@ -282,13 +286,7 @@ class KnobtopApp(KnobtopBase):
             return
         tuner = self.tuner = Tuner(self.session, search, on_progress=progress, on_note=note,
                                    prior=prior, resumed_from=str(self.resume or ""))
-        self._recipe_future = self._submit(tuner.run())
-        try:
-            await self._recipe_future
-        except RunAborted:
-            outcome, message = "aborted", "the baseline knobs were restored"
-        except Exception as exc:  # RunFailed, SearchError (nothing changed), anything else
-            outcome, message = "failed", str(exc) or type(exc).__name__
+        outcome, message = await self._run_to_end(tuner.run())
         verification = tuner.outcome.verification
         self.recipe_results = (verification.results if verification is not None
                                else Results(search.name, [], [], [], outcome, message))
