@@ -18,7 +18,7 @@ import signal
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -530,6 +530,18 @@ class _Worker:
                     c.conn.close()
 
 
+def _loop_runner() -> Callable[[Coroutine[Any, Any, int]], int]:
+    """uvloop's run where it is installed (Linux, macOS), else asyncio's. A worker spends
+    most of its CPU in the event loop's socket round trips: with uvloop a LinkBench GetNode
+    costs 16 us of client CPU instead of 22 and the 2-core lab serves 40% more of them
+    (bench/linkbench_driver.py, row 7b in bench/RESULTS.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
+
+
 def _worker_entry(fd: int) -> None:
     """Entry point of a worker process: its first message on the pipe is its config."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -542,7 +554,7 @@ def _worker_entry(fd: int) -> None:
         os._exit(0)
     worker = _Worker(pipe, cfg)
     try:
-        code = asyncio.run(worker.main())
+        code = _loop_runner()(worker.main())
     except BaseException as exc:
         worker.send("fatal", f"built-in load worker crashed: {type(exc).__name__}: {exc}")
         code = 1
