@@ -8,12 +8,15 @@ import asyncio
 import collections
 import json
 import math
+import os
 import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import show_tables
+from harness.sshd import SshServer
 
 from knobtop.lab import LAB_DB, Sandbox
 from knobtop.load import linkbench as lb
@@ -424,3 +427,66 @@ async def test_cleanup_drops_the_linkbench_tables(tmp_path: Path) -> None:
     marks = [json.loads(line).get("label") for line in
              (tmp_path / "c.knobtop.jsonl").read_text().splitlines()]
     assert "LinkBench tables dropped" in marks
+
+
+# --------------------------------------------------------------------------- connect
+
+
+def connect_linkbench(tmp_path: Path, profile_text: str, password: str,
+                      *extra: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / "lb.toml"
+    profile.write_text(profile_text)
+    profile.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
+    env["KT_PW"] = password
+    return subprocess.run(
+        [sys.executable, "-m", "knobtop", "connect", str(profile), "--headless",
+         "--load", "linkbench", "--table-size", "500", "--threads", "2", *extra],
+        capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.integration
+async def test_connect_runs_linkbench_on_a_server_and_cleanup_drops_it(
+        tmp_path: Path, mariadb: Sandbox) -> None:
+    """`connect --load linkbench` on a server this machine reaches over TCP (the shared
+    test server, a profile without SSH): the graph loaded, requests of every kind timed
+    each second, and --cleanup leaves none of the three tables behind."""
+    info = mariadb.connection()
+    journal = tmp_path / "c.knobtop.jsonl"
+    run = await asyncio.to_thread(
+        connect_linkbench, tmp_path,
+        f'[target]\n[target.mysql]\nhost = "127.0.0.1"\nport = {info.port}\n'
+        f'user = "{info.user}"\npassword = {{ env = "KT_PW" }}\n',
+        info.password, "--duration", "3", "--journal", str(journal), "--cleanup")
+    assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-2000:]
+    assert "Loaded the LinkBench graph: 500 nodes" in run.stdout + run.stderr
+    events = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    loads = [e for e in events if e["ev"] == "load"]
+    assert loads and all(e["ops"] for e in loads)
+    stop = next(e for e in events if e["ev"] == "phase" and e["action"] == "stop")
+    ops = stop["summary"]["sysbench"]["ops"]
+    assert {"getlinklist", "getnode"} <= set(ops) and all(v[0] > 0 for v in ops.values())
+    assert "LinkBench tables dropped" in [e.get("label") for e in events]
+    assert not set(await show_tables(info, "sbtest")) & set(lb.TABLES)
+
+
+@pytest.mark.integration
+def test_connect_refuses_linkbench_when_the_server_is_reached_through_its_host(
+        tmp_path: Path, ssh_target: SshServer, mariadb: Sandbox) -> None:
+    """The built-in driver runs here: a server behind the target's SSH (its socket) is
+    refused before anything is loaded, naming the way out."""
+    info = mariadb.connection()
+    known = tmp_path / "known_hosts"
+    known.write_text(ssh_target.known_hosts_path.read_text())
+    run = connect_linkbench(
+        tmp_path,
+        f'[target]\nssh = "{ssh_target.user}@{ssh_target.host}:{ssh_target.port}"\n'
+        f'[target.mysql]\nsocket = "{mariadb.socket}"\nuser = "{info.user}"\n'
+        'password = { env = "KT_PW" }\n',
+        info.password, "--duration", "3", "--journal", str(tmp_path / "r.knobtop.jsonl"),
+        "--known-hosts", str(known), "--ssh-config", "none", "-i",
+        str(ssh_target.client_key_path))
+    assert run.returncode != 0
+    assert "reached only through its host" in run.stderr
+    assert "run knobtop on a client host that reaches the server over TCP" in run.stderr
+    assert not (tmp_path / "r.knobtop.jsonl").exists()

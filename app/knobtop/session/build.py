@@ -132,7 +132,9 @@ def _server_session(options: SessionOptions, place: ServerPlace,
             info = connection_info(profile, password)
             via = await needs_tunnel(profile)
             with feedback.status(f"Reaching {profile.target.ssh or 'this machine'} ..."):
-                described = await preflight(profile, hosts, info, via, want_load)
+                # LinkBench runs from this machine: no client host or sysbench needed
+                described = await preflight(profile, hosts, info, via,
+                                            want_load and spec.workload not in BUILTIN_ONLY)
             feedback.say(f"Server: {described}", highlight=False)
             if want_load:
                 driver = _driver(profile, hosts, info, own, spec, via)
