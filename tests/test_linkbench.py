@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import show_tables
 from harness.sshd import SshServer
-
 from knobtop.lab import LAB_DB, Sandbox
 from knobtop.load import linkbench as lb
 from knobtop.load.base import LoadError, LoadSpec
