@@ -18,11 +18,17 @@ import pytest
 
 from conftest import show_tables
 from harness.sshd import SshServer
+from harness.ui import until
+from knobtop.hosts.local import LocalHost
+from knobtop.journal import JournalReader, Phase
 from knobtop.lab import LAB_DB, Sandbox
 from knobtop.load import linkbench as lb
 from knobtop.load.base import LoadError, LoadSpec
+from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.sysbench import refuse_builtin_only
 from knobtop.server.link import ServerLink
+from knobtop.session.core import Session, SessionConfig
+from knobtop.ui.app import KnobtopApp
 
 
 def test_the_mix_is_linkbenchs_and_sums_to_100() -> None:
@@ -490,3 +496,57 @@ def test_connect_refuses_linkbench_when_the_server_is_reached_through_its_host(
     assert "reached only through its host" in run.stderr
     assert "run knobtop on a client host that reaches the server over TCP" in run.stderr
     assert not (tmp_path / "r.knobtop.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- the screen's P
+
+
+@pytest.mark.integration
+async def test_p_on_the_screen_loads_the_linkbench_graph(tmp_path: Path,
+                                                         mariadb: Sandbox) -> None:
+    """A LinkBench load whose tables are missing fails naming P; P loads the graph (said
+    in LinkBench's words, not sysbench's) and the load then runs."""
+    info = mariadb.connection()
+    spec = LoadSpec(workload="linkbench", threads=2, table_size=300)
+    journal = tmp_path / "p.knobtop.jsonl"
+    session = Session(SessionConfig(profile="test", connection=info, journal_path=journal,
+                                    load=spec), LocalHost(),
+                      BuiltinDriver(info, database="lb_keys"))
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        await link.query("DROP DATABASE IF EXISTS lb_keys")
+        await link.query("CREATE DATABASE lb_keys")
+        app = KnobtopApp(session)
+
+        def said(text: str) -> bool:
+            return any(text in str(n.message) for n in app._notifications)
+
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.board is not None)
+            await pilot.press("l")
+            await until(pilot, lambda: any(isinstance(e, Phase) and e.action == "failed"
+                                           for e in JournalReader(journal)), timeout=30)
+            await pilot.press("P")
+            await until(pilot, lambda: said("the LinkBench graph of 300 nodes: ready"),
+                        timeout=60)
+            assert said("preparing the LinkBench graph of 300 nodes ...")
+            await pilot.press("l")
+            await until(pilot, lambda: app.board.series["load_tps"].last is not None,
+                        timeout=30)
+            await pilot.press("l")
+            await until(pilot, lambda: not app.board.load_running, timeout=30)
+            await pilot.press("q")
+        # the graph P loaded (requests add nodes and links, never delete a link row)
+        comment = (await link.query("SELECT TABLE_COMMENT FROM information_schema.TABLES "
+                                    "WHERE TABLE_SCHEMA='lb_keys' AND "
+                                    "TABLE_NAME='nodetable'"))[0][0]
+        assert comment == lb.LOADED.format(maxid1=300)
+        links = (await link.query("SELECT COUNT(*) FROM lb_keys.linktable"))[0][0]
+        assert int(links) >= lb.expected_links(300)
+    finally:
+        await link.query("DROP DATABASE IF EXISTS lb_keys")
+        await link.close()
+    phases = [e for e in JournalReader(journal) if isinstance(e, Phase)]
+    assert [p.action for p in phases] == ["failed", "start", "stop"]
+    assert "P" in phases[0].message and "LinkBench graph" in phases[0].message

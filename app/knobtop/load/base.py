@@ -170,6 +170,14 @@ class LoadSpec:
         return [replace(self, threads=share(self.threads, i), rate=share(self.rate, i),
                         instances=1) for i in range(n)]
 
+    @property
+    def tables_text(self) -> str:
+        """What preparing this load writes, for messages: LinkBench's graph (its tables
+        are the built-in driver's) or sysbench's tables."""
+        if self.workload == "linkbench":
+            return f"the LinkBench graph of {self.table_size} nodes"
+        return f"{self.tables} sysbench tables x {self.table_size} rows"
+
     def threads_text(self) -> str:
         """The thread count as a person reads it: ``64 (8 instances x 8)``."""
         if self.instances == 1:

@@ -174,9 +174,7 @@ class LoadController:
             if self.running:
                 raise LoadError("stop the load before preparing its tables")
             spec = self.current
-            self.recorder.mark(f"prepare the LinkBench graph of {spec.table_size} nodes"
-                               if spec.workload == "linkbench" else
-                               f"prepare {spec.tables} tables x {spec.table_size} rows")
+            self.recorder.mark(f"prepare {spec.tables_text}")
             loaded = await prepare_all(self._link, self.driver, spec, progress)
             self.recorder.mark("tables ready" if loaded else "tables were already there")
             return loaded

@@ -758,17 +758,19 @@ class KnobtopApp(KnobtopBase):
         self.run_worker(change(), group="load")
 
     def action_prepare(self) -> None:
-        """Create the sysbench tables the load needs (when a run said they are missing)."""
+        """Create the tables the load needs (when a run said they are missing): sysbench's,
+        or LinkBench's graph."""
         session = self._need_session()
         if session is None:
             return
-        spec = session.state().load
-        self.notify(f"preparing {spec.tables} sysbench tables x {spec.table_size} rows ...")
+        what = session.state().load.tables_text
+        self.notify(f"preparing {what} ...", markup=False)
 
         async def prepare() -> None:
             loaded = await self._call(session.prepare_load())
             if loaded is not None:
-                self.notify("sysbench tables ready" if loaded else "the tables were there")
+                self.notify(f"{what}: ready" if loaded else f"{what}: already there",
+                            markup=False)
 
         self.run_worker(prepare(), group="load")
 
