@@ -12,11 +12,11 @@ import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import Host, HostError
 from knobtop.hosts.local import LocalHost
-from knobtop.hosts.ssh import SshHost
 from knobtop.load.base import LoadDriver, LoadError
 from knobtop.load.multi import MultiLoad
 from knobtop.load.sysbench import INSTALL_HINT, Sysbench
@@ -25,6 +25,9 @@ from knobtop.server.health import node_health
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import ServerNode
+
+if TYPE_CHECKING:
+    from knobtop.hosts.ssh import SshHost
 
 SB_DATABASE = "sbtest"
 
@@ -43,6 +46,8 @@ class SshOptions:
     config: str | None = None  # a path, "none", or None for ~/.ssh/config
 
     def host(self, destination: str, name: str, jump: str | None = None) -> SshHost:
+        from knobtop.hosts.ssh import SshHost  # asyncssh (~20 MB) only for SSH hosts
+
         config = [] if self.config == "none" else [self.config] if self.config else None
         return SshHost(
             destination,
@@ -228,7 +233,7 @@ def server_nodes(
         # Through the node's SSH when its address only means something there, or when
         # the session itself could not reach the server directly.
         remote_only = via or spec.mysql_socket is not None or _is_loopback(spec.mysql_host)
-        tunnel = host if spec.ssh and remote_only and isinstance(host, SshHost) else None
+        tunnel = as_ssh(host) if spec.ssh and remote_only else None
         out.append(ServerNode(
             name=spec.name, host=host,
             link=functools.partial(ServerLink, node_info, via=tunnel),
@@ -256,9 +261,20 @@ def ndb_restarter(profile: Profile, hosts: Hosts, ssh: SshOptions) -> NdbRolling
     return restarter
 
 
+def as_ssh(host: Host) -> SshHost | None:
+    """``host`` if it is reached over SSH, else None. A session on this machine alone
+    never imports asyncssh (the lab's session process is 20 MB smaller for it): where
+    knobtop.hosts.ssh was never imported, no host is an SshHost."""
+    module = sys.modules.get("knobtop.hosts.ssh")
+    if module is None:
+        return None
+    ssh_host: type[SshHost] = module.SshHost
+    return host if isinstance(host, ssh_host) else None
+
+
 def tunnel(hosts: Hosts, via: bool) -> SshHost | None:
     """The target's SSH connection when the server is reached through it (``via``)."""
-    return hosts.target if via and isinstance(hosts.target, SshHost) else None
+    return as_ssh(hosts.target) if via else None
 
 
 def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
@@ -270,8 +286,9 @@ async def preflight(
 ) -> str:
     """Reach every host and the server once, so problems surface before the screen
     opens; returns a one-line description of the server."""
-    for host in hosts.all:
-        if isinstance(host, SshHost):
+    for any_host in hosts.all:
+        host = as_ssh(any_host)
+        if host is not None:
             try:
                 await host.connect()
             except HostError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from knobtop.connect import (
     Hosts,
@@ -30,7 +30,6 @@ from knobtop.connect import (
     server_nodes,
     tunnel,
 )
-from knobtop.hosts.ssh import SshHost
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
 from knobtop.lab import LAB_DB, Sandbox, default_lab_dir, find_program, previous_baseline
 from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadSpec
@@ -44,6 +43,9 @@ from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig, SessionError
 from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
+
+if TYPE_CHECKING:
+    from knobtop.hosts.ssh import SshHost
 
 CONNECT_JOURNALS = Path("~/.local/share/knobtop/journals")
 

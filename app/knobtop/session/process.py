@@ -22,6 +22,7 @@ Either side may die, even by ``kill -9``:
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -60,6 +61,7 @@ def session_process(options: SessionOptions, feedback: Feedback,
     exits."""
     ours, theirs = socket.socketpair()
     parent = os.getpid()
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # the child
         code = 1
