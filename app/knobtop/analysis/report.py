@@ -5,15 +5,18 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from knobtop.analysis.journaldata import CSV_FIELDS, ROW_FIELDS, JournalData, phase_table
-from knobtop.analysis.results import collect, results_csv
 from knobtop.analysis.times import fmt_rel, fmt_utc
 from knobtop.errors import BadValue
 from knobtop.journal import (
     Change,
     Header,
 )
+
+if TYPE_CHECKING:
+    from knobtop.analysis.results import Results
 
 
 def fmt_num(value: float | None, digits: int = 1) -> str:
@@ -268,7 +271,7 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("No load phases.")
     lines.append("")
-    runs = collect(data.recipe_events)
+    runs = recipe_runs(data)
     if runs:
         from knobtop.analysis.seedtables import run_markdown
 
@@ -281,12 +284,22 @@ def markdown_report(data: JournalData) -> str:
     return "\n".join(lines)
 
 
+def recipe_runs(data: JournalData) -> list[Results]:
+    """The journal's recipe runs, judged. The statistics behind them load only for a
+    journal that holds a recipe (a plain session's report starts without them)."""
+    if not data.recipe_events:
+        return []
+    from knobtop.analysis.results import collect
+
+    return collect(data.recipe_events)
+
+
 def seed_tables(data: JournalData, name: str, fmt: str) -> str:
     """One of the seed posts' tables (analysis.seedtables) for each recipe run of the
     journal, as Markdown or CSV (one header for all runs)."""
     from knobtop.analysis.seedtables import seed_table
 
-    runs = collect(data.recipe_events)
+    runs = recipe_runs(data)
     if not runs:
         raise BadValue(f"{data.path}: no recipe steps in this journal (knobtop run records "
                        "them); --table needs a recipe journal")
@@ -301,10 +314,12 @@ def seed_tables(data: JournalData, name: str, fmt: str) -> str:
 
 def steps_csv(data: JournalData) -> str:
     """One row per measured recipe step (all recipe runs in the journal)."""
-    runs = collect(data.recipe_events)
+    runs = recipe_runs(data)
     if not runs:
         raise BadValue(f"{data.path}: no recipe steps in this journal (knobtop run records "
                          "them); use --format csv for per-interval metrics")
+    from knobtop.analysis.results import results_csv
+
     text = results_csv(runs[0])
     for results in runs[1:]:
         text += results_csv(results).split("\n", 1)[1]
