@@ -26,7 +26,8 @@ from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import LAG_LIMIT, Instances, MultiLoad, _Run, aggregate
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
-from knobtop.load.sysbench_output import parse_interval
+from knobtop.load.sysbench_output import IntervalReport, parse_interval, parse_summary
+from knobtop.recipes.runner import window_transactions
 from knobtop.server.link import ConnectionInfo
 from knobtop.session.core import Session, SessionConfig
 
@@ -60,6 +61,59 @@ def test_a_client_that_starts_late_is_still_summed_unless_it_falls_far_behind() 
         multi._report(run, "a", "sysbench@a", reports[second - 1])
     assert sums[3][0] == 4 and sums[3][1] == per_client
     assert all(threads == per_client for _s, threads in sums[3:])
+
+
+def stopped_reports() -> list[IntervalReport]:
+    """sysbench 1.0.20 oltp_point_select x2 for 10 s on a lab sandbox, stopped (SIGSTOP)
+    for 1.7 s after its third line: its reporter woke late and skipped second 4, and the
+    [ 5s ] line's rates are over seconds 4 and 5 (sysbench's report_thread_proc)."""
+    return [r for r in map(parse_interval, recorded_lines("oltp_point_select.2.stopped.txt"))
+            if r]
+
+
+def test_a_window_counts_each_report_over_the_seconds_it_covers() -> None:
+    reports = stopped_reports()
+    assert [r.second for r in reports] == [1, 2, 3, 5, 6, 7, 8, 9]
+    summary = parse_summary((DATA / "oltp_point_select.2.stopped.txt").read_text())
+    assert summary is not None
+    points = [(float(r.second), r.tps) for r in reports]
+    stamps = [r.second for r in reports]
+    got = window_transactions(points, stamps, 0.0, 9.0) / 9
+    # sysbench's own rate over its whole run (its tenth second has no line) against the
+    # nine seconds the lines cover: within 2% when the skipped second counts, not without
+    assert got == pytest.approx(summary.tps, rel=0.02)
+    assert sum(r.tps for r in reports) / 9 < summary.tps * 0.96
+    # a window that starts after the skipped tick counts the line's whole two seconds
+    assert window_transactions(points, stamps, 4.5, 9.0) == pytest.approx(
+        sum(r.tps * (2 if r.second == 5 else 1) for r in reports if r.second >= 5))
+    # a new run's stamps start again: its first line covers its own stamp
+    again = window_transactions(points + points[:2], stamps + stamps[:2], 0.0, 2.0)
+    assert again == pytest.approx(2 * (reports[0].tps + reports[1].tps))
+
+
+def test_a_client_that_skipped_a_second_is_in_that_seconds_sum() -> None:
+    """The stopped client's two-second line stands for both of its seconds in the sums."""
+    stopped = stopped_reports()
+    steady = [r for r in map(parse_interval, recorded_lines("oltp_point_select.8.txt")) if r]
+    sums: dict[int, IntervalReport] = {}
+
+    async def exited(_exit: object) -> None:
+        return None
+
+    multi = MultiLoad([Sysbench(LocalHost(name)) for name in ("a", "b")])
+    run = _Run(lambda src, r: sums.__setitem__(r.second, r) if src == "all" else None,
+               exited, {"a", "b"})
+    for second in range(1, 10):
+        multi._report(run, "b", "sysbench@b", steady[second - 1])
+        mine = next((r for r in stopped if r.second == second), None)
+        if mine is not None:
+            multi._report(run, "a", "sysbench@a", mine)
+    assert sorted(sums) == list(range(1, 10))
+    both = stopped[0].threads + steady[0].threads
+    assert all(r.threads == both for r in sums.values())
+    five = next(r for r in stopped if r.second == 5)
+    for second in (4, 5):
+        assert sums[second].tps == pytest.approx(five.tps + steady[second - 1].tps)
 
 
 def test_aggregate_sums_rates_and_keeps_the_worst_latency() -> None:

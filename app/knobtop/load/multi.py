@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knobtop.load.base import (
     ExitCallback,
@@ -58,6 +58,7 @@ class _Run:
     stopping: bool = False
     user_stop: bool = False  # stop() was called (not: another client failed)
     summed_upto: int = 0  # seconds up to this one have had their sum reported
+    last_second: dict[str, int] = field(default_factory=dict)  # each client's last report
 
 
 class MultiLoad:
@@ -128,10 +129,17 @@ class MultiLoad:
 
     def _report(self, run: _Run, host: str, src: str, report: IntervalReport) -> None:
         run.on_report(src, report)
+        # sysbench's reporter skips a tick when it wakes late (report_thread_proc): its next
+        # line's rates are over every second since its last one, so they stand for each of
+        # those seconds in the sums too (else the skipped second's sum lacks this client).
+        previous = run.last_second.get(host, 0)
+        run.last_second[host] = report.second
+        first = previous + 1 if previous < report.second else report.second
+        for second in range(max(first, run.summed_upto + 1), report.second + 1):
+            run.pending.setdefault(second, {})[host] = (
+                report if second == report.second else replace(report, second=second))
         if report.second <= run.summed_upto:
             return  # that second's sum went out without this (late) client
-        bucket = run.pending.setdefault(report.second, {})
-        bucket[host] = report
         for second in sorted(run.pending):
             got = run.pending[second]
             # Complete, or another client is LAG_LIMIT seconds further on: the lagging one

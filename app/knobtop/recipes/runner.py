@@ -102,6 +102,22 @@ def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def window_transactions(tps: list[tuple[float, float]], seconds: list[int], start: float,
+                        end: float) -> float:
+    """Transactions of the per-second reports ``(t, tps)`` received in ``(start, end]``,
+    each over the seconds its driver's stamp says it covers: sysbench's reporter skips a
+    tick when it wakes late (report_thread_proc), and its next line's rate is over the
+    seconds since its last one. ``seconds``: each report's stamp, in the order received;
+    a stamp that goes back is a new run's (its first line covers its stamp)."""
+    total, previous = 0.0, 0
+    for (t, rate), second in zip(tps, seconds, strict=True):
+        covered = second - previous if second > previous else second
+        previous = second
+        if start < t <= end:
+            total += rate * covered
+    return total
+
+
 class RunAborted(KnobtopError):
     """The person aborted the run; the baseline was restored."""
 
@@ -213,6 +229,7 @@ class RecipeRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._boards: dict[str, MetricBoard] = {}  # one per server, for its own events
         self._tps: list[tuple[float, float]] = []  # (t, tps) of the current phase
+        self._seconds: list[int] = []  # the driver's second stamp of each of those
         self._p95: list[tuple[float, float]] = []
         self._err: list[tuple[float, float]] = []
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
@@ -314,6 +331,7 @@ class RecipeRunner:
             if self._multi and event.src != ALL:
                 return  # several clients: the per-second sum is the step's TPS
             self._tps.append((event.t, event.tps))
+            self._seconds.append(event.s)
             self._p95.append((event.t, event.lat))
             self._err.append((event.t, event.err))
             if self._steady is not None:
@@ -596,6 +614,7 @@ class RecipeRunner:
                    f"x{step.threads} rep {step.replicate}")
         waits = await self._gates()
         self._tps, self._p95, self._err, self._samples = [], [], [], []
+        self._seconds = []
         self._ndb = []
         self._steady = self._detector()
         self._load_failed = ""
@@ -639,6 +658,7 @@ class RecipeRunner:
             self._report("setting the start knobs")
             await self._set(timeline.start, "start", keep_load=False)
         self._tps, self._p95, self._err, self._samples = [], [], [], []
+        self._seconds = []
         self._timeline_samples = []
         session.use_load(recipe.load_spec(recipe.threads[0], 0))
         self._report("starting the load")
@@ -816,7 +836,8 @@ class RecipeRunner:
         hits = [s[1] for s in window if s[1] is not None]
         dirty = [s[2] for s in window if s[2] is not None]
         history = [s[3] for s in window if s[3] is not None]
-        avg = (sum(tps) / seconds) if seconds else 0.0
+        avg = (window_transactions(self._tps, self._seconds, start, end) / seconds
+               if seconds else 0.0)
         timed = window_summary(summary)
         if timed.get("window_txn") and timed.get("window_s"):
             # A timed run's own count: its last part-second is in no per-second report
