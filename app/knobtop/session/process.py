@@ -61,6 +61,8 @@ def session_process(options: SessionOptions, feedback: Feedback,
     exits."""
     ours, theirs = socket.socketpair()
     parent = os.getpid()
+    # What both imported stays shared after the fork where neither writes to it: out of
+    # the collector's reach, its objects are not touched by either side's collections.
     gc.freeze()
     pid = os.fork()
     if pid == 0:  # the child
