@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import show_tables
+from conftest import EventCollector, show_tables
 from harness.sshd import SshServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import JournalReader, Phase
+from knobtop.journal import JournalReader, Load, Phase
 from knobtop.lab import LAB_DB, Sandbox
 from knobtop.load import linkbench as lb
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
-from knobtop.load.sysbench import refuse_builtin_only
+from knobtop.load.sysbench import Sysbench, refuse_builtin_only
 from knobtop.server.link import ServerLink
 from knobtop.session.core import Session, SessionConfig
 from knobtop.ui.app import KnobtopApp
@@ -550,3 +550,51 @@ async def test_p_on_the_screen_loads_the_linkbench_graph(tmp_path: Path,
     phases = [e for e in JournalReader(journal) if isinstance(e, Phase)]
     assert [p.action for p in phases] == ["failed", "start", "stop"]
     assert "P" in phases[0].message and "LinkBench graph" in phases[0].message
+
+
+@pytest.mark.integration
+async def test_a_sysbench_session_runs_linkbench_on_the_builtin_driver(
+        tmp_path: Path, mariadb: Sandbox, sysbench_path: str) -> None:
+    """LinkBench picked in a session whose load is sysbench's (the lab's with sysbench
+    installed, or the clients'): the built-in driver runs it from this machine, on the
+    same database; P loads its graph and cleanup drops its tables, not sysbench's."""
+    info = mariadb.connection()
+    sysbench = Sysbench(LocalHost(), mysql_socket=str(mariadb.socket), user=info.user,
+                        password=info.password, database="lb_sysbench")
+    journal = tmp_path / "s.knobtop.jsonl"
+    session = Session(SessionConfig(profile="test", connection=info, journal_path=journal,
+                                    load=LoadSpec(workload="oltp_point_select", threads=2,
+                                                  tables=1, table_size=500)),
+                      LocalHost(), sysbench)
+    collector = EventCollector()
+    session.listeners.append(collector)
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        await link.query("DROP DATABASE IF EXISTS lb_sysbench")
+        await link.query("CREATE DATABASE lb_sysbench")
+        await session.open()
+        try:
+            assert await session.prepare_load() is True  # sysbench's table first
+            await session.change_load(workload="linkbench")
+            assert await session.prepare_load() is True  # then the graph
+            await session.start_load(threads=2)
+            await collector.wait_for(lambda ev: any(isinstance(e, Load) and e.ops
+                                                    for e in ev), timeout=60)
+            await session.stop_load()
+            await session.cleanup_load()
+        finally:
+            await session.close()
+        names = {r[0] for r in await link.query(
+            "SELECT TABLE_NAME FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = 'lb_sysbench'")}
+        assert names == {"sbtest1"}  # the graph's tables dropped, sysbench's kept
+    finally:
+        await link.query("DROP DATABASE IF EXISTS lb_sysbench")
+        await link.close()
+    events = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    start = next(e for e in events if e["ev"] == "phase" and e["action"] == "start")
+    assert start["workload"] == "linkbench"
+    labels = [e.get("label") for e in events if e["ev"] == "mark"]
+    assert "prepare the LinkBench graph of 500 nodes" in labels
+    assert "LinkBench tables dropped" in labels

@@ -19,7 +19,8 @@ from typing import Any
 
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Load, Phase
-from knobtop.load.base import LoadDriver, LoadError, LoadExit, LoadSpec
+from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadExit, LoadSpec
+from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import ALL, shaped
 from knobtop.load.prepare import prepare_all, table_drivers
 from knobtop.load.sysbench import missing_tables_hint
@@ -87,7 +88,8 @@ class LoadController:
         self.recorder = recorder
         self.driver = driver  # the clients' drivers (one instance each)
         self.active = driver  # the one the current or last phase runs (see driver_for)
-        self._shaped: dict[tuple[int, str], LoadDriver] = {}
+        self._shaped: dict[tuple[bool, int, str], LoadDriver] = {}
+        self._builtin: BuiltinDriver | None = None  # LinkBench's stand-in (_base_for)
         self.default = default  # the profile's (or the command line's) load
         self.spec: LoadSpec | None = None  # the load running or planned
         self.phase = 0
@@ -115,14 +117,31 @@ class LoadController:
         """The databases the current (or planned) load runs on."""
         return sorted({t.database for t in table_drivers(self.driver_for(self.current))})
 
+    def _base_for(self, spec: LoadSpec) -> LoadDriver | None:
+        """The clients' driver, or for a workload only the built-in driver runs (LinkBench)
+        in a session driven by sysbench, a built-in driver from this machine on the same
+        database. A server reached only through its host's SSH keeps the clients' driver,
+        which refuses the workload naming the fix."""
+        driver = self.driver
+        if (driver is None or spec.workload not in BUILTIN_ONLY or self._via is not None
+                or isinstance(driver, BuiltinDriver)):
+            return driver
+        if self._builtin is None:
+            tables = table_drivers(driver)
+            self._builtin = BuiltinDriver(
+                self._connection, database=tables[0].database if tables else "sbtest")
+        return self._builtin
+
     def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
-        """The driver that runs ``spec``: the clients' own, or clones of them on the
-        spec's own tables and instances (load.multi.shaped), made once per shape."""
-        if self.driver is None or (spec.instances == 1 and not spec.schema):
-            return self.driver
-        key = (spec.instances, spec.schema)
+        """The driver that runs ``spec``: the clients' own (or the built-in stand-in,
+        ``_base_for``), or clones of it on the spec's own tables and instances
+        (load.multi.shaped), made once per shape."""
+        base = self._base_for(spec)
+        if base is None or (spec.instances == 1 and not spec.schema):
+            return base
+        key = (base is self._builtin, spec.instances, spec.schema)
         if key not in self._shaped:
-            self._shaped[key] = shaped(self.driver, spec)
+            self._shaped[key] = shaped(base, spec)
         return self._shaped[key]
 
     def _link(self) -> ServerLink:
@@ -175,7 +194,7 @@ class LoadController:
                 raise LoadError("stop the load before preparing its tables")
             spec = self.current
             self.recorder.mark(f"prepare {spec.tables_text}")
-            loaded = await prepare_all(self._link, self.driver, spec, progress)
+            loaded = await prepare_all(self._link, self._base_for(spec), spec, progress)
             self.recorder.mark("tables ready" if loaded else "tables were already there")
             return loaded
 

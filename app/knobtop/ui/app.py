@@ -710,7 +710,7 @@ class KnobtopApp(KnobtopBase):
                 self._change_load(session, workload=workload)
 
         # A picker, not a cycle: each step of a cycle would start a new load phase.
-        self.push_screen(ChoiceScreen("sysbench workload", choices, spec.workload), chosen)
+        self.push_screen(ChoiceScreen("load workload", choices, spec.workload), chosen)
 
     def action_threads(self, factor: float) -> None:
         session = self._need_session()
