@@ -533,8 +533,8 @@ class _Worker:
 def _loop_runner() -> Callable[[Coroutine[Any, Any, int]], int]:
     """uvloop's run where it is installed (Linux, macOS), else asyncio's. A worker spends
     most of its CPU in the event loop's socket round trips: with uvloop a LinkBench GetNode
-    costs 16 us of client CPU instead of 22 and the 2-core lab serves 40% more of them
-    (bench/linkbench_driver.py, row 7b in bench/RESULTS.md)."""
+    costs about 15.5 us of client CPU instead of 28.7, and the 2-core lab serves 53-56k of
+    them a second instead of 28k (bench/linkbench_driver.py; bench/RESULTS.md, row 7b)."""
     try:
         import uvloop
     except ImportError:

@@ -17,7 +17,7 @@ from knobtop.load.base import (
     TableDriver,
 )
 from knobtop.load.sysbench import Sysbench
-from knobtop.load.sysbench_output import IntervalReport
+from knobtop.load.sysbench_output import IntervalReport, seconds_covered
 
 ALL = "all"
 
@@ -129,12 +129,10 @@ class MultiLoad:
 
     def _report(self, run: _Run, host: str, src: str, report: IntervalReport) -> None:
         run.on_report(src, report)
-        # sysbench's reporter skips a tick when it wakes late (report_thread_proc): its next
-        # line's rates are over every second since its last one, so they stand for each of
-        # those seconds in the sums too (else the skipped second's sum lacks this client).
-        previous = run.last_second.get(host, 0)
+        # A line after a skipped tick stands for each second it covers in the sums too
+        # (else the skipped second's sum lacks this client).
+        first = report.second - seconds_covered(run.last_second.get(host, 0), report.second) + 1
         run.last_second[host] = report.second
-        first = previous + 1 if previous < report.second else report.second
         for second in range(max(first, run.summed_upto + 1), report.second + 1):
             run.pending.setdefault(second, {})[host] = (
                 report if second == report.second else replace(report, second=second))

@@ -15,6 +15,7 @@ __all__ = [
     "parse_interval",
     "parse_queue",
     "parse_summary",
+    "seconds_covered",
 ]
 
 # sysbench prints every interval value with "%4.2f", so exactly two decimals are required:
@@ -161,6 +162,14 @@ class RunSummary:
         if not out.get("ops"):
             out.pop("ops", None)  # a sysbench run: as before
         return out
+
+
+def seconds_covered(previous: int, second: int) -> int:
+    """How many seconds a per-second report stamped ``second`` covers, after one stamped
+    ``previous`` (0 before the first): sysbench's reporter skips a tick when it wakes late
+    (report_thread_proc), and its next line's rates are over every second since its last
+    one. A stamp that goes back is a new run's: its first line covers its own stamp."""
+    return second - previous if second > previous else second
 
 
 def parse_interval(line: str) -> IntervalReport | None:

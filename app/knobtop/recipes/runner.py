@@ -50,6 +50,7 @@ from knobtop.journal.events import (
 )
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.load.multi import ALL
+from knobtop.load.sysbench_output import seconds_covered
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
@@ -105,16 +106,14 @@ def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
 def window_transactions(tps: list[tuple[float, float]], seconds: list[int], start: float,
                         end: float) -> float:
     """Transactions of the per-second reports ``(t, tps)`` received in ``(start, end]``,
-    each over the seconds its driver's stamp says it covers: sysbench's reporter skips a
-    tick when it wakes late (report_thread_proc), and its next line's rate is over the
-    seconds since its last one. ``seconds``: each report's stamp, in the order received;
-    a stamp that goes back is a new run's (its first line covers its stamp)."""
+    each over the seconds its driver's stamp says it covers (``seconds_covered``: a line
+    after a skipped tick covers two). ``seconds``: each report's stamp, in the order
+    received."""
     total, previous = 0.0, 0
     for (t, rate), second in zip(tps, seconds, strict=True):
-        covered = second - previous if second > previous else second
-        previous = second
         if start < t <= end:
-            total += rate * covered
+            total += rate * seconds_covered(previous, second)
+        previous = second
     return total
 
 

@@ -128,8 +128,8 @@ class LoadController:
             return driver
         if self._builtin is None:
             tables = table_drivers(driver)
-            self._builtin = BuiltinDriver(
-                self._connection, database=tables[0].database if tables else "sbtest")
+            self._builtin = (BuiltinDriver(self._connection, database=tables[0].database)
+                             if tables else BuiltinDriver(self._connection))
         return self._builtin
 
     def driver_for(self, spec: LoadSpec) -> LoadDriver | None:
