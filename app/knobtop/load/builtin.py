@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from math import ceil, floor, log
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from knobtop.load.base import (
     ReportCallback,
     TableDriver,
 )
+from knobtop.load.latencies import KEY_PER_LN, LN_ZERO, OpLatencies
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, describe_error
 from knobtop.sqlquote import quote_ident
@@ -41,9 +43,6 @@ from knobtop.sqlquote import quote_ident
 __all__ = ["SUPPORTED", "BuiltinDriver", "default_processes", "percentile_ms"]
 
 SUPPORTED: tuple[str, ...] = ("oltp_point_select", "oltp_read_write", "linkbench")
-# LinkBench's per-operation latencies (issue 20): DDSketch with 1% relative accuracy (its
-# measured cost per recorded latency is in the README and bench/linkbench_driver.py).
-SKETCH_ACCURACY = 0.01
 
 # The statements of sysbench 1.0's oltp_common.lua, with its defaults: 10 point selects,
 # one of each range query over range_size=100 rows, one of each update, one delete+insert.
@@ -161,23 +160,28 @@ class _Counts:
     def __init__(self) -> None:
         self.tx = self.reads = self.writes = self.other = self.errors = self.reconnects = 0
         self.hist = [0] * HIST_SIZE
-        self.ops: dict[str, Any] = {}  # LinkBench: a DDSketch of each operation's latencies
+        self.ops: dict[str, OpLatencies] = {}  # LinkBench: each operation's latencies
 
-    def record(self, op: str, ms: float) -> None:
-        sketch = self.ops.get(op)
-        if sketch is None:
-            from ddsketch import DDSketch
-
-            sketch = self.ops[op] = DDSketch(relative_accuracy=SKETCH_ACCURACY)
-        sketch.add(ms)
+    def record(self, op: str | None, ms: float) -> None:
+        """One request's latency: in sysbench's histogram and (LinkBench) its operation's.
+        Once a request: bucket(ms) and key_of(ms) inline, from one logarithm (row 7b of
+        bench/ weighs every microsecond here)."""
+        lg = log(ms) if ms > 0.0 else LN_ZERO
+        i = floor((lg - _DEDUCT) * _MULT + 0.5)
+        self.hist[0 if i < 0 else i if i < HIST_SIZE else HIST_SIZE - 1] += 1
+        if op is not None:
+            lat = self.ops.get(op)
+            if lat is None:
+                lat = self.ops[op] = OpLatencies()
+            lat.add(ceil(lg * KEY_PER_LN), ms)
 
     def add(self, other: _Counts) -> None:
-        for op, sketch in other.ops.items():
+        for op, lat in other.ops.items():
             mine = self.ops.get(op)
             if mine is None:
-                self.ops[op] = sketch
+                self.ops[op] = lat
             else:
-                mine.merge(sketch)
+                mine.merge(lat)
         self.tx += other.tx
         self.reads += other.reads
         self.writes += other.writes
@@ -348,7 +352,11 @@ class _Worker:
         cur = self.cur
         if len(statements) == 1:  # a read, or a node write: one statement
             key, args = statements[0]
-            await self._lb_statement(c, key, args)
+            stmt = c.stmts.get((key, len(args)))  # prepared (_lb_statement did it once)
+            if stmt is not None:
+                await stmt.execute(args)  # one coroutine fewer on every resume of it
+            else:
+                await self._lb_statement(c, key, args)
             if op in self.lb_reads:
                 cur.reads += 1
             else:
@@ -445,15 +453,13 @@ class _Worker:
             took = end - start
             ms = took * 1000.0
             cur = self.cur
-            if op is not None:
-                cur.record(op, ms)
-                if self.raw is not None:
-                    self.raw.append((op, ms))
+            cur.record(op, ms)
+            if op is not None and self.raw is not None:
+                self.raw.append((op, ms))
             cur.tx += 1
             cur.reads += reads
             cur.writes += writes
             cur.other += other
-            cur.hist[bucket(ms)] += 1
             c.events += 1
             c.busy_s += took
             self.lat_sum += ms
@@ -601,11 +607,11 @@ class _Interval:
     seen: set[int] = field(default_factory=set)
     rates: list[float] = field(default_factory=lambda: [0.0] * 6)
     hist: dict[int, int] = field(default_factory=dict)
-    ops: dict[str, list[Any]] = field(default_factory=dict)  # op -> [ops/s, merged sketch]
+    ops: dict[str, list[Any]] = field(default_factory=dict)  # op -> [ops/s, OpLatencies]
 
     def add(
         self, index: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int],
-        ops: dict[str, Any] | None = None,
+        ops: dict[str, OpLatencies] | None = None,
     ) -> None:
         self.seen.add(index)
         span = max(elapsed, 1e-3)
@@ -613,24 +619,13 @@ class _Interval:
             self.rates[i] += n / span
         for b, n in hist.items():
             self.hist[b] = self.hist.get(b, 0) + n
-        for op, sketch in (ops or {}).items():
+        for op, lat in (ops or {}).items():
             have = self.ops.get(op)
             if have is None:
-                self.ops[op] = [sketch.count / span, sketch]
+                self.ops[op] = [lat.count / span, lat]
             else:
-                have[0] += sketch.count / span
-                have[1].merge(sketch)
-
-
-def op_numbers(sketch: Any, rate: float | None = None) -> list[float]:
-    """One operation's figures from its latency sketch: [ops/s or count, p50, p95, p99,
-    max] in ms (with ``rate`` None: [count, p50, p95, p99, max, mean])."""
-    q = sketch.get_quantile_value
-    head = [round(rate, 2)] if rate is not None else [float(sketch.count)]
-    out = head + [round(q(p), 3) for p in (0.5, 0.95, 0.99)] + [round(sketch._max, 3)]
-    if rate is None:
-        out.append(round(sketch.avg, 3))
-    return out
+                have[0] += lat.count / span
+                have[1].merge(lat)
 
 
 class _Run:
@@ -795,7 +790,7 @@ class _Run:
     # the per-second merge -------------------------------------------------------------
     def _on_tick(
         self, h: _Handle, k: int, elapsed: float, numbers: tuple[int, ...], hist: dict[int, int],
-        ops: dict[str, Any] | None = None,
+        ops: dict[str, OpLatencies] | None = None,
     ) -> None:
         # A tick that comes after its second was given out counts in the next one.
         self.pending.setdefault(max(k, self.next_k), _Interval()).add(
@@ -840,8 +835,7 @@ class _Run:
             latency_ms=percentile_ms(interval.hist, self.spec.percentile),
             errors_per_s=errors,
             reconnects_per_s=reconnects,
-            ops={op: op_numbers(sketch, rate) for op, (rate, sketch) in
-                 sorted(interval.ops.items())},
+            ops={op: lat.numbers(rate) for op, (rate, lat) in sorted(interval.ops.items())},
         )
 
     # the end ---------------------------------------------------------------------------
@@ -857,16 +851,16 @@ class _Run:
         mins: list[float] = []
         maxes: list[float] = []
         lat_sum = 0.0
-        ops: dict[str, Any] = {}
+        ops: dict[str, OpLatencies] = {}
         for d in dones:
             assert d is not None
             for b, n in d[7].items():
                 hist[b] = hist.get(b, 0) + n
-            for op, sketch in (d[12] if len(d) > 12 else {}).items():
+            for op, lat in (d[12] if len(d) > 12 else {}).items():
                 if op in ops:
-                    ops[op].merge(sketch)
+                    ops[op].merge(lat)
                 else:
-                    ops[op] = sketch
+                    ops[op] = lat
             if int(d[1]):
                 mins.append(float(d[8]))
             maxes.append(float(d[9]))
@@ -899,7 +893,7 @@ class _Run:
             events_stddev=round(statistics.pstdev(events), 2),
             exec_time_avg=round(statistics.fmean(busy), 4),
             exec_time_stddev=round(statistics.pstdev(busy), 2),
-            ops={op: op_numbers(sketch) for op, sketch in sorted(ops.items())},
+            ops={op: lat.numbers() for op, lat in sorted(ops.items())},
         )
 
     async def _finish(self) -> LoadExit:
