@@ -178,6 +178,17 @@ async def test_a_load_phase_and_a_request_phase_on_the_lab(tmp_path: Path) -> No
                                        f"WHERE TABLE_SCHEMA='{LAB_DB}' AND "
                                        "TABLE_NAME='linktable'"))[0][0]
         assert partitions == lb.PARTITIONS
+        # Every request's statement ran server-side prepared (the binary protocol), each
+        # shape prepared once per connection: 4 clients, LinkBench's statements and
+        # getlink's shapes (1..128 ids) at most. Beyond the requests counted: those that
+        # failed (a deadlock: up to two statements each) and the 4 cut off by the run's end.
+        status = dict(await rows(root, "SHOW GLOBAL STATUS LIKE 'Com_stmt_%'"))
+        summary = stop["summary"]["sysbench"]
+        statements = summary["reads"] + summary["writes"]
+        assert statements > 2000
+        executed = int(status["Com_stmt_execute"])  # type: ignore[call-overload]
+        assert statements <= executed <= statements + 2 * summary["ignored_errors"] + 2 * 4
+        assert 0 < int(status["Com_stmt_prepare"]) <= 4 * (len(lb.SQL) - 1 + 128)  # type: ignore[call-overload]
     finally:
         Sandbox.existing(root).stop()
     loads = [e for e in events if e["ev"] == "load"]

@@ -82,6 +82,9 @@ _MULT = (HIST_SIZE - 1) / (math.log(100_000.0) - _DEDUCT)
 CONNECT_TIMEOUT = 10.0
 START_TIMEOUT = 45.0  # spawn the interpreters, connect every client, prepare
 STOP_GRACE = 5.0  # after "stop", before SIGTERM; then as long again before SIGKILL
+# asyncmy's statements cached per connection (LRU): LinkBench's 12 statements and getlink's
+# 128 shapes (1..128 ids), with room; 8 connections hold ~1,100 of the server's 16,382
+STMT_CACHE = 256
 FLUSH_GRACE = 0.8  # how long past a second's end a slow worker's tick is awaited
 
 
@@ -207,10 +210,11 @@ def _literal(value: object) -> str:
 class _Client:
     """One connection; runs statements prepared (binary protocol) or as plain text."""
 
-    __slots__ = ("busy_s", "conn", "events", "stmts")
+    __slots__ = ("busy_s", "conn", "cursor", "events", "stmts")
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, cursor: Any = None) -> None:
         self.conn = conn
+        self.cursor = cursor  # LinkBench, prepared: asyncmy's cursor over its statement cache
         self.stmts: dict[tuple[str, int], Any] = {}
         self.events = 0
         self.busy_s = 0.0
@@ -248,6 +252,7 @@ class _Worker:
 
             self.requests = Requests(cfg.table_size, self.rng, cfg.only)
             self.lb_reads, self.lb_sql, self.lb_template = READ_OPS, sql_of, template
+            self.lb_queries: dict[tuple[str, int], str] = {}
 
     # messages ------------------------------------------------------------------
     def send(self, *msg: object) -> None:
@@ -279,12 +284,26 @@ class _Worker:
             {"unix_socket": info.socket} if info.socket else {"host": info.host, "port": info.port}
         )
         module: Any = importlib.import_module(cfg.library)
-        db = {"database": cfg.database} if cfg.library == "asyncmy" else {"db": cfg.database}
+        db: dict[str, Any] = (
+            {"database": cfg.database} if cfg.library == "asyncmy" else {"db": cfg.database})
+        if self._cached:
+            db["stmt_cache_size"] = STMT_CACHE
         async with asyncio.timeout(CONNECT_TIMEOUT + 2):
             return await module.connect(
                 user=info.user, password=info.password, autocommit=True,
                 connect_timeout=CONNECT_TIMEOUT, **db, **target,
             )
+
+    @property
+    def _cached(self) -> bool:
+        """LinkBench's statements go through asyncmy's statement cache: a cursor's execute
+        of a cached statement writes and parses in one step, where PreparedStatement's
+        execute builds a result object over several awaits (per GetNode 15.0 against 17.7
+        us of CPU with 8 connections; bench/linkbench_driver.py weighs the driver)."""
+        return self.prepared and self.requests is not None
+
+    def _client_of(self, conn: Any) -> _Client:
+        return _Client(conn, conn.cursor() if self._cached else None)
 
     def _describe(self, exc: BaseException) -> str:
         message = str(describe_error(exc, self.cfg.info))
@@ -296,7 +315,7 @@ class _Worker:
         tasks = [asyncio.ensure_future(self.connect()) for _ in range(self.cfg.clients)]
         try:
             for conn in await asyncio.gather(*tasks):
-                self.clients.append(_Client(conn))
+                self.clients.append(self._client_of(conn))
         except Exception as exc:
             for task in tasks:
                 task.cancel()  # the process exits right after: the others need no closing
@@ -349,37 +368,43 @@ class _Worker:
         requests = self.requests
         op: str = requests.op()
         statements = requests.statements(op, self.now)
-        cur = self.cur
+        # Counted once done, in the second it ends in: self.cur after the awaits (the
+        # ticker may have handed the one before it on meanwhile), as _client counts it.
         if len(statements) == 1:  # a read, or a node write: one statement
             key, args = statements[0]
-            stmt = c.stmts.get((key, len(args)))  # prepared (_lb_statement did it once)
-            if stmt is not None:
-                await stmt.execute(args)  # one coroutine fewer on every resume of it
+            if c.cursor is not None:  # _lb_statement's, one coroutine fewer on each resume
+                await c.cursor.execute(self.lb_queries.get((key, len(args)))
+                                       or self._lb_query(key, len(args)), args)
             else:
                 await self._lb_statement(c, key, args)
             if op in self.lb_reads:
-                cur.reads += 1
+                self.cur.reads += 1
             else:
-                cur.writes += 1
+                self.cur.writes += 1
             return op
         for key, args in statements:  # a link write and its count, in a transaction
             if key == "begin" or key == "commit":
                 await c.conn.query(key.upper())
             else:
                 await self._lb_statement(c, key, args)
+        cur = self.cur
         cur.writes += len(statements) - 2
         cur.other += 2
         return op
 
     async def _lb_statement(self, c: _Client, key: str, args: tuple[Any, ...]) -> None:
-        if not self.prepared:
+        if c.cursor is None:
             await c.conn.query(self.lb_sql(key, args))
             return
-        shape = (key, len(args))  # server-side prepared, once per connection and shape
-        stmt = c.stmts.get(shape)
-        if stmt is None:
-            stmt = c.stmts[shape] = await c.conn.prepare(self.lb_template(key, len(args)))
-        await stmt.execute(args)
+        # server-side prepared by asyncmy's cache, once per connection and shape
+        await c.cursor.execute(self.lb_queries.get((key, len(args)))
+                               or self._lb_query(key, len(args)), args)
+
+    def _lb_query(self, key: str, values: int) -> str:
+        """The statement of ``key`` with ``values`` placeholders as asyncmy's cache takes
+        it (``%s``; LinkBench's statements hold no other ``%``)."""
+        query = self.lb_queries[key, values] = self.lb_template(key, values).replace("?", "%s")
+        return query
 
     async def _read_write(self, c: _Client) -> None:
         run, table, ident = self.run, self._table, self._id
@@ -418,7 +443,8 @@ class _Worker:
         deadline = time.monotonic() + RECONNECT_FOR
         while True:
             try:
-                c.conn = await self.connect()
+                fresh = self._client_of(await self.connect())
+                c.conn, c.cursor = fresh.conn, fresh.cursor
                 break
             except Exception as again:
                 code = again.args[0] if again.args and isinstance(again.args[0], int) else 0
