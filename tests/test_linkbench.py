@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import json
 import math
 import os
@@ -609,3 +610,37 @@ async def test_a_sysbench_session_runs_linkbench_on_the_builtin_driver(
     labels = [e.get("label") for e in events if e["ev"] == "mark"]
     assert "prepare the LinkBench graph of 500 nodes" in labels
     assert "LinkBench tables dropped" in labels
+
+
+@pytest.mark.integration
+async def test_a_statement_the_server_will_not_prepare_ends_the_run_naming_the_limit(
+    tmp_path: Path,
+) -> None:
+    """asyncmy runs a statement the server refuses to prepare as text, without a word (its
+    statement cache's fallback); a LinkBench run that says it is prepared stops instead,
+    naming max_prepared_stmt_count and prepared = false, with which the same server runs."""
+    from knobtop.load.prepare import prepare_tables
+    from test_builtin_driver import Recorder
+
+    sandbox = Sandbox(tmp_path / "lab")
+    sandbox.start()
+    try:
+        conn = sandbox.connection(use_socket=True)
+        driver = BuiltinDriver(conn, database=LAB_DB)
+        spec = LoadSpec(workload="linkbench", table_size=200, threads=2, duration=3)
+        assert await prepare_tables(conn, driver, spec)
+        await rows(tmp_path / "lab", "SET GLOBAL max_prepared_stmt_count = 0")
+        refused = Recorder()
+        await driver.start(spec, refused.report, refused.exit)
+        await refused.wait_for(lambda: bool(refused.exits), timeout=60)
+        error = refused.exits[0].error
+        assert "did not prepare LinkBench's" in error and "max_prepared_stmt_count" in error
+        assert "prepared = false" in error and f"{conn.socket}" in error
+        assert not any(r.tps for r in refused.reports)  # it stopped at its first request
+        text = Recorder()
+        await driver.start(dataclasses.replace(spec, prepared=False), text.report, text.exit)
+        await text.wait_for(lambda: bool(text.exits), timeout=60)
+        ran = text.exits[0]
+        assert not ran.error and ran.summary is not None and ran.summary.transactions > 100
+    finally:
+        sandbox.stop()

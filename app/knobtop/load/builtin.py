@@ -182,9 +182,8 @@ class _Counts:
         for op, lat in other.ops.items():
             mine = self.ops.get(op)
             if mine is None:
-                self.ops[op] = lat
-            else:
-                mine.merge(lat)
+                mine = self.ops[op] = OpLatencies()  # a copy: never the other's to change
+            mine.merge(lat)
         self.tx += other.tx
         self.reads += other.reads
         self.writes += other.writes
@@ -248,11 +247,19 @@ class _Worker:
         self.now = int(time.time())  # LinkBench's row times, to the second (the ticker's)
         self.raw: list[tuple[str, float]] | None = [] if cfg.latency_log else None
         if cfg.workload == "linkbench":
-            from knobtop.load.linkbench import READ_OPS, Requests, sql_of, template
+            from knobtop.load.linkbench import (
+                MULTIGET_MAX,
+                READ_OPS,
+                SQL,
+                Requests,
+                sql_of,
+                template,
+            )
 
             self.requests = Requests(cfg.table_size, self.rng, cfg.only)
             self.lb_reads, self.lb_sql, self.lb_template = READ_OPS, sql_of, template
             self.lb_queries: dict[tuple[str, int], str] = {}
+            self.lb_shapes = len(SQL) - 1 + MULTIGET_MAX  # getlink: one shape per size
 
     # messages ------------------------------------------------------------------
     def send(self, *msg: object) -> None:
@@ -298,8 +305,9 @@ class _Worker:
     def _cached(self) -> bool:
         """LinkBench's statements go through asyncmy's statement cache: a cursor's execute
         of a cached statement writes and parses in one step, where PreparedStatement's
-        execute builds a result object over several awaits (per GetNode 15.0 against 17.7
-        us of CPU with 8 connections; bench/linkbench_driver.py weighs the driver)."""
+        execute builds a result object over several awaits (less client CPU a request:
+        row 7b of bench/). asyncmy runs a statement the server will not prepare as text,
+        silently; _check_prepared makes that an error."""
         return self.prepared and self.requests is not None
 
     def _client_of(self, conn: Any) -> _Client:
@@ -373,8 +381,11 @@ class _Worker:
         if len(statements) == 1:  # a read, or a node write: one statement
             key, args = statements[0]
             if c.cursor is not None:  # _lb_statement's, one coroutine fewer on each resume
-                await c.cursor.execute(self.lb_queries.get((key, len(args)))
-                                       or self._lb_query(key, len(args)), args)
+                shape = (key, len(args))
+                query = self.lb_queries.get(shape) or self._lb_query(key, len(args))
+                await c.cursor.execute(query, args)
+                if shape not in c.stmts:
+                    self._check_prepared(c, shape, query)
             else:
                 await self._lb_statement(c, key, args)
             if op in self.lb_reads:
@@ -397,14 +408,31 @@ class _Worker:
             await c.conn.query(self.lb_sql(key, args))
             return
         # server-side prepared by asyncmy's cache, once per connection and shape
-        await c.cursor.execute(self.lb_queries.get((key, len(args)))
-                               or self._lb_query(key, len(args)), args)
+        shape = (key, len(args))
+        query = self.lb_queries.get(shape) or self._lb_query(key, len(args))
+        await c.cursor.execute(query, args)
+        if shape not in c.stmts:
+            self._check_prepared(c, shape, query)
 
     def _lb_query(self, key: str, values: int) -> str:
         """The statement of ``key`` with ``values`` placeholders as asyncmy's cache takes
-        it (``%s``; LinkBench's statements hold no other ``%``)."""
-        query = self.lb_queries[key, values] = self.lb_template(key, values).replace("?", "%s")
+        it (``%s``; a ``%`` of its own would send it to the text protocol)."""
+        template = self.lb_template(key, values)
+        assert "%" not in template, template
+        query = self.lb_queries[key, values] = template.replace("?", "%s")
         return query
+
+    def _check_prepared(self, c: _Client, shape: tuple[str, int], query: str) -> None:
+        """After a shape's first run on a connection: asyncmy prepared it, or the server
+        refused (max_prepared_stmt_count reached, most likely) and asyncmy ran it as text,
+        which it keeps doing without a word; a run that says "prepared" stops instead."""
+        if query not in getattr(c.conn, "_stmt_cache", {query: None}):
+            raise _Fatal(
+                f"built-in load: the server did not prepare LinkBench's {shape[0]} statement "
+                f"(server at {self.where}); max_prepared_stmt_count is the likely limit "
+                f"({self.cfg.clients} connections here, up to {self.lb_shapes} statements "
+                "each): raise it, or run with prepared = false")
+        c.stmts[shape] = True
 
     async def _read_write(self, c: _Client) -> None:
         run, table, ident = self.run, self._table, self._id
@@ -467,11 +495,15 @@ class _Worker:
                 delay = scheduled - clock()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                start = scheduled  # latency counts the wait when the server falls behind
+                # latency counts the wait when the server falls behind; never from before
+                # the request began (uvloop runs a timer under 0.5 ms early)
+                start = min(scheduled, clock())
             else:
                 start = clock()
             try:
                 op = await event(c)
+            except _Fatal:
+                raise
             except Exception as exc:
                 await self._recover(c, exc)
                 continue
@@ -648,10 +680,9 @@ class _Interval:
         for op, lat in (ops or {}).items():
             have = self.ops.get(op)
             if have is None:
-                self.ops[op] = [lat.count / span, lat]
-            else:
-                have[0] += lat.count / span
-                have[1].merge(lat)
+                have = self.ops[op] = [0.0, OpLatencies()]
+            have[0] += lat.count / span
+            have[1].merge(lat)
 
 
 class _Run:
@@ -883,10 +914,7 @@ class _Run:
             for b, n in d[7].items():
                 hist[b] = hist.get(b, 0) + n
             for op, lat in (d[12] if len(d) > 12 else {}).items():
-                if op in ops:
-                    ops[op].merge(lat)
-                else:
-                    ops[op] = lat
+                ops.setdefault(op, OpLatencies()).merge(lat)
             if int(d[1]):
                 mins.append(float(d[8]))
             maxes.append(float(d[9]))
