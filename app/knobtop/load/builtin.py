@@ -214,6 +214,8 @@ class _Client:
     def __init__(self, conn: Any, cursor: Any = None) -> None:
         self.conn = conn
         self.cursor = cursor  # LinkBench, prepared: asyncmy's cursor over its statement cache
+        # sysbench-like: (key, table) -> PreparedStatement; LinkBench: (key, values) -> the
+        # query asyncmy has prepared on this connection (_check_prepared)
         self.stmts: dict[tuple[str, int], Any] = {}
         self.events = 0
         self.busy_s = 0.0
@@ -380,12 +382,9 @@ class _Worker:
         # ticker may have handed the one before it on meanwhile), as _client counts it.
         if len(statements) == 1:  # a read, or a node write: one statement
             key, args = statements[0]
-            if c.cursor is not None:  # _lb_statement's, one coroutine fewer on each resume
-                shape = (key, len(args))
-                query = self.lb_queries.get(shape) or self._lb_query(key, len(args))
+            query = c.stmts.get((key, len(args)))  # prepared on this connection already
+            if query is not None:  # _lb_statement's, one coroutine fewer on each resume
                 await c.cursor.execute(query, args)
-                if shape not in c.stmts:
-                    self._check_prepared(c, shape, query)
             else:
                 await self._lb_statement(c, key, args)
             if op in self.lb_reads:
@@ -409,10 +408,13 @@ class _Worker:
             return
         # server-side prepared by asyncmy's cache, once per connection and shape
         shape = (key, len(args))
+        query = c.stmts.get(shape)
+        if query is not None:
+            await c.cursor.execute(query, args)
+            return
         query = self.lb_queries.get(shape) or self._lb_query(key, len(args))
         await c.cursor.execute(query, args)
-        if shape not in c.stmts:
-            self._check_prepared(c, shape, query)
+        self._check_prepared(c, shape, query)
 
     def _lb_query(self, key: str, values: int) -> str:
         """The statement of ``key`` with ``values`` placeholders as asyncmy's cache takes
@@ -423,16 +425,17 @@ class _Worker:
         return query
 
     def _check_prepared(self, c: _Client, shape: tuple[str, int], query: str) -> None:
-        """After a shape's first run on a connection: asyncmy prepared it, or the server
-        refused (max_prepared_stmt_count reached, most likely) and asyncmy ran it as text,
-        which it keeps doing without a word; a run that says "prepared" stops instead."""
+        """After a shape's first run on a connection: asyncmy prepared it (the connection
+        then runs it by ``c.stmts``), or the server refused (max_prepared_stmt_count
+        reached, most likely) and asyncmy ran it as text, which it keeps doing without a
+        word; a run that says "prepared" stops instead."""
         if query not in getattr(c.conn, "_stmt_cache", {query: None}):
             raise _Fatal(
                 f"built-in load: the server did not prepare LinkBench's {shape[0]} statement "
                 f"(server at {self.where}); max_prepared_stmt_count is the likely limit "
                 f"({self.cfg.clients} connections here, up to {self.lb_shapes} statements "
                 "each): raise it, or run with prepared = false")
-        c.stmts[shape] = True
+        c.stmts[shape] = query
 
     async def _read_write(self, c: _Client) -> None:
         run, table, ident = self.run, self._table, self._id
