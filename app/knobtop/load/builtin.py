@@ -312,8 +312,8 @@ class _Worker:
         silently; _check_prepared makes that an error."""
         return self.prepared and self.requests is not None
 
-    def _client_of(self, conn: Any) -> _Client:
-        return _Client(conn, conn.cursor() if self._cached else None)
+    def _cursor_of(self, conn: Any) -> Any:
+        return conn.cursor() if self._cached else None
 
     def _describe(self, exc: BaseException) -> str:
         message = str(describe_error(exc, self.cfg.info))
@@ -325,7 +325,7 @@ class _Worker:
         tasks = [asyncio.ensure_future(self.connect()) for _ in range(self.cfg.clients)]
         try:
             for conn in await asyncio.gather(*tasks):
-                self.clients.append(self._client_of(conn))
+                self.clients.append(_Client(conn, self._cursor_of(conn)))
         except Exception as exc:
             for task in tasks:
                 task.cancel()  # the process exits right after: the others need no closing
@@ -474,8 +474,8 @@ class _Worker:
         deadline = time.monotonic() + RECONNECT_FOR
         while True:
             try:
-                fresh = self._client_of(await self.connect())
-                c.conn, c.cursor = fresh.conn, fresh.cursor
+                c.conn = await self.connect()
+                c.cursor = self._cursor_of(c.conn)
                 break
             except Exception as again:
                 code = again.args[0] if again.args and isinstance(again.args[0], int) else 0
