@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knobtop.session.remote import Ready, RemoteSession, SessionLost
-from knobtop.session.served import child
 
 if TYPE_CHECKING:
     from knobtop.session.build import Feedback
@@ -69,6 +68,11 @@ def session_process(options: SessionOptions, feedback: Feedback,
         code = 1
         try:
             ours.close()
+            # Imported here, not before the fork: the session's modules (Session, the
+            # sampler, the recorder) are the child's alone, and importing them takes
+            # ~0.1 s the screen's own imports no longer wait for (row 3c of bench/).
+            from knobtop.session.served import child
+
             code = child(options, feedback, Connection(theirs.detach()), parent)
         finally:
             os._exit(code)
