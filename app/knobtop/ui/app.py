@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
-from knobtop.analysis.results import Results
 from knobtop.config import UiConfig
 from knobtop.errors import KnobtopError
 from knobtop.journal.events import (
@@ -33,7 +32,6 @@ from knobtop.journal.follow import JournalFollower
 from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
 from knobtop.metrics.board import MetricBoard
-from knobtop.recipes.recipe import Recipe
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, static_value, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
@@ -58,6 +56,8 @@ from knobtop.ui.widgets.status_bar import StatusBar
 if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen starts without it
     from pathlib import Path
 
+    from knobtop.analysis.results import Results
+    from knobtop.recipes.recipe import Recipe
     from knobtop.recipes.runner import Progress, RecipeRunner
     from knobtop.recipes.search import Search
     from knobtop.recipes.tune import Tuner
@@ -270,6 +270,7 @@ class KnobtopApp(KnobtopBase):
         """Run a tune on the session's thread: the panel shows its trials as they come,
         then the trials and the verification table."""
         assert self.session is not None
+        from knobtop.analysis.results import Results
         from knobtop.recipes.tune import Tuner, read_prior
 
         def progress(p: Progress) -> None:  # on the session's thread

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
-from knobtop.journal.events import Event
-from knobtop.recipes.runner import Progress
+if TYPE_CHECKING:  # the live screen imports the recipe runner only when a recipe runs
+    from knobtop.journal.events import Event
+    from knobtop.recipes.runner import Progress
 
 
 class JournalEvent(Message):
