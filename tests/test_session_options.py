@@ -123,6 +123,21 @@ def test_report_imports_no_server_or_screen_library(tmp_path: Path) -> None:
     assert not loaded & {"asyncssh", "aiomysql", "pymysql", "textual"}
 
 
+def test_the_live_screen_holds_neither_the_session_nor_the_recipe_machinery() -> None:
+    # What the screen's process loads: everything before the fork (session.process) and its
+    # own imports after it (ui.app). The session's modules are the forked child's, imported
+    # after the fork; the recipe runner and results tables load when a recipe runs (row 3c).
+    probe = ("import sys\nimport knobtop.session.process, knobtop.ui.app\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    loaded = set(run.stderr.split())
+    assert "knobtop.ui.app" in loaded  # the probe ran
+    later = {"knobtop.session.served", "knobtop.session.core", "knobtop.session.sampler",
+             "knobtop.recipes.recipe", "knobtop.recipes.runner", "knobtop.analysis.results"}
+    assert not loaded & later, loaded & later
+
+
 def test_run_takes_the_client_tables_choice_connect_has() -> None:
     """Issue 18: run no longer forces shared tables on a profile's several clients."""
     recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
