@@ -2,23 +2,86 @@
 
 from __future__ import annotations
 
+import _imp
 import asyncio
+import contextlib
 import functools
 import re
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from knobtop.errors import KnobtopError
 
 
+@contextlib.contextmanager
+def _rsa_deferred() -> Iterator[None]:
+    """Import the MySQL driver without the ``cryptography`` package.
+
+    PyMySQL imports it at once, only for the RSA step of ``sha256_password`` and
+    ``caching_sha2_password`` (a password sent over a connection without TLS, after the
+    server asks for the full authentication).  It costs the session's process about 10 MB
+    of RSS (6 MB of the live screen's PSS), and a MariaDB target never takes that step.
+    While the driver is imported the package reads as absent (``sys.modules`` holds None
+    for it), under the import lock so that no other thread's import sees that; the RSA
+    step imports it when it runs (:func:`_rsa_on_first_use`)."""
+    _imp.acquire_lock()
+    try:
+        if "cryptography" in sys.modules:
+            yield
+            return
+        sys.modules["cryptography"] = None  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            held: object = sys.modules.get("cryptography", sys)
+            if held is None:  # still the stand-in: nothing imported the package meanwhile
+                del sys.modules["cryptography"]
+    finally:
+        _imp.release_lock()
+
+
+def _rsa_on_first_use(auth: Any) -> None:
+    """Give PyMySQL's ``_auth`` module its RSA helper back, imported when first called.
+
+    aiomysql and PyMySQL call ``_auth.sha2_rsa_encrypt`` through the module, so the stand-in
+    set here runs in its place: it imports ``cryptography``, hands ``_auth`` the names its
+    own import would have bound, puts the original back and calls it.  Without the package
+    the original raises PyMySQL's own message naming it."""
+    if auth._have_cryptography:
+        return
+    original = auth.sha2_rsa_encrypt
+
+    def sha2_rsa_encrypt(password: bytes, salt: bytes, public_key: bytes) -> bytes:
+        try:
+            from cryptography.hazmat.backends import default_backend
+            from cryptography.hazmat.primitives import hashes, serialization
+            from cryptography.hazmat.primitives.asymmetric import padding
+        except ImportError:
+            return original(password, salt, public_key)  # type: ignore[no-any-return]
+        auth.default_backend = default_backend
+        auth.hashes = hashes
+        auth.serialization = serialization
+        auth.padding = padding
+        auth._have_cryptography = True
+        auth.sha2_rsa_encrypt = original
+        return original(password, salt, public_key)  # type: ignore[no-any-return]
+
+    auth.sha2_rsa_encrypt = sha2_rsa_encrypt
+
+
 @functools.cache
 def _drivers() -> tuple[Any, Any, type[Any]]:
     """aiomysql, pymysql and the cursor class, imported on first use: a process that only
     knows servers' facts (the live screen, whose session runs in another process) never
-    loads the MySQL driver (about 20 MB)."""
-    import aiomysql
-    import pymysql
+    loads the MySQL driver (about 20 MB).  ``cryptography`` waits until an RSA password
+    exchange needs it (:func:`_rsa_deferred`)."""
+    with _rsa_deferred():
+        import aiomysql
+        import pymysql
+        from pymysql import _auth
+    _rsa_on_first_use(_auth)
 
     class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
         """A cursor that leaves warnings on the server.
