@@ -26,12 +26,15 @@ def stderr_console() -> Console:
 
 def ui_config() -> UiConfig:
     """The person's config file, its key remapping checked against every binding id
-    (a ConfigError names the file, the key and the fix before any screen opens)."""
+    (a ConfigError names the file, the key and the fix before any screen opens).  The
+    keymap imports every app (replay, compare and their analysis modules, ~3 MB): only a
+    config that remaps keys pays for it."""
     from knobtop.config import load_config
-    from knobtop.ui.keymap import binding_ids, check_keymap
 
     config = load_config()
     if config.keys:
+        from knobtop.ui.keymap import binding_ids, check_keymap
+
         check_keymap(config.keys, binding_ids(), str(config.path))
     return config
 
