@@ -465,3 +465,23 @@ def test_flavor_table_agrees_with_the_servers_system_variables(
                  if (f := lookup("mariadb", version.version, k)) is not None and f.present]
     assert len(described) >= 15  # the comparison below covers the seed knobs, not a few
     assert flavor_disagreements(version, server) == []
+
+
+@pytest.mark.integration
+def test_the_search_index_is_built_by_the_first_search_not_carried_before(
+    catalog: Catalog,
+) -> None:
+    """The live screen gets the catalog pickled from the session's process; neither needs
+    the search index (~1 KB a name) until someone searches (issue 16 row 5d)."""
+    import pickle
+
+    built = Catalog(catalog.version, catalog.present())  # the fixture's may have searched
+    fresh = pickle.loads(pickle.dumps(built))
+    copy = pickle.loads(pickle.dumps(built))
+    assert fresh._index is None
+    bare = len(pickle.dumps(fresh))
+    hits = [f.name for f in fresh.search("buffer pool", limit=20)]
+    assert fresh._index is not None and len(fresh._index) == len(fresh)
+    assert len(pickle.dumps(fresh)) > bare * 1.5  # what the index would have added
+    assert hits == [f.name for f in copy.search("buffer pool", limit=20)]
+    assert hits[0].startswith("innodb_buffer_pool")

@@ -125,8 +125,16 @@ class Catalog:
         self.version = version
         self._facts: dict[str, CatalogFacts] = {f.name.lower(): f for f in facts}
         self._seed = tuple(seed)
-        seeds = {s.lower() for s in self._seed}
-        self._index = [_entry(f.name, f.name.lower() in seeds) for f in self._facts.values()]
+        # Built by the first search (_search_index): about 1 KB a name, which neither the
+        # session's process nor the screen (it gets the catalog pickled) needs until then.
+        self._index: list[_Entry] | None = None
+
+    def _search_index(self) -> list[_Entry]:
+        if self._index is None:
+            seeds = {s.lower() for s in self._seed}
+            self._index = [_entry(f.name, f.name.lower() in seeds)
+                           for f in self._facts.values()]
+        return self._index
 
     @property
     def names(self) -> list[str]:
@@ -173,7 +181,7 @@ class Catalog:
         squashed = "".join(tokens)
         need = frozenset(squashed)
         hits: list[tuple[float, str, _Entry]] = []
-        for entry in self._index:
+        for entry in self._search_index():
             if not need <= entry.letters:
                 continue
             score = _score(entry, joined, squashed, tokens)
