@@ -145,3 +145,27 @@ def test_run_takes_the_client_tables_choice_connect_has() -> None:
     shared = run_options(["--profile", "p"], recipe).where
     assert not isinstance(own, LabPlace) and not isinstance(shared, LabPlace)
     assert own.own_tables and not shared.own_tables
+
+
+def test_the_sessions_process_loads_neither_cryptography_nor_package_metadata() -> None:
+    # What the forked child imports (session.served) and the MySQL driver it connects with:
+    # `cryptography` waits for an RSA password exchange (server/link.py), importlib.metadata
+    # (with email, zipfile, csv) for a built-in load's version line (row 5d).
+    probe = ("import sys\nimport knobtop.session.process, knobtop.session.served\n"
+             "from knobtop.server.link import _drivers\n_drivers()\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    loaded = set(run.stderr.split())
+    assert {"knobtop.session.served", "aiomysql", "pymysql"} <= loaded  # the probe ran
+    assert not loaded & {"cryptography", "importlib.metadata", "email"}, loaded
+
+
+def test_the_built_in_driver_still_names_its_client_library_and_version() -> None:
+    from importlib import metadata
+
+    from knobtop.load.builtin import BuiltinDriver
+    from knobtop.server.link import ConnectionInfo
+
+    driver = BuiltinDriver(ConnectionInfo())
+    assert driver.version == f"{driver.library} {metadata.version(driver.library)}"

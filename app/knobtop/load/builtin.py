@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import importlib.metadata
 import importlib.util
 import math
 import multiprocessing
@@ -1046,9 +1045,13 @@ class BuiltinDriver:
         self.database = database
         self.processes = processes
         self.library = client_library()
+        # importlib.metadata (with email, zipfile, csv: ~1 MB, 20 ms) only where a built-in
+        # load is set up, not in every session's process.
+        from importlib import metadata
+
         try:
-            self.version = f"{self.library} {importlib.metadata.version(self.library)}"
-        except importlib.metadata.PackageNotFoundError:
+            self.version = f"{self.library} {metadata.version(self.library)}"
+        except metadata.PackageNotFoundError:
             self.version = self.library
         self._run: _Run | None = None
         self.worker_pids: list[int] = []
