@@ -19,7 +19,6 @@ from __future__ import annotations
 import bisect
 import math
 import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,7 +330,3 @@ def clock_text(seconds: float) -> str:
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def wall_clock(wall: float) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(wall))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from datetime import UTC, datetime
 
 from knobtop.errors import KnobtopError
@@ -12,6 +13,11 @@ from knobtop.errors import KnobtopError
 
 class TimeError(KnobtopError, ValueError):
     """A time or range that cannot be read; the message shows the forms that can."""
+
+
+def wall_clock(wall: float) -> str:
+    """A wall-clock time (seconds since the epoch) as HH:MM:SS, UTC."""
+    return time.strftime("%H:%M:%S", time.gmtime(wall))
 
 
 def fmt_rel(t: float) -> str:

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from knobtop.analysis.replay import wall_clock
+from knobtop.analysis.times import wall_clock
 from knobtop.journal.events import Incident
 
 PROCESS_SHOWN = 25
