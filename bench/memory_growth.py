@@ -126,8 +126,8 @@ async def simulate(seconds: int, paint_every: int, tmp: Path,
             out["board_samples"] = board.samples
         if session is not None:
             out["phase_reports"] = len(session.loads.phase_reports)
-            kept = session.loads.phase_reports  # two float arrays (PhaseNumbers)
-            out["phase_report_bytes"] = (sys.getsizeof(kept.tps) + sys.getsizeof(kept.lat)
+            kept = session.loads.phase_reports  # two compact columns (PhaseNumbers)
+            out["phase_report_bytes"] = (kept.tps.nbytes() + kept.lat.nbytes()
                                          ) / max(len(kept), 1)
             out["journal_bytes"] = config.journal_path.stat().st_size
             assert session.journal is not None

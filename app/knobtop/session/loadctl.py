@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import statistics
+import sys
 from array import array
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -34,15 +35,52 @@ TABLE_ERRORS = ("SQL API error", "mysql_stmt_prepare", "doesn't exist", "1146", 
                 "Unknown database", "prepare the sysbench tables")
 
 
+class Hundredths:
+    """One column of a phase's numbers: hundredths in 4-byte ints while every value has at
+    most two decimals and fits (sysbench prints two; the built-in driver rounds to two),
+    8-byte floats from the first value that does not.  Either way ``values()`` gives back
+    what was appended: a two-decimal float is the one nearest its hundredths / 100."""
+
+    __slots__ = ("_floats", "_ints")
+    _LIMIT = 2**31
+
+    def __init__(self) -> None:
+        self._ints: array[int] | None = array("i")  # None once the floats took over
+        self._floats: array[float] = array("d")
+
+    def append(self, value: float) -> None:
+        ints = self._ints
+        if ints is not None:
+            scaled = value * 100
+            whole = round(scaled)
+            if (-self._LIMIT <= whole < self._LIMIT
+                    and abs(scaled - whole) <= 1e-6 * max(1.0, abs(scaled))):
+                ints.append(whole)
+                return
+            self._floats = array("d", (v / 100 for v in ints))
+            self._ints = None
+        self._floats.append(value)
+
+    def values(self) -> list[float]:
+        ints = self._ints
+        return [v / 100 for v in ints] if ints is not None else list(self._floats)
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self._ints) + sys.getsizeof(self._floats)
+
+    def __len__(self) -> int:
+        return len(self._ints) if self._ints is not None else len(self._floats)
+
+
 class PhaseNumbers:
-    """A phase's per-interval TPS and latency as two float arrays (16 bytes a report, not
-    a report object each: a phase may run for a day)."""
+    """A phase's per-interval TPS and latency as two compact columns (8 bytes a report,
+    not a report object each: a phase may run for a day)."""
 
     __slots__ = ("lat", "tps")
 
     def __init__(self) -> None:
-        self.tps: array[float] = array("d")
-        self.lat: array[float] = array("d")
+        self.tps = Hundredths()
+        self.lat = Hundredths()
 
     def append(self, report: IntervalReport) -> None:
         self.tps.append(report.tps)
@@ -57,9 +95,9 @@ def phase_stats(numbers: PhaseNumbers) -> dict[str, Any]:
         return {"intervals": 0}
     return {
         "intervals": len(numbers),
-        "tps_median": round(statistics.median(numbers.tps), 2),
-        "tps_mean": round(statistics.fmean(numbers.tps), 2),
-        "p95_median": round(statistics.median(numbers.lat), 2),
+        "tps_median": round(statistics.median(tps := numbers.tps.values()), 2),
+        "tps_mean": round(statistics.fmean(tps), 2),
+        "p95_median": round(statistics.median(numbers.lat.values()), 2),
     }
 
 
@@ -360,4 +398,5 @@ class LoadController:
         return message
 
 
-__all__ = ["TABLE_ERRORS", "LoadController", "PhaseNumbers", "phase_stats", "run_options"]
+__all__ = ["TABLE_ERRORS", "Hundredths", "LoadController", "PhaseNumbers", "phase_stats",
+           "run_options"]
