@@ -26,7 +26,7 @@ from knobtop.ui.keymap import binding_ids
 from knobtop.ui.look import BUNDLED_THEMES, load_themes
 from knobtop.ui.replay_app import ReplayApp
 from knobtop.ui.screens.help import HelpScreen
-from knobtop.ui.widgets.graph_grid import GraphGrid
+from knobtop.ui.widgets.graph_grid import GraphGrid, graph_id
 from knobtop.ui.widgets.metric_graph import MetricGraph, span_label, time_axis_text
 
 JOURNALS = Path(__file__).parent / "data" / "journals"
@@ -261,6 +261,29 @@ async def test_graph_pages_by_key_and_palette() -> None:
         assert grid.page == "overview" and not widget_text(status)[0].startswith("InnoDB")
         names = [name for name, _h, _c in app.palette_actions()]
         assert {"Graphs: Overview", "Graphs: InnoDB", "Graphs: MyRocks"} <= set(names)
+
+
+async def test_a_graph_page_is_mounted_when_first_shown_and_drawn_at_once() -> None:
+    """Only the page on screen is mounted at start (each graph is a widget with its own
+    message pump: bench row 5d); the first time a page is shown it is mounted and drawn
+    in the same step, without waiting for the next paint, and never mounted twice."""
+    from knobtop.ui.widgets.graph_grid import PAGES
+
+    app = live_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app._painted > 0)
+        graphs = app.live.query(MetricGraph)
+        assert {g.id for g in graphs} == {graph_id("overview", s.metric)
+                                          for s in PAGES["overview"][1]}
+        await pilot.press("2")
+        await pilot.pause()
+        innodb = {graph_id("innodb", s.metric) for s in PAGES["innodb"][1]}
+        shown = [g for g in app.live.query(MetricGraph) if g.id in innodb]
+        assert len(shown) == len(innodb)
+        assert all(g._data_version > 0 for g in shown)  # each given its points already
+        assert any(g._points for g in shown)
+        await pilot.press("1", "2")
+        assert len(app.live.query(MetricGraph)) == len(graphs) + len(innodb)
 
 
 # -- screenshots ------------------------------------------------------------------------------
