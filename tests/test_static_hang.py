@@ -8,6 +8,7 @@ import contextlib
 import os
 import shlex
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,10 +54,26 @@ def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
 
 
 def stop(box: Sandbox) -> None:
+    """SIGSTOP the server and return once every one of its threads has stopped: kill()
+    returns before that, and a thread still running could answer one more statement (on
+    a slow stretch of the machine it did, and a health check meant to hang was answered)."""
     pid = box.running_pid()
     assert pid is not None
     STOPPED.append(pid)
     os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10.0
+    while not all_threads_stopped(pid):
+        assert time.monotonic() < deadline, f"mariadbd {pid} not stopped 10 s after SIGSTOP"
+        time.sleep(0.005)  # polling the threads' state, not standing in for it
+
+
+def all_threads_stopped(pid: int) -> bool:
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            # The state follows the command name in parentheses, which may hold spaces.
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def test_statement_kinds_and_default_deadlines() -> None:
