@@ -52,7 +52,9 @@ def test_a_day_long_phase_holds_eight_bytes_a_report() -> None:
     assert per_report < 9.5  # two float arrays held 16 (and a bit of over-allocation)
 
 
-@pytest.mark.parametrize("odd", [1234.567, 2.0**31 / 100 + 1, -2.0**31 / 100 - 1])
+# 12345.675: a third decimal on a large figure (a tolerance relative to the value let it
+# through as 12345.68).
+@pytest.mark.parametrize("odd", [1234.567, 12345.675, 2.0**31 / 100 + 1, -2.0**31 / 100 - 1])
 def test_a_value_hundredths_cannot_hold_turns_the_column_to_floats(odd: float) -> None:
     column = Hundredths()
     first = [1234.56, 0.0, 99.99, 17.5]

@@ -53,8 +53,9 @@ class Hundredths:
         if ints is not None:
             scaled = value * 100
             whole = round(scaled)
-            if (-self._LIMIT <= whole < self._LIMIT
-                    and abs(scaled - whole) <= 1e-6 * max(1.0, abs(scaled))):
+            # Float noise only (a sum of two-decimal figures, the product by 100): under
+            # 2**31 it stays below 1e-6 of a hundredth, where a third decimal is >= 0.1.
+            if -self._LIMIT <= whole < self._LIMIT and abs(scaled - whole) <= 1e-6:
                 ints.append(whole)
                 return
             self._floats = array("d", (v / 100 for v in ints))
