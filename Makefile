@@ -18,12 +18,12 @@ test: deps-test $(STAMP) lint layers typecheck pytest
 check: test
 
 # The tests without a server (parsers, statistics, screens under run_test) in two workers,
-# then the live ones one after another with nothing beside them: a live test shares the
-# two cores with a saturating sysbench, and the kernel's autogroups starve a screen outside
-# sysbench's session for many seconds (issue 16), so nothing may run next to them.
+# then the live ones in two workers, a test file per worker at a time (a file's module
+# fixtures are started once). Each worker has its own mariadbd, sshd and galera cluster on
+# free loopback ports; tmux panes do not inherit the COLUMNS and LINES xdist sets.
 pytest: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not integration"
-	$(PY) -m pytest -m integration --durations=25
+	$(PY) -m pytest -n 2 --dist loadfile -m integration --durations=25
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests bench

@@ -22,8 +22,10 @@ from pathlib import Path
 from signal import SIGCHLD
 
 # The pane environment: no COLORTERM (a 256-colour terminal must not be taken for a
-# truecolor one) and no TMUX (this is not a nested tmux).
-_DROP_ENV = ("COLORTERM", "TMUX", "TMUX_PANE")
+# truecolor one), no TMUX (this is not a nested tmux), and no COLUMNS or LINES: pytest-xdist
+# sets them to 80 and 24 in its workers, and a Textual app takes them over the pane's size,
+# so a resized pane would keep drawing at 80x24.
+_DROP_ENV = ("COLORTERM", "TMUX", "TMUX_PANE", "COLUMNS", "LINES")
 
 
 class TmuxServer:
