@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +81,34 @@ async def test_two_sandboxes_side_by_side_with_their_own_base_config(tmp_path: P
     finally:
         one.stop()
         two.stop()
+
+
+@pytest.mark.integration
+async def test_a_sandbox_leaves_other_servers_temporary_tables_alone(tmp_path: Path) -> None:
+    """A starting mariadbd (and mariadb-install-db's bootstrap) deletes every ``#sql*``
+    file in its tmpdir. With the shared default (TMPDIR, else /tmp) a new sandbox deleted
+    the on-disk temporary tables of every other server using it: a galera node's install
+    failed on its own vanished temporary table while another sandbox started."""
+    require_binary("mariadbd", "mariadb-server")
+    shared = Path(os.environ.get("TMPDIR") or "/tmp")
+    theirs = shared / f"#sql-knobtop-test-{os.getpid()}-{secrets.token_hex(4)}.MAI"
+    theirs.write_bytes(b"")
+    box = Sandbox(tmp_path / "box")
+    try:
+        info = box.start()  # a fresh datadir: the bootstrap, then the server
+        assert theirs.exists(), f"starting the sandbox deleted {theirs}"
+        assert await show_global(info, "tmpdir") == str(box.tmpdir)
+        restart(box.root)
+        assert theirs.exists(), f"restarting the sandbox deleted {theirs}"
+    finally:
+        box.stop()
+        theirs.unlink(missing_ok=True)
+    # A base option may still choose it (a tmpfs, say): it replaces the lab's line.
+    mine = tmp_path / "fast"
+    box = Sandbox(tmp_path / "box", options=(("tmpdir", str(mine)),))
+    box._write_config()
+    lines = box.config.read_text().splitlines()
+    assert [ln for ln in lines if ln.startswith("tmpdir=")] == [f"tmpdir={mine}"]
+    plain = Sandbox(tmp_path / "plain")
+    plain._write_config()
+    assert f"tmpdir={plain.tmpdir}" in plain.config.read_text().splitlines()

@@ -115,6 +115,14 @@ class Sandbox:
         return self.root / "error.log"
 
     @property
+    def tmpdir(self) -> Path:
+        """The server's own temporary directory. Not /tmp: a mariadbd starting (and
+        mariadb-install-db's bootstrap) deletes every ``#sql*`` file in its tmpdir, so with
+        a shared one it would delete the on-disk temporary tables of every other server on
+        the machine that uses it, queries running on them included."""
+        return self.root / "tmp"
+
+    @property
     def secret_file(self) -> Path:
         return self.root / "client.cnf"
 
@@ -154,8 +162,10 @@ class Sandbox:
 
     def _write_config(self) -> None:
         self.dropin_dir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
         user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
         mine = {key for key, _ in self.options}
+        tmpdir = "" if "tmpdir" in mine else f"tmpdir={self.tmpdir}\n"
         self.config.write_text(
             "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
             "[mysqld]\n"
@@ -163,6 +173,7 @@ class Sandbox:
             f"socket={self.socket}\n"
             f"pid-file={self.pid_file}\n"
             f"log-error={self.error_log}\n"
+            f"{tmpdir}"
             "bind-address=127.0.0.1\n"
             f"{user}"
             + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
@@ -180,10 +191,12 @@ class Sandbox:
                 "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
             )
         self.datadir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
         args = [
             install,
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",  # passed to the bootstrap: see tmpdir
             "--auth-root-authentication-method=socket",
             # The OS user running knobtop may log in as root over the socket.
             f"--auth-root-socket-user={getpass.getuser()}",

@@ -190,6 +190,10 @@ class GaleraNode:
         return self.root / "my.cnf"
 
     @property
+    def tmpdir(self) -> Path:
+        return self.root / "tmp"
+
+    @property
     def dropin_dir(self) -> Path:
         return self.root / "conf.d"
 
@@ -215,6 +219,9 @@ class GaleraNode:
     def write_files(self, *, cluster_name: str, cluster_address: str, run_as: str | None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.dropin_dir.mkdir(exist_ok=True)
+        self.tmpdir.mkdir(exist_ok=True)
+        if run_as:
+            shutil.chown(self.tmpdir, run_as)
         user = f"user={run_as}\n" if run_as else ""
         provider_options = (
             f"gmcast.listen_addr=tcp://127.0.0.1:{self.gmcast_port};"
@@ -228,6 +235,9 @@ class GaleraNode:
             f"socket={self.socket}\n"
             f"pid-file={self.pid_file}\n"
             f"log-error={self.error_log}\n"
+            # Its own: a starting mariadbd deletes every #sql* file in its tmpdir, another
+            # server's temporary tables in a shared /tmp included.
+            f"tmpdir={self.tmpdir}\n"
             f"port={self.port}\n"
             "bind-address=127.0.0.1\n"
             "skip-name-resolve\n"
@@ -267,6 +277,7 @@ class GaleraNode:
             install,
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             "--auth-root-authentication-method=socket",
             f"--auth-root-socket-user={me}",
             "--skip-test-db",
