@@ -20,10 +20,14 @@ check: test
 # The tests without a server (parsers, statistics, screens under run_test) in two workers,
 # then the live ones in two workers, a test file per worker at a time (a file's module
 # fixtures are started once). Each worker has its own mariadbd, sshd and galera cluster on
-# free loopback ports; tmux panes do not inherit the COLUMNS and LINES xdist sets.
+# free loopback ports; tmux panes do not inherit the COLUMNS and LINES xdist sets. Last,
+# one after another with nothing beside them, the live tests marked serial: their
+# assertions hold the machine's timing (sysbench's per-second lines add up to its summary,
+# samples on schedule, deadlines), which a second saturating sysbench beside them bends.
 pytest: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not integration"
-	$(PY) -m pytest -n 2 --dist loadfile -m integration --durations=25
+	$(PY) -m pytest -n 2 --dist loadfile -m "integration and not serial" --durations=25
+	$(PY) -m pytest -m "integration and serial" --durations=10
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests bench

@@ -31,6 +31,10 @@ from knobtop.recipes.runner import window_transactions
 from knobtop.server.link import ConnectionInfo
 from knobtop.session.core import Session, SessionConfig
 
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = pytest.mark.serial
+
 DATA = Path(__file__).parent / "data" / "sysbench"
 SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000)
 

@@ -18,7 +18,9 @@ from knobtop.metrics import SERVER_COUNTERS, MetricBoard
 from knobtop.server.link import ConnectionInfo, ServerError
 from knobtop.session.core import Session, SessionConfig
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 def make_session(info: ConnectionInfo, tmp_path: Path, interval: float = 1.0) -> Session:

@@ -31,7 +31,9 @@ from knobtop.server.link import (
 from knobtop.server.static import RestartApplier, ServerNode, parse_dropin, render_dropin
 from knobtop.session.core import Session, SessionConfig
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 STOPPED: list[int] = []

@@ -20,7 +20,9 @@ from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
 from knobtop.session.core import Session, SessionConfig
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 INTERVAL = 0.5
 OUTAGE_SAMPLES = 8  # the crashed host stays down this many sampling intervals

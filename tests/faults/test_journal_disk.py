@@ -39,7 +39,9 @@ from knobtop.recipes.runner import RecipeRunner, RunFailed
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 LAB_LOAD = ("--load", SMALL.workload, "--threads", str(SMALL.threads), "--tables",
             str(SMALL.tables), "--table-size", str(SMALL.table_size))

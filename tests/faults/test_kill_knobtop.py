@@ -18,7 +18,9 @@ from knobtop.journal import End, JournalReader, Load, Sample
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 INTERVAL = 0.5
 LAB_LOAD = ("--load", SMALL.workload, "--threads", str(SMALL.threads), "--tables",

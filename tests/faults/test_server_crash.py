@@ -21,7 +21,9 @@ from knobtop.server.link import ServerLink
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane
 
-pytestmark = pytest.mark.integration
+# Its assertions hold the machine's timing (sysbench's per-second lines, the sampler's
+# schedule, deadlines): run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 UPTIME = SERVER_COUNTERS.index("Uptime")
 
 
