@@ -23,7 +23,8 @@ check: test
 # free loopback ports; tmux panes do not inherit the COLUMNS and LINES xdist sets. Last,
 # one after another with nothing beside them, the live tests marked serial: their
 # assertions hold the machine's timing (sysbench's per-second lines add up to its summary,
-# samples on schedule, deadlines), which a second saturating sysbench beside them bends.
+# throughput verdicts, samples on schedule, deadlines), which a second saturating sysbench
+# beside them bends.
 pytest: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not integration"
 	$(PY) -m pytest -n 2 --dist loadfile -m "integration and not serial" --durations=25

@@ -155,6 +155,7 @@ def test_steps_csv_of_a_journal_without_a_recipe_says_so() -> None:
     assert run.returncode == 2 and "no recipe steps" in run.stderr
 
 
+@pytest.mark.serial  # an A/A verdict: another test's load beside it would drift one arm
 def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narrow(
     tmp_path: Path, sysbench_path: str
 ) -> None:

@@ -33,7 +33,8 @@ from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 
-pytestmark = pytest.mark.integration
+# Its verdicts compare throughput: run with no other live test beside it (make test).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 QUICK = ("--duration", "2", "--warmup", "0")
 
