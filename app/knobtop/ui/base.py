@@ -19,6 +19,7 @@ from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.commands import ActionsProvider, binding_actions
 from knobtop.ui.keyorder import keep_key_order
+from knobtop.ui.leanstrips import lean_strip_caches
 from knobtop.ui.look import apply_look
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
@@ -36,6 +37,7 @@ class ScreenApp(App[int]):
 
     def __init__(self, config: UiConfig | None = None) -> None:
         keep_key_order()
+        lean_strip_caches()
         super().__init__()
         self.config = config or UiConfig()
         self.screenshot_dir: Path = Path.cwd()

@@ -1,0 +1,52 @@
+"""Textual's Strip caches, made on first use (knobtop.ui.leanstrips)."""
+
+from __future__ import annotations
+
+import random
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.cache import FIFOCache
+from textual.strip import Strip
+
+from knobtop.ui.app import KnobtopApp
+from knobtop.ui.leanstrips import LeanFIFOCache
+
+
+def test_it_keeps_and_drops_what_textuals_fifo_cache_does() -> None:
+    rng = random.Random(7)
+    lean: LeanFIFOCache = LeanFIFOCache(4)
+    theirs: FIFOCache[int, int] = FIFOCache(4)
+    assert lean.get(1) is None and not lean and len(lean) == 0 and 1 not in lean
+    for step in range(2000):
+        key = rng.randrange(12)
+        if rng.random() < 0.5:
+            lean[key] = theirs[key] = step
+        assert lean.get(key, "none") == theirs.get(key, "none")
+        assert len(lean) == len(theirs) and list(lean.keys()) == list(theirs.keys())
+        if rng.random() < 0.01:
+            lean.clear()
+            theirs.clear()
+    assert bool(lean) == bool(theirs)
+
+
+def test_strips_made_once_a_screen_exists_cache_lazily_and_render_the_same() -> None:
+    segments = [Segment("knob", Style(bold=True)), Segment("=", None), Segment("value")]
+    before = Strip(segments)  # made with Textual's own caches
+    KnobtopApp(header=None, events=[])  # the screens' base class installs the lean caches
+    strip = Strip(segments)
+    assert isinstance(strip._crop_cache, LeanFIFOCache)
+    assert isinstance(strip._divide_cache, LeanFIFOCache)
+    assert not strip._crop_cache and not strip._style_cache  # no dict until first use
+    # The same results as a Strip with Textual's caches, the second time from the cache.
+    assert strip.crop(2, 7) == before.crop(2, 7)
+    assert strip.crop(2, 7) is strip.crop(2, 7)
+    assert strip.divide([3, 6]) == before.divide([3, 6])
+    assert strip.divide([3, 6]) is strip.divide([3, 6])
+    styled = Style(italic=True)
+    assert strip.apply_style(styled) == before.apply_style(styled)
+    assert strip.apply_style(styled) is strip.apply_style(styled)
+    assert strip.crop_extend(1, 12, None) == before.crop_extend(1, 12, None)
+    assert strip.extend_cell_length(14) == before.extend_cell_length(14)
+    assert strip.apply_offsets(1, 2) == before.apply_offsets(1, 2)
+    assert strip.text == before.text == "knob=value"
