@@ -1,16 +1,23 @@
-"""Textual's Strip caches, made on first use (knobtop.ui.leanstrips)."""
+"""The live screen's footprint (knobtop.ui.leanstrips): Textual's Strip caches made on
+first use, Rich's width cache emptied every hour of samples."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
+from rich.cells import cached_cell_len, cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.cache import FIFOCache
 from textual.strip import Strip
 
+from harness.ui import until
+from knobtop.journal import JournalReader, Sample
 from knobtop.ui.app import KnobtopApp
-from knobtop.ui.leanstrips import LeanFIFOCache
+from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, LeanFIFOCache
+
+RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
 
 
 def test_it_keeps_and_drops_what_textuals_fifo_cache_does() -> None:
@@ -50,3 +57,31 @@ def test_strips_made_once_a_screen_exists_cache_lazily_and_render_the_same() -> 
     assert strip.extend_cell_length(14) == before.extend_cell_length(14)
     assert strip.apply_offsets(1, 2) == before.apply_offsets(1, 2)
     assert strip.text == before.text == "knob=value"
+
+
+async def test_the_live_screen_empties_richs_width_cache_every_hour_of_samples() -> None:
+    reader = JournalReader(RECORDED)
+    samples = [e for e in reader if isinstance(e, Sample)]
+    app = KnobtopApp(header=reader.header, events=[])
+    async with app.run_test(size=(160, 48)) as pilot:
+        for event in samples[:3]:
+            app._from_session(event)
+        await until(pilot, lambda: app.board is not None and app.board.samples == 3)
+        board = app.board
+        assert board is not None
+        measured_once = "a status line drawn once, 3599 samples ago"
+        cell_len(measured_once)
+        app.paint(force=True)  # within the first hour: kept
+        assert cached_cell_len.cache_info().currsize > 0
+        kept = cached_cell_len.cache_info().currsize
+        board.samples = CELL_WIDTHS_KEPT_FOR - 1
+        app.paint(force=True)
+        assert cached_cell_len.cache_info().currsize >= kept
+        board.samples = CELL_WIDTHS_KEPT_FOR  # an hour of samples: emptied, then refilled
+        app.paint(force=True)  # with what the screen still draws
+        before = cached_cell_len.cache_info().currsize
+        cell_len(measured_once)
+        assert cached_cell_len.cache_info().currsize == before + 1  # it had been forgotten
+        board.samples = CELL_WIDTHS_KEPT_FOR + 1
+        app.paint(force=True)  # not again within the hour
+        assert cached_cell_len.cache_info().currsize >= before + 1

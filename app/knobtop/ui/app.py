@@ -39,6 +39,7 @@ from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
+from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, forget_cell_widths
 from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
@@ -138,6 +139,7 @@ class KnobtopApp(KnobtopBase):
         self._journal_name = ""
         self._live_ready = False
         self._unshown: list[Event] = []
+        self._widths_hour = 0  # hours of samples when Rich's width cache was last emptied
         self._quitting = False
 
     # -- start and stop ---------------------------------------------------------
@@ -515,6 +517,10 @@ class KnobtopApp(KnobtopBase):
         if self.board is not None:
             grid.draw(self.board)
             hosts.show(self.board)
+            hour = self.board.samples // CELL_WIDTHS_KEPT_FOR
+            if hour != self._widths_hour:
+                self._widths_hour = hour
+                forget_cell_widths()
 
     # -- knobs ------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Textual's line caches made where they are used (a Textual 8 footprint workaround).
+"""Textual's line caches made where they are used, and Rich's width cache kept to an hour
+(the live screen's footprint over a day).
 
 Every rendered line of a widget is a Textual ``Strip``, and each Strip creates seven
 ``FIFOCache`` objects up front (crops, divisions, styles, filters ...), each an object and
@@ -18,6 +19,7 @@ from typing import Any
 
 import textual.cache
 import textual.strip
+from rich.cells import cached_cell_len
 
 _installed = False
 
@@ -78,3 +80,16 @@ def lean_strip_caches() -> None:
     if getattr(textual.strip, "FIFOCache", None) is textual.cache.FIFOCache:
         setattr(textual.strip, "FIFOCache", LeanFIFOCache)  # noqa: B010 (a library's global)
     _installed = True
+
+
+# Rich keeps the width of every string under 512 characters it measured, up to 4,096 of
+# them (``rich.cells.cached_cell_len``). The live screen measures a new status line and new
+# graph figures every sample, so over a day that cache fills with strings measured once
+# (about 0.8 MB of a simulated day's growth at 160x48); the screen empties it every hour
+# of samples instead.
+CELL_WIDTHS_KEPT_FOR = 3600  # samples
+
+
+def forget_cell_widths() -> None:
+    """Empty Rich's cache of measured string widths (it refills with what is still drawn)."""
+    cached_cell_len.cache_clear()
