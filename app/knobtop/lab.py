@@ -191,12 +191,11 @@ class Sandbox:
                 "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
             )
         self.datadir.mkdir(parents=True, exist_ok=True)
-        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
         args = [
             install,
             "--no-defaults",
             f"--datadir={self.datadir}",
-            f"--tmpdir={self.tmpdir}",  # passed to the bootstrap: see tmpdir
+            f"--tmpdir={self.tmpdir}",  # to the bootstrap (made by _write_config): see tmpdir
             "--auth-root-authentication-method=socket",
             # The OS user running knobtop may log in as root over the socket.
             f"--auth-root-socket-user={getpass.getuser()}",
