@@ -237,6 +237,31 @@ def test_series_is_a_bounded_ring_that_keeps_gaps() -> None:
     assert series.last == 60.5 and series.last_t == 7.0  # last skips the gap, last_t does not
 
 
+def test_series_on_a_shared_clock_read_as_series_of_their_own() -> None:
+    """The board's sample metrics share one ring of times (half the memory of a ring each):
+    each reads exactly as a series with its own times, fed the same points."""
+    import random
+
+    from knobtop.metrics.board import Clock, Series
+
+    rng = random.Random(7)
+    clock = Clock(capacity=5)
+    shared = [Series(clock=clock) for _ in range(3)]
+    alone = [Series(capacity=5) for _ in range(3)]
+    for step in range(12):
+        t = float(step)
+        i = clock.tick(t)
+        for a, b in zip(shared, alone, strict=True):
+            value = None if rng.random() < 0.3 else rng.random()
+            a.put(i, value)
+            b.append(t, value)
+        for a, b in zip(shared, alone, strict=True):
+            assert a.points() == b.points() and a.points(since=t - 2) == b.points(since=t - 2)
+            assert (len(a), a.last, a.last_t) == (len(b), b.last, b.last_t)
+    assert len(shared[0]) == 5  # bounded like the others
+    assert shared[0].points() != shared[1].points()  # each keeps its own values
+
+
 @pytest.mark.parametrize("journal", sorted(p.name for p in JOURNALS.glob("*.knobtop.jsonl")))
 def test_brief_derive_gives_a_reports_columns_exactly_as_the_full_one(journal: str) -> None:
     """A report derives every sample of a journal with ``brief=True`` (only its columns,

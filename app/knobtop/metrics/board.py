@@ -26,43 +26,68 @@ from knobtop.metrics.derive import Snapshot, derive, has_rocksdb
 DEFAULT_CAPACITY = 3600
 
 
+class Clock:
+    """The times of the last ``capacity`` points, a ring several series may share.
+
+    A sample gives all the sample metrics a point at one time (a load report, all the load
+    metrics): their series share one clock, so the hour every series keeps costs 8 bytes a
+    point for each series' values and 8 for the times once, not 16 for each.
+    """
+
+    __slots__ = ("capacity", "n", "next", "t")
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        self.t = array("d", bytes(8 * capacity))
+        self.n = 0  # points held
+        self.next = 0  # where the next point goes
+
+    def tick(self, t: float) -> int:
+        """Take the time of the next point; its place in the ring."""
+        i = self.next
+        self.t[i] = t
+        self.next = (i + 1) % self.capacity
+        if self.n < self.capacity:
+            self.n += 1
+        return i
+
+    def index(self, k: int) -> int:
+        """Ring position of the k-th newest point (0 = newest)."""
+        return (self.next - 1 - k) % self.capacity
+
+
 class Series:
     """The last ``capacity`` points of one metric; ``None`` values are gaps.
 
-    Two fixed-size float arrays used as a ring (a gap is stored as NaN): 16 bytes a point,
-    where a deque of Python floats costs about 64, for the hour every series keeps.
+    A fixed-size float array used as a ring (a gap is stored as NaN), with its times on a
+    :class:`Clock`, its own or one it shares: 8 or 16 bytes a point, where a deque of Python
+    floats costs about 64, for the hour every series keeps.  A series on a shared clock is
+    filled with :meth:`put` after the clock's ``tick``; one on its own with :meth:`append`.
     """
 
-    __slots__ = ("_capacity", "_n", "_next", "_t", "_v")
+    __slots__ = ("_clock", "_v")
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._capacity = capacity
-        self._t = array("d", bytes(8 * capacity))
-        self._v = array("d", bytes(8 * capacity))
-        self._n = 0  # points held
-        self._next = 0  # where the next point goes
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, clock: Clock | None = None) -> None:
+        self._clock = Clock(capacity) if clock is None else clock
+        self._v = array("d", bytes(8 * self._clock.capacity))
 
     def append(self, t: float, value: float | None) -> None:
-        i = self._next
-        self._t[i] = t
+        self.put(self._clock.tick(t), value)
+
+    def put(self, i: int, value: float | None) -> None:
+        """The value of the point at ring position ``i`` (its clock's ``tick``)."""
         self._v[i] = math.nan if value is None else value
-        self._next = (i + 1) % self._capacity
-        if self._n < self._capacity:
-            self._n += 1
 
     def __len__(self) -> int:
-        return self._n
-
-    def _index(self, k: int) -> int:
-        """Ring position of the k-th newest point (0 = newest)."""
-        return (self._next - 1 - k) % self._capacity
+        return self._clock.n
 
     def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
         """Points at or after ``since``, oldest first; walks back only as far as needed."""
         out: list[tuple[float, float | None]] = []
-        ts, vs = self._t, self._v
-        for k in range(self._n):
-            i = self._index(k)
+        clock = self._clock
+        ts, vs = clock.t, self._v
+        for k in range(clock.n):
+            i = clock.index(k)
             t = ts[i]
             if since is not None and t < since:
                 break
@@ -73,15 +98,17 @@ class Series:
 
     @property
     def last(self) -> float | None:
-        for k in range(self._n):
-            v = self._v[self._index(k)]
+        clock = self._clock
+        for k in range(clock.n):
+            v = self._v[clock.index(k)]
             if v == v:
                 return v
         return None
 
     @property
     def last_t(self) -> float | None:
-        return self._t[self._index(0)] if self._n else None
+        clock = self._clock
+        return clock.t[clock.index(0)] if clock.n else None
 
 
 #: Marker kinds drawn as full-height lines: what a person did (a knob change, a restart, a
@@ -184,8 +211,13 @@ class MetricBoard:
         # The server whose events it applies: "" the header's own; a recipe's further
         # target's events (issue 19) have their own board, or none.
         self.target = target
+        # The sample metrics get a point at each sample, the load metrics at each load
+        # report (and a gap at a stop), all of a kind at once: one clock for each kind.
+        self._sample_clock = Clock(capacity)
+        self._load_clock = Clock(capacity)
         self.series: dict[str, Series] = {
-            name: Series(capacity) for name in SAMPLE_METRICS + LOAD_METRICS
+            **{name: Series(clock=self._sample_clock) for name in SAMPLE_METRICS},
+            **{name: Series(clock=self._load_clock) for name in LOAD_METRICS},
         }
         self.markers: deque[Marker] = deque(maxlen=256)
         self.latest: dict[str, float | None] = {}
@@ -262,9 +294,10 @@ class MetricBoard:
         self.samples += 1
         if not self.has_rocksdb and has_rocksdb(snap):
             self.has_rocksdb = True
+        i = self._sample_clock.tick(event.t)
         for name in SAMPLE_METRICS:
             value = values.get(name)
-            self.series[name].append(event.t, value)
+            self.series[name].put(i, value)
             self.latest[name] = value
         for key, value in values.items():
             metric, at, host = key.partition("@")
@@ -278,13 +311,14 @@ class MetricBoard:
         self.load_by_src[event.src] = event
         if self.load_hosts > 1 and event.src != "all":
             return  # several clients: the graphs show their per-second sum
+        i = self._load_clock.tick(event.t)
         for name, value in (
             ("load_tps", event.tps),
             ("load_qps", event.qps),
             ("load_p95", event.lat),
             ("load_err", event.err),
         ):
-            self.series[name].append(event.t, value)
+            self.series[name].put(i, value)
             self.latest[name] = value
         if event.ops:
             self._apply_ops(event)
@@ -332,6 +366,7 @@ class MetricBoard:
             self.load_running = False
             self.markers.append(Marker(event.t, "load", f"load {event.action}", event.action))
             # A stopped load leaves no flat line behind: the next point is a gap.
+            i = self._load_clock.tick(event.t)
             for name in LOAD_METRICS:
-                self.series[name].append(event.t, None)
+                self.series[name].put(i, None)
                 self.latest[name] = None
