@@ -4,6 +4,8 @@ PyMySQL imports `cryptography` at once for one step of MySQL's sha256 password p
 (about 10 MB of the session process's RSS). knobtop imports the driver with the package
 reading as absent and gives PyMySQL's `_auth` module its RSA helper back on first use.
 Each check runs in a fresh interpreter, where nothing has imported either package yet.
+The live screen's log panes load Textual's RichLog the same way without `attrs`
+(knobtop.lazyface.absent_while_importing does both).
 """
 
 from __future__ import annotations
@@ -126,3 +128,34 @@ def test_a_session_on_mariadb_connects_and_queries_without_loading_cryptography(
     assert str(got["user"]).startswith(f"{mariadb_info.user}@")
     assert got["cryptography"] is False
 
+
+
+RICHLOG_IMPORT = """
+import importlib.util, json, sys
+{first}
+import knobtop.ui.widgets.journal_pane, knobtop.ui.widgets.recipe_panel
+import rich.pretty
+from textual.widgets import RichLog
+out = {{"attr_loaded": "attr" in sys.modules, "has_attrs": rich.pretty._has_attrs,
+        "same_class": knobtop.ui.widgets.journal_pane.RichLog is RichLog}}
+import attr  # the stand-in is gone: the package imports as usual afterwards
+out["attr_after"] = hasattr(attr, "define")
+print(json.dumps(out))
+"""
+
+
+def test_the_journal_panes_richlog_loads_without_attrs() -> None:
+    """RichLog imports rich.pretty, which imports attrs (about 0.4 MB of the live screen)
+    only to pretty-print attrs classes; the panes write Text.  attrs is installed here
+    (textual-serve's aiohttp needs it), so the check means something."""
+    import importlib.util
+
+    assert importlib.util.find_spec("attr") is not None
+    got = _probe(RICHLOG_IMPORT.format(first=""))
+    assert got == {"attr_loaded": False, "has_attrs": False, "same_class": True,
+                   "attr_after": True}
+
+
+def test_a_process_that_already_has_attrs_keeps_rich_pretty_as_it_is() -> None:
+    got = _probe(RICHLOG_IMPORT.format(first="import attr"))
+    assert got["has_attrs"] is True and got["attr_loaded"] is True

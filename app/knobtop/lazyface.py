@@ -7,8 +7,11 @@ only if nothing heavy is imported before a command needs it).
 
 from __future__ import annotations
 
+import _imp
+import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 4 ms of start-up
 if TYPE_CHECKING:
@@ -30,4 +33,28 @@ def lazy_names(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
     return getattr_
 
 
-__all__ = ["lazy_names"]
+@contextlib.contextmanager
+def absent_while_importing(package: str) -> Iterator[None]:
+    """Import something that would import ``package`` only for a part of it never used here.
+
+    While the block runs the package reads as absent (``sys.modules`` holds None for it), so
+    a ``try: import package`` in what is imported takes its ``except ImportError`` path; it
+    runs under the import lock so that no other thread's import sees that.  A process that
+    has already imported the package keeps it as it is."""
+    _imp.acquire_lock()
+    try:
+        if package in sys.modules:
+            yield
+            return
+        sys.modules[package] = None  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            held: object = sys.modules.get(package, sys)
+            if held is None:  # still the stand-in: nothing imported the package meanwhile
+                del sys.modules[package]
+    finally:
+        _imp.release_lock()
+
+
+__all__ = ["absent_while_importing", "lazy_names"]

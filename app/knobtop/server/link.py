@@ -2,44 +2,15 @@
 
 from __future__ import annotations
 
-import _imp
 import asyncio
-import contextlib
 import functools
 import re
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from knobtop.errors import KnobtopError
-
-
-@contextlib.contextmanager
-def _rsa_deferred() -> Iterator[None]:
-    """Import the MySQL driver without the ``cryptography`` package.
-
-    PyMySQL imports it at once, only for the RSA step of ``sha256_password`` and
-    ``caching_sha2_password`` (a password sent over a connection without TLS, after the
-    server asks for the full authentication).  It costs the session's process about 10 MB
-    of RSS (6 MB of the live screen's PSS), and a MariaDB target never takes that step.
-    While the driver is imported the package reads as absent (``sys.modules`` holds None
-    for it), under the import lock so that no other thread's import sees that; the RSA
-    step imports it when it runs (:func:`_rsa_on_first_use`)."""
-    _imp.acquire_lock()
-    try:
-        if "cryptography" in sys.modules:
-            yield
-            return
-        sys.modules["cryptography"] = None  # type: ignore[assignment]
-        try:
-            yield
-        finally:
-            held: object = sys.modules.get("cryptography", sys)
-            if held is None:  # still the stand-in: nothing imported the package meanwhile
-                del sys.modules["cryptography"]
-    finally:
-        _imp.release_lock()
+from knobtop.lazyface import absent_while_importing
 
 
 def _rsa_on_first_use(auth: Any) -> None:
@@ -75,9 +46,15 @@ def _rsa_on_first_use(auth: Any) -> None:
 def _drivers() -> tuple[Any, Any, type[Any]]:
     """aiomysql, pymysql and the cursor class, imported on first use: a process that only
     knows servers' facts (the live screen, whose session runs in another process) never
-    loads the MySQL driver (about 20 MB).  ``cryptography`` waits until an RSA password
-    exchange needs it (:func:`_rsa_deferred`)."""
-    with _rsa_deferred():
+    loads the MySQL driver (about 20 MB).
+
+    PyMySQL imports ``cryptography`` at once, only for the RSA step of ``sha256_password``
+    and ``caching_sha2_password`` (a password sent over a connection without TLS, after the
+    server asks for the full authentication).  It costs the session's process about 10 MB
+    of RSS (6 MB of the live screen's PSS), and a MariaDB target never takes that step: the
+    driver is imported with the package absent, and the RSA step imports it when it runs
+    (:func:`_rsa_on_first_use`)."""
+    with absent_while_importing("cryptography"):
         import aiomysql
         import pymysql
         from pymysql import _auth

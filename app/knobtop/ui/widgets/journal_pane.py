@@ -7,7 +7,6 @@ from typing import Any
 
 from rich.text import Text
 from textual import events
-from textual.widgets import RichLog
 
 from knobtop.journal.events import (
     Change,
@@ -21,6 +20,7 @@ from knobtop.journal.events import (
     Trial,
     target_of,
 )
+from knobtop.ui.widgets.richlog import RichLog
 
 MAX_ENTRIES = 1000
 

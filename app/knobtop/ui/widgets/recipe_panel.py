@@ -9,7 +9,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
 from textual.markup import escape
-from textual.widgets import RichLog
+
+from knobtop.ui.widgets.richlog import RichLog
 
 if TYPE_CHECKING:  # the runner and the results import the server's SQL side: not at start
     from knobtop.analysis.results import Results
