@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from knobtop.errors import KnobtopError
@@ -24,6 +23,8 @@ from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sa
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from rich.progress import Progress, TaskID
 
     from knobtop.analysis.results import Results
     from knobtop.load.base import LoadSpec
@@ -63,6 +64,11 @@ class ConsoleFeedback:
         if spec.workload == "linkbench":
             await self._load_graph(spec, prepare)
             return
+        # rich.progress (and the Live, Table and Spinner under it) is imported when bars are
+        # first shown, not with this module: the live screen's processes hold this class
+        # from before the session's process forks, and neither draws a bar afterwards.
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
         with Progress(
             TextColumn("{task.description}"), BarColumn(),
             TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
@@ -86,6 +92,8 @@ class ConsoleFeedback:
         """LinkBench's load phase behind a progress bar of rows, with the inserts/s of the
         last second (issue 20)."""
         import time
+
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         from knobtop.load.linkbench import expected_rows
 
@@ -299,6 +307,8 @@ async def run_recipe_headless(
     code (0 when it finished) and the results (None when no step ran).
 
     Only port methods are used here."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from knobtop.analysis.results import results_table
     from knobtop.recipes.runner import RecipeRunner
 
@@ -340,6 +350,8 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
                             resume: Path | None = None) -> int:
     """Run a tune with a progress bar, a line per trial, and print the trials and the
     verification table; the exit code (0 when it finished)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from knobtop.analysis.tune import trials_table, verification_table
     from knobtop.recipes.tune import Tuner, read_prior
 

@@ -1,4 +1,6 @@
-"""The MySQL driver loads without `cryptography`; the RSA password step imports it when run.
+"""What the processes import, and what they leave for when it is needed (issue 16 row 5d).
+
+The MySQL driver loads without `cryptography`; the RSA password step imports it when run.
 
 PyMySQL imports `cryptography` at once for one step of MySQL's sha256 password plugins
 (about 10 MB of the session process's RSS). knobtop imports the driver with the package
@@ -159,3 +161,24 @@ def test_the_journal_panes_richlog_loads_without_attrs() -> None:
 def test_a_process_that_already_has_attrs_keeps_rich_pretty_as_it_is() -> None:
     got = _probe(RICHLOG_IMPORT.format(first="import attr"))
     assert got["has_attrs"] is True and got["attr_loaded"] is True
+
+
+def test_the_feedback_the_session_forks_with_leaves_rich_progress_for_its_bars() -> None:
+    """ConsoleFeedback is imported before the session's process forks, so what it imports
+    both processes hold; rich.progress (with Live, Table and Spinner, about 1.2 MB) comes
+    only when a bar is shown."""
+    got = _probe("import json, sys\n"
+                 "from knobtop.headless import ConsoleFeedback\n"
+                 "before = 'rich.progress' in sys.modules\n"
+                 "import asyncio, io\n"
+                 "from rich.console import Console\n"
+                 "from knobtop.load.base import LoadSpec\n"
+                 "out = io.StringIO()\n"
+                 "feedback = ConsoleFeedback(Console(file=out, width=100))\n"
+                 "async def prepare(on_progress):\n"
+                 "    return True\n"
+                 "asyncio.run(feedback.prepare(LoadSpec(tables=2, table_size=100), prepare))\n"
+                 "print(json.dumps({'before': before, 'after': 'rich.progress' in sys.modules,"
+                 " 'said': out.getvalue().strip()}))")
+    assert got == {"before": False, "after": True,
+                   "said": "Loaded 2 sysbench tables x 100 rows"}
