@@ -182,3 +182,19 @@ def test_the_feedback_the_session_forks_with_leaves_rich_progress_for_its_bars()
                  " 'said': out.getvalue().strip()}))")
     assert got == {"before": False, "after": True,
                    "said": "Loaded 2 sysbench tables x 100 rows"}
+
+
+def test_the_bundled_folders_are_found_without_importlib_resources() -> None:
+    """The themes' folder is found at the screen's start; importlib.resources (ten modules,
+    zipfile among them) would name the same folder for a package installed as files
+    (tests/test_wheel.py checks an installed wheel finds its own)."""
+    got = _probe("import json, sys\n"
+                 "from knobtop.bundled import bundled_dir\n"
+                 "themes = bundled_dir('themes')\n"
+                 "print(json.dumps({'loaded': sorted(m for m in ('importlib.resources', "
+                 "'zipfile') if m in sys.modules), 'themes': sorted(p.name for p in "
+                 "themes.glob('*.toml'))}))")
+    from knobtop.bundled import bundled_dir
+
+    assert got["loaded"] == []
+    assert got["themes"] == sorted(p.name for p in bundled_dir("themes").glob("*.toml")) != []
