@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -55,3 +57,25 @@ def test_two_threads_big_packets_into_a_full_nonblocking_pipe_arrive_whole() -> 
         at += 5 + size
     assert at == len(got)
     assert received == sent  # every packet whole, each thread's in its order
+
+
+def test_harden_gives_a_web_driver_the_whole_writer_and_leaves_others() -> None:
+    """The terminal's screen does not load Textual's web driver to ask (9 modules of the
+    live screen's process); a WebDriver, whose module its app loaded to make it, is hardened."""
+    import json
+
+    code = ("import json, sys\n"
+            "from knobtop.ui.webwrite import harden\n"
+            "print(json.dumps([harden(object()), 'textual.drivers.web_driver' in sys.modules]))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert json.loads(run.stdout) == [False, False]
+
+    from textual.drivers.web_driver import WebDriver
+
+    from knobtop.ui.webwrite import harden
+
+    driver = WebDriver.__new__(WebDriver)  # its own __init__ wants an app and stdout
+    driver.fileno = 1
+    assert harden(driver)
+    assert driver._write.__qualname__.startswith("whole_writer")

@@ -40,6 +40,12 @@ def whole_writer(fd: int) -> Callable[[bytes], int]:
 
 def harden(driver: object) -> bool:
     """Give a WebDriver the whole-packet writer; False for any other driver."""
+    import sys
+
+    # The app's driver was imported to be made: a process whose driver module is not
+    # loaded has no WebDriver (and the terminal's screen need not load its 9 modules).
+    if "textual.drivers.web_driver" not in sys.modules:
+        return False
     from textual.drivers.web_driver import WebDriver
 
     if not isinstance(driver, WebDriver):
