@@ -198,3 +198,37 @@ def test_the_bundled_folders_are_found_without_importlib_resources() -> None:
 
     assert got["loaded"] == []
     assert got["themes"] == sorted(p.name for p in bundled_dir("themes").glob("*.toml")) != []
+
+
+KNOB_PANEL = """
+import asyncio, io, json, sys
+from textual.app import App
+from knobtop.cli.views import stderr_console
+from knobtop.ui.widgets.knob_panel import KnobPanel
+
+class Panel(App[None]):
+    def compose(self):
+        yield KnobPanel()
+
+async def main():
+    app = Panel()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        labels = [c.label.plain for c in app.query_one(KnobPanel).columns.values()]
+    console = stderr_console()
+    console.file = io.StringIO()
+    console.print("Access denied :x: for 'bench'@'%'", markup=False, highlight=False)
+    print(json.dumps({"codes": "rich._emoji_codes" in sys.modules, "labels": labels,
+                      "said": console.file.getvalue().strip()}))
+
+asyncio.run(main())
+"""
+
+
+def test_emoji_codes_are_text_and_their_table_stays_unloaded() -> None:
+    """Rich replaces ``:name:`` codes by default, loading a table of 3,600 of them (about
+    1 MB in each of the live screen's processes): the knob panel's headers and what knobtop
+    prints on the terminal (a server's message among it) are taken as written."""
+    got = _probe(KNOB_PANEL)
+    assert got == {"codes": False, "labels": ["knob", "value", ""],
+                   "said": "Access denied :x: for 'bench'@'%'"}

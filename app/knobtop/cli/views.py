@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 
 
 def stderr_console() -> Console:
-    """Where knobtop speaks: stderr, each message a whole line in logs (no wrapping)."""
+    """Where knobtop speaks: stderr, each message a whole line in logs (no wrapping).
+
+    Emoji codes stay as written: a server's or a file's ``:x:`` is text, not an emoji (and
+    Rich's table of 3,600 codes, about 1 MB, stays unloaded in the session's process)."""
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def ui_config() -> UiConfig:
