@@ -218,8 +218,11 @@ async def main():
     console = stderr_console()
     console.file = io.StringIO()
     console.print("Access denied :x: for 'bench'@'%'", markup=False, highlight=False)
+    from knobtop.headless import progress_bars
+    with progress_bars(console, "{task.completed}/{task.total}") as bars:
+        bars.add_task("recipe [b]x[/b] :x:", total=2)
     print(json.dumps({"codes": "rich._emoji_codes" in sys.modules, "labels": labels,
-                      "said": console.file.getvalue().strip()}))
+                      "said": console.file.getvalue().split()[:8]}))
 
 asyncio.run(main())
 """
@@ -227,8 +230,10 @@ asyncio.run(main())
 
 def test_emoji_codes_are_text_and_their_table_stays_unloaded() -> None:
     """Rich replaces ``:name:`` codes by default, loading a table of 3,600 of them (about
-    1 MB in each of the live screen's processes): the knob panel's headers and what knobtop
-    prints on the terminal (a server's message among it) are taken as written."""
+    1 MB in each of the live screen's processes): the knob panel's headers, what knobtop
+    prints on the terminal (a server's message among it) and its progress bars' names are
+    taken as written."""
     got = _probe(KNOB_PANEL)
     assert got == {"codes": False, "labels": ["knob", "value", ""],
-                   "said": "Access denied :x: for 'bench'@'%'"}
+                   "said": ["Access", "denied", ":x:", "for", "'bench'@'%'",
+                            "recipe", "[b]x[/b]", ":x:"]}

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from knobtop.errors import KnobtopError
@@ -64,21 +63,12 @@ class ConsoleFeedback:
         if spec.workload == "linkbench":
             await self._load_graph(spec, prepare)
             return
-        # rich.progress (and the Live, Table and Spinner under it) is imported when bars are
-        # first shown, not with this module: the live screen's processes hold this class
-        # from before the session's process forks, and neither draws a bar afterwards.
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(),
-            TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-            console=self.console, transient=True,
-        ) as progress:
+        with progress_bars(self.console, "{task.completed}/{task.total}",
+                           transient=True) as progress:
             task = progress.add_task("Checking sysbench tables", total=spec.tables * 3)
 
             def on_progress(step: PrepareProgress) -> None:
-                progress.update(task, advance=1,
-                                description=escape(f"Loading {step.table}: {step.stage}"))
+                progress.update(task, advance=1, description=f"Loading {step.table}: {step.stage}")
 
             loaded = await prepare(on_progress)
         if loaded:
@@ -93,19 +83,13 @@ class ConsoleFeedback:
         last second (issue 20)."""
         import time
 
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
         from knobtop.load.linkbench import expected_rows
 
         nodes, links, counts = expected_rows(spec.table_size)
         total = nodes + links + counts
         last = [time.monotonic(), 0, 0.0]  # when, rows then, rows/s of the last second
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(),
-            TextColumn("{task.completed:,}/{task.total:,} rows"),
-            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-            console=self.console, transient=True,
-        ) as progress:
+        with progress_bars(self.console, "{task.completed:,}/{task.total:,} rows",
+                           "{task.fields[rate]}", transient=True) as progress:
             task = progress.add_task("Checking the LinkBench graph", total=total, rate="")
 
             def on_progress(step: PrepareProgress) -> None:
@@ -114,7 +98,7 @@ class ConsoleFeedback:
                     last[2] = (step.records - int(last[1])) / (now - float(last[0]))
                     last[0], last[1] = now, step.records
                 progress.update(task, completed=step.records,
-                                description=escape(f"LinkBench load phase: {step.stage}"),
+                                description=f"LinkBench load phase: {step.stage}",
                                 rate=f"{last[2]:,.0f} inserts/s" if last[2] else "")
 
             loaded = await prepare(on_progress)
@@ -250,6 +234,24 @@ async def run_headless(
     return code
 
 
+def progress_bars(console: Console, *counts: str, left: bool = False,
+                  transient: bool = False) -> Progress:
+    """Progress bars: the task's description, the bar, ``counts`` (templates of the task's
+    numbers), the time elapsed and, with ``left``, the ``left`` field (the time to go).
+
+    Every column is plain text, so a description (a recipe's name, a server's table) is
+    shown as written, never read as markup or emoji codes.  rich.progress (and the Live,
+    Table and Spinner under it) is imported here, when bars are first shown: the live
+    screen's processes hold this module from before the session's process forks, and
+    neither draws a bar afterwards."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                    *(TextColumn(c, markup=False) for c in counts), TimeElapsedColumn(),
+                    *([TextColumn("{task.fields[left]}", markup=False)] if left else []),
+                    console=console, transient=transient)
+
+
 def bar_callbacks(bars: Progress, task: TaskID
                   ) -> tuple[Callable[[RunProgress], None], Callable[[str], None]]:
     """A run's progress into its bar (the step, what it waits for, time left) and its
@@ -259,7 +261,7 @@ def bar_callbacks(bars: Progress, task: TaskID
     def on_progress(p: RunProgress) -> None:
         wait = f" ({p.waiting_for})" if p.waiting_for else ""
         bars.update(task, completed=p.done, total=p.total,
-                    description=escape(f"{p.label}{wait}"),
+                    description=f"{p.label}{wait}",
                     left=f"~{short_duration(p.seconds_left)} left")
 
     def on_note(text: str) -> None:
@@ -307,17 +309,13 @@ async def run_recipe_headless(
     code (0 when it finished) and the results (None when no step ran).
 
     Only port methods are used here."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from knobtop.analysis.results import results_table
     from knobtop.recipes.runner import RecipeRunner
 
-    with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
-                  TimeElapsedColumn(),
-                  TextColumn("{task.fields[left]}"), console=console) as bars:
+    with progress_bars(console, "{task.completed}/{task.total} {task.fields[unit]}",
+                       left=True) as bars:
         line = recipe.timeline
-        task = bars.add_task(escape(recipe.name), total=len(recipe.schedule())
+        task = bars.add_task(recipe.name, total=len(recipe.schedule())
                              + len(recipe.calibration_schedule()) if line is None
                              else len(line.checkpoints), left="",
                              unit="steps" if line is None else "checkpoints")
@@ -350,17 +348,13 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
                             resume: Path | None = None) -> int:
     """Run a tune with a progress bar, a line per trial, and print the trials and the
     verification table; the exit code (0 when it finished)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from knobtop.analysis.tune import trials_table, verification_table
     from knobtop.recipes.tune import Tuner, read_prior
 
     prior = read_prior(resume, search) if resume is not None else []
 
-    with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
-                  TextColumn("{task.fields[left]}"), console=console) as bars:
-        task = bars.add_task(escape(search.name), total=None, left="")
+    with progress_bars(console, "{task.completed}/{task.total} steps", left=True) as bars:
+        task = bars.add_task(search.name, total=None, left="")
 
         on_progress, on_note = bar_callbacks(bars, task)
         tuner = Tuner(session, search, on_progress=on_progress, on_note=on_note, prior=prior,

@@ -22,7 +22,7 @@ def _cell(text: str) -> Text:
     return Text(text, no_wrap=True, end="")
 
 
-class KnobPanel(DataTable[str | Text]):
+class KnobPanel(DataTable[Text]):
     """One row per knob; Enter asks to edit the highlighted one."""
 
     DEFAULT_CSS = """
@@ -59,8 +59,8 @@ class KnobPanel(DataTable[str | Text]):
         # The widths (each plus a cell's padding of 2, plus a 1-column scrollbar) fill the
         # side panel exactly (46 or 56 columns less the border): no sideways scrolling.
         # Narrow screens also drop the header row: one more knob shows instead.
-        # Headers as Text: DataTable reads a str label as markup with emoji codes, which
-        # loads Rich's table of 3,600 of them (about 1 MB of the live screen's process).
+        # Headers (and every cell) as Text: DataTable reads a str as markup with emoji
+        # codes, which loads Rich's table of 3,600 of them (1 MB of the screen's process).
         self.show_header = not self.compact
         self.add_column(Text("knob"), key="knob", width=23 if self.compact else 30)
         self.add_column(Text("value"), key="value", width=10)
@@ -89,8 +89,8 @@ class KnobPanel(DataTable[str | Text]):
         for name in sorted(self.values, key=lambda n: (order[self.status_of(n)], n)):
             label = name.removeprefix("innodb_") if self.compact else name
             status = (STATUS_SHORT if self.compact else STATUS_TEXT)[self.status_of(name)]
-            self.add_row(_cell(label), _cell(show_value(name, self.values[name])), status,
-                         key=name)
+            self.add_row(_cell(label), _cell(show_value(name, self.values[name])),
+                         _cell(status), key=name)
         # The cursor stays on the knob it was on (by name, not by row), scrolled into view.
         if keep is not None and keep in self.rows:
             self.move_cursor(row=self.get_row_index(keep), animate=False)
