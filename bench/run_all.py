@@ -45,6 +45,7 @@ from common import (
     BENCH,
     BenchServer,
     Cleanup,
+    compile_knobtop,
     dolphie_version,
     ensure_dolphie,
     log,
@@ -146,6 +147,7 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
         f"load average {res['load_before'][0]:.2f}")
     ensure_dolphie()
     res["machine"]["dolphie"] = dolphie_version()
+    compile_knobtop()  # as pip leaves an installed package (and dolphie's venv)
     tmp = temp_dir(cleanup)
     server = BenchServer(tmp)
     server.start(cleanup)

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import psutil
 
-from common import KNOBTOP
+from common import KNOBTOP, compile_knobtop
 from journal_open_seek import generate
 from knobtop.lab import Sandbox
 
@@ -123,6 +123,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    compile_knobtop()  # run_all.py does the same before its rows
     out = measure(args.runs)
     if args.json:
         print(json.dumps(out))
