@@ -184,6 +184,22 @@ def test_compare_time_ranges_before_and_after_flush_log_change() -> None:
     assert f"{pair.ratios['load_tps']:.3f}" in text
 
 
+def test_compare_in_a_terminal_prints_journal_text_as_written() -> None:
+    """Phase titles carry how the phases were matched in brackets, and knob values come from
+    servers: printed through a terminal's Console, neither is read as markup or emoji."""
+    import dataclasses
+
+    from knobtop.analysis.compare import KnobDiff
+
+    c = compare_ranges(LAB_80S, (None, 50), (50, None))
+    c = dataclasses.replace(c, knobs_end=[KnobDiff("innodb_x", "[bold]on[/bold] :x:", "off")])
+    console = Console(record=True, width=200, color_system=None)
+    console.print(comparison_text(c))
+    text = console.export_text()
+    assert f"[{c.pairs[0].matched_by}]" in text
+    assert "[bold]on[/bold] :x:" in text
+
+
 def test_range_report_is_labelled_and_clipped() -> None:
     data = load_journal(LAB_80S, t_from=20, t_to=40)
     md = markdown_report(data)

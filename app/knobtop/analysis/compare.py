@@ -304,7 +304,10 @@ def _ratio_text(value: float | None, better: int) -> Text:
 
 
 def comparison_text(c: Comparison) -> RenderableType:
-    """The comparison as rich renderables for a terminal (print with a rich Console)."""
+    """The comparison as rich renderables for a terminal (print with a rich Console).
+
+    What comes from the journals (labels, server versions, phase names, knob values) goes
+    in as Text: a str would be read as markup and emoji codes."""
     parts: list[RenderableType] = []
     for warning in _warnings(c):
         parts.append(Text(f"warning: {warning}", style="yellow"))
@@ -314,12 +317,13 @@ def comparison_text(c: Comparison) -> RenderableType:
     setup.add_column("A")
     setup.add_column("B")
     for row in _side_rows(c):
-        setup.add_row(*row)
+        setup.add_row(*(Text(cell) for cell in row))
     parts.append(setup)
 
     for pair in c.pairs:
         table = Table(
-            title=f"A {_phase_name(pair.a)}  vs  B {_phase_name(pair.b)}  [{pair.matched_by}]",
+            title=Text(f"A {_phase_name(pair.a)}  vs  B {_phase_name(pair.b)}  "
+                       f"[{pair.matched_by}]"),
             title_justify="left",
             show_edge=False,
         )
@@ -336,7 +340,7 @@ def comparison_text(c: Comparison) -> RenderableType:
             if pair.knobs:
                 table.add_row(Text("knobs in force that differ", style="italic"), "", "", "")
             for d in pair.knobs:
-                table.add_row(f"  {d.knob}", fmt_knob(d.a), fmt_knob(d.b), "")
+                table.add_row(Text(f"  {d.knob}"), Text(fmt_knob(d.a)), Text(fmt_knob(d.b)), "")
         parts.append(table)
     if not c.pairs:
         parts.append(Text("Neither side has a load phase."))
@@ -349,7 +353,7 @@ def comparison_text(c: Comparison) -> RenderableType:
         for name in ("knob", "A", "B"):
             table.add_column(name)
         for d in diffs:
-            table.add_row(d.knob, fmt_knob(d.a), fmt_knob(d.b))
+            table.add_row(Text(d.knob), Text(fmt_knob(d.a)), Text(fmt_knob(d.b)))
         parts.append(table)
 
     for side, data in (("A", c.a), ("B", c.b)):
