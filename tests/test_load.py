@@ -285,6 +285,11 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
         # covers two), add up to the run's transactions, less what no line carries: the
         # run's time after the last stamp (sysbench does not print the last second's line
         # when the run ends just before it is due), stamps being rounded to whole seconds.
+        # That tail is bounded at 1.5 times the best reported second's rate: a 6-second run
+        # is still speeding up at its end: its unreported tail ran faster than any reported
+        # second in five of thirteen runs on 2026-11-27 (1.02-1.12 times the best in the
+        # three measured; one: 250,793 transactions against lines adding up to 167,568, a
+        # best second of 49,678 and 1.5 s after the last stamp).
         for host, summary in per_host.items():
             lines = [(e.tps, e.s)
                      for e in loads_of(collector.events, number + 1, f"sysbench@{host}")]
@@ -293,7 +298,8 @@ async def test_two_clients_timed_phases_agree_with_sysbench_summaries(
                            for (tps, s), before in zip(lines, stamps, strict=True))
             best = max(tps for tps, _ in lines)
             tail = float(summary["total_time_s"]) - lines[-1][1] + 0.5
-            assert reported - best / 2 <= summary["transactions"] <= reported + tail * best
+            assert (reported - best / 2 <= summary["transactions"]
+                    <= reported + tail * 1.5 * best)
         sums = [e.tps for e in loads_of(collector.events, number + 1, "all")]
         total = sum(s["transactions"] for s in per_host.values())
         assert total - 2 * max(sums) <= sum(sums) <= total * 1.02
