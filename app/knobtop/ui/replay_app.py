@@ -156,11 +156,14 @@ class ReplayApp(KnobtopBase):
                r.index.ready.is_set())
         if key == self._shown and not force:
             return
-        self._shown = key
         live = self.live
-        r.window = live.query_one(GraphGrid).window  # the frame reads what the graphs show
+        grids = live.query(GraphGrid)
+        if not grids:  # a timer's tick landed while the app takes its screen down on exit
+            return
+        self._shown = key
+        grid = grids.first()
+        r.window = grid.window  # the frame reads what the graphs show
         frame = self.frame = r.frame()
-        grid = live.query_one(GraphGrid)
         page = grid.page_title if grid.page != "overview" else ""
         live.query_one(StatusBar).show(frame.board, r.index.path.name, self.state_text(), page)
         live.query_one(GraphGrid).draw(frame.board)
