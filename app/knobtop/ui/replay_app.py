@@ -166,7 +166,7 @@ class ReplayApp(KnobtopBase):
         frame = self.frame = r.frame()
         page = grid.page_title if grid.page != "overview" else ""
         live.query_one(StatusBar).show(frame.board, r.index.path.name, self.state_text(), page)
-        live.query_one(GraphGrid).draw(frame.board)
+        grid.draw(frame.board)
         live.query_one(HostPanel).show(frame.board)
         if frame.knobs != self._knobs:
             self._knobs = dict(frame.knobs)
