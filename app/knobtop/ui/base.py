@@ -18,6 +18,7 @@ from textual.binding import Binding
 from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.commands import ActionsProvider, binding_actions
+from knobtop.ui.dirtyrender import render_dirty_only
 from knobtop.ui.keynames import answer_known_keys
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.leanstrips import lean_strip_caches
@@ -39,6 +40,7 @@ class ScreenApp(App[int]):
     def __init__(self, config: UiConfig | None = None) -> None:
         keep_key_order()
         lean_strip_caches()
+        render_dirty_only()
         answer_known_keys()
         super().__init__()
         self.config = config or UiConfig()
