@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 
 from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
@@ -45,6 +46,17 @@ class ScreenApp(App[int]):
         super().__init__()
         self.config = config or UiConfig()
         self.screenshot_dir: Path = Path.cwd()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice of driver, with the quiet input thread where that is the
+        terminal driver for Linux (not under knobtop serve, not in tests' headless runs)."""
+        driver = super().get_driver_class()
+        if (driver.__module__, driver.__qualname__) == ("textual.drivers.linux_driver",
+                                                        "LinuxDriver"):
+            from knobtop.ui.quietinput import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver
 
     def _on_mount(self) -> None:
         # Under textual-serve (knobtop serve) each packet must reach the parent whole; the
