@@ -101,9 +101,9 @@ def test_tags_never_cover_a_line_or_each_other() -> None:
 
 def test_a_tag_whole_on_one_side_is_not_cut_on_the_other() -> None:
     # Four cells right of the line (before an obstacle), fifteen left of it: the tag goes
-    # left, whole; with room for neither whole, the side with more room gets it cut.
+    # left, whole; with room for neither whole, it is cut on the right.
     assert place_tags([(15, "io_cap=1000")], (21,), 30) == [(4, "io_cap=1000")]
-    assert place_tags([(5, "io_cap=1000")], (12,), 30) == [(6, "io_c…")]  # 5 and 5: right
+    assert place_tags([(8, "io_cap=1000")], (14,), 30) == [(9, "io_…")]  # 4 right, 8 left
     assert place_tags([(25, "io_cap=1000")], (), 30) == [(14, "io_cap=1000")]
     assert place_tags([(25, "thr=8")], (), 31) == [(26, "thr=8")]
 

@@ -397,9 +397,9 @@ def place_tags(
     columns that must stay visible.  The newest marker is placed first (a change just made,
     at "now", is the one a person looks for), then older ones in the cells left.  A tag goes
     right of its line when it fits there (keeping one blank before the next line or tag),
-    else left of its line when it fits there; else it is cut with "…" to fit the side with
-    more room (the right on a tie); with fewer than ``MIN_TAG`` free cells on either side
-    it is left out.  Tags never overlap each other, a line or an obstacle.
+    else left of its line when it fits there; else it is cut with "…" to fit the right (or
+    the left, with fewer than ``MIN_TAG`` free cells on the right); with fewer than that on
+    either side it is left out.  Tags never overlap each other, a line or an obstacle.
     """
     busy = bytearray(cols)
     for col in [*obstacles, *(col for col, _ in markers)]:
@@ -418,7 +418,7 @@ def place_tags(
             start -= 1
         left = col - start - (1 if start > 0 else 0)
         whole = cell_len(tag)
-        if right >= whole or (left < whole and right >= max(left, MIN_TAG)):
+        if right >= whole or (left < whole and right >= MIN_TAG):
             text = fit_label(tag, right)
             at = col + 1
         elif left >= MIN_TAG:
