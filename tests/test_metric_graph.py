@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from textual.app import App, ComposeResult
@@ -16,6 +17,7 @@ from knobtop.ui.widgets.metric_graph import (
     axis_label,
     braille_char,
     braille_mask,
+    cell_aligned,
     cells_text,
     column_means,
     default_fmt,
@@ -337,6 +339,69 @@ async def test_a_new_sample_repaints_every_row_that_changed_and_only_those() -> 
             assert changed <= painted, f"sample {n}: rows {sorted(changed - painted)} stale"
             partial += bool(repainted) and len(painted) < 12
         assert partial > 75  # most samples (96 of 158 here) repaint a few rows, not all twelve
+
+
+def test_an_aligned_window_is_as_long_and_ends_on_a_column_edge_within_a_column() -> None:
+    rng = random.Random(5)
+    for _ in range(2000):
+        t_end = rng.uniform(0, 2e9) if rng.random() < 0.8 else float(rng.randrange(1000))
+        span, ncols = rng.choice([60.0, 120.0, 300.0, 3600.0, 86400.0]), rng.randrange(1, 200)
+        start, end = cell_aligned(t_end - span, t_end, ncols)
+        col = span / ncols
+        assert end - start == pytest.approx(span)
+        assert t_end <= end < t_end + col * (1 + 1e-9)
+        assert end / col == pytest.approx(round(end / col), abs=1e-6)
+    assert cell_aligned(5.0, 5.0, 10) == (5.0, 5.0) and cell_aligned(0.0, 9.0, 0) == (0.0, 9.0)
+
+
+class SlidingApp(App[None]):
+    def __init__(self, sliding: bool) -> None:
+        super().__init__()
+        self.sliding = sliding
+
+    def compose(self) -> ComposeResult:
+        yield MetricGraph("tps", unit="/s", sliding=self.sliding)
+
+
+async def changes_between_edges(sliding: bool) -> tuple[int, int, int]:
+    """Slide a 120 s window over noisy 1 Hz samples a second at a time (60x12): how many
+    steps kept the column edges and y range, how many of those changed a plot cell other than
+    the newest two (the line's join into the newest column may touch the cell before it), and
+    how many steps crossed a column edge."""
+    rng = random.Random(11)
+    series = [(float(t), 50.0 + 30.0 * math.sin(t / 9.0) + rng.uniform(-10, 10))
+              for t in range(400)]
+    app = SlidingApp(sliding)
+    kept = elsewhere = crossed = 0
+    async with app.run_test(size=(60, 12)) as pilot:
+        graph = app.query_one(MetricGraph)
+        before: list[str] | None = None
+        edge = None
+        for n in range(200, 320):
+            graph.set_data(series[:n + 1], [], n - 120.0, float(n))
+            await pilot.pause()
+            now = rendered_lines(graph)
+            now_edge = cell_aligned(n - 120.0, float(n), 60 - MARGIN)[1]
+            if before is not None:
+                same_y = [r[:MARGIN] for r in before[1:]] == [r[:MARGIN] for r in now[1:]]
+                if now_edge != edge:
+                    crossed += 1
+                elif same_y:
+                    kept += 1
+                    elsewhere += any(a[MARGIN:-2] != b[MARGIN:-2]
+                                     for a, b in zip(before[1:], now[1:], strict=True))
+            before, edge = now, now_edge
+    return kept, elsewhere, crossed
+
+
+async def test_a_sliding_graph_changes_only_its_newest_columns_until_a_column_passes() -> None:
+    """Aligned to its columns, a new sample leaves the graph but its newest cells as it was
+    until a column's time has passed; unaligned, the older columns changed with each sample
+    (their share of samples moved), and so did most rows."""
+    kept, elsewhere, crossed = await changes_between_edges(sliding=True)
+    assert kept >= 40 and crossed >= 40 and elsewhere == 0, (kept, elsewhere, crossed)
+    kept, elsewhere, _crossed = await changes_between_edges(sliding=False)
+    assert kept >= 40 and elsewhere >= kept // 2, (kept, elsewhere)
 
 
 async def test_theme_change_restyles_the_cached_strips() -> None:

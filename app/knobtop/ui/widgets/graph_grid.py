@@ -111,7 +111,7 @@ class GraphPage(Grid):
     def compose(self) -> ComposeResult:
         for spec in self.specs:
             yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, time_axis=True,
-                              id=graph_id(self.page, spec.metric))
+                              sliding=True, id=graph_id(self.page, spec.metric))
 
     def on_mount(self) -> None:
         self._ready = True

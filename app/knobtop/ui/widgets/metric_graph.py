@@ -181,6 +181,23 @@ def time_to_col(t: float, t_start: float, t_end: float, ncols: int) -> int | Non
     return min(ncols - 1, int((t - t_start) / (t_end - t_start) * ncols))
 
 
+def cell_aligned(t_start: float, t_end: float, ncols: int) -> tuple[float, float]:
+    """The window [t_start, t_end] moved later by less than one column's time, so that its
+    column edges fall on whole multiples of a column's time.
+
+    A window that slides with every sample then keeps each column's samples (and so its
+    dots) until a whole column's time has passed and every column moves one place left;
+    in between only the newest column changes. Unaligned, every column's share of samples
+    changed at every sample, and a graph with any history of ups and downs was redrawn
+    whole each time."""
+    span = t_end - t_start
+    if ncols <= 0 or not span > 0:
+        return t_start, t_end
+    col = span / ncols
+    end = math.ceil(t_end / col) * col
+    return end - span, end
+
+
 def scale_to_row(value: float, lo: float, hi: float, dot_rows: int) -> int:
     """Dot row (0 = top) of ``value``: ``hi`` on row 0, ``lo`` on row dot_rows-1, clamped."""
     if dot_rows <= 1 or not hi > lo:
@@ -561,6 +578,7 @@ class MetricGraph(Widget):
         unit: str = "",
         labels: tuple[str, ...] = ("A", "B"),
         time_axis: bool = False,
+        sliding: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -571,6 +589,7 @@ class MetricGraph(Widget):
         self._unit = unit
         self._labels = labels
         self._time_axis = time_axis
+        self._sliding = sliding
         self._points: tuple[Point, ...] = ()
         self._markers: tuple[tuple[float, str], ...] = ()
         self._ticks: tuple[tuple[float, str], ...] = ()
@@ -756,6 +775,8 @@ class MetricGraph(Widget):
         if axis:
             plot_rows -= 1
         t0, t1 = self._t_start, self._t_end
+        if self._sliding:
+            t0, t1 = cell_aligned(t0, t1, cols)
         columns = column_means(self._points, t0, t1, cols * 2)
         lo, hi = value_range(columns, latest_value(self._points))
         masks = rasterize(columns, lo, hi, cols, plot_rows)
