@@ -187,7 +187,8 @@ def cell_aligned(t_start: float, t_end: float, ncols: int) -> tuple[float, float
 
     A window that slides with every sample then keeps each column's samples (and so its
     dots) until a whole column's time has passed and every column moves one place left;
-    in between only the newest column changes. Unaligned, every column's share of samples
+    in between only the newest cells change (the line's join into the newest column may
+    touch the cell before it). Unaligned, every column's share of samples
     changed at every sample, and a graph with any history of ups and downs was redrawn
     whole each time."""
     span = t_end - t_start
@@ -578,7 +579,7 @@ class MetricGraph(Widget):
         unit: str = "",
         labels: tuple[str, ...] = ("A", "B"),
         time_axis: bool = False,
-        sliding: bool = False,
+        sliding: bool = False,  # a window that moves with each sample: see cell_aligned
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
