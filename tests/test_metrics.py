@@ -237,6 +237,35 @@ def test_series_is_a_bounded_ring_that_keeps_gaps() -> None:
     assert series.last == 60.5 and series.last_t == 7.0  # last skips the gap, last_t does not
 
 
+def test_a_series_window_reads_as_its_points_at_every_wrap_of_the_ring() -> None:
+    """What a graph keeps between paints (Series.window): the same points as points(since),
+    read back as tuples, held in two arrays of 8 bytes a point."""
+    import random
+    import sys
+
+    from knobtop.metrics.board import Series
+
+    rng = random.Random(3)
+    series = Series(capacity=7)
+    assert list(series.window(0.0)) == [] and len(series.window(0.0)) == 0
+    for step in range(30):  # past the ring's end four times, each start position in turn
+        series.append(float(step), None if rng.random() < 0.3 else rng.random())
+        for since in (-1.0, step - 3.5, float(step), step + 1.0):
+            window = series.window(since)
+            assert list(window) == series.points(since)
+            assert [window[i] for i in range(len(window))] == series.points(since)
+            if len(window):
+                assert window[-1] == series.points()[-1] and list(window[1:]) == \
+                    series.points(since)[1:]
+    big = Series(capacity=3600)
+    for step in range(5000):
+        big.append(float(step), float(step % 97))
+    window = big.window(0.0)
+    assert len(window) == 3600 and window[0] == (1400.0, 1400.0 % 97)
+    held = sys.getsizeof(window._t) + sys.getsizeof(window._v)
+    assert held < 3600 * 16 + 200  # the tuples held about 100 bytes a point
+
+
 def test_series_on_a_shared_clock_read_as_series_of_their_own() -> None:
     """The board's sample metrics share one ring of times (half the memory of a ring each):
     each reads exactly as a series with its own times, fed the same points."""

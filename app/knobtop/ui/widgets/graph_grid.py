@@ -135,7 +135,7 @@ class GraphPage(Grid):
         for spec in self.specs:
             graph = self.query_one(f"#{graph_id(self.page, spec.metric)}", MetricGraph)
             series = board.series.get(spec.metric)
-            points = series.points(t_start) if series is not None else []
+            points = series.window(t_start) if series is not None else ()
             graph.set_data(points, markers, t_start, t_end, ticks=ticks)
 
 

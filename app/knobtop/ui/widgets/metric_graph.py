@@ -44,6 +44,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from knobtop.metrics.board import Points
+
 MARGIN = 6
 """Left margin in cells: a 5-cell y label plus one space.  Fixed (not fitted to the labels) so
 that graphs stacked in a column share the same x axis and a knob change lines up across them."""
@@ -591,7 +593,7 @@ class MetricGraph(Widget):
         self._labels = labels
         self._time_axis = time_axis
         self._sliding = sliding
-        self._points: tuple[Point, ...] = ()
+        self._points: Sequence[Point] = ()
         self._markers: tuple[tuple[float, str], ...] = ()
         self._ticks: tuple[tuple[float, str], ...] = ()
         self._overlay: tuple[Point, ...] | None = None
@@ -633,7 +635,7 @@ class MetricGraph(Widget):
         plots ``points`` alone, exactly as before.  ``more`` adds series C, D, ... (points,
         markers) over both, up to MAX_SERIES in all, each in its own colour.
         """
-        pts = points if isinstance(points, tuple) else tuple(points)
+        pts = points if isinstance(points, (tuple, Points)) else tuple(points)
         n = len(pts)
         markers_key = tuple(markers)
         ticks_key = tuple(ticks)
