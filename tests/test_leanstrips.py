@@ -3,9 +3,12 @@ first use, Rich's width cache emptied every hour of samples."""
 
 from __future__ import annotations
 
+import inspect
 import random
+import re
 from pathlib import Path
 
+import pytest
 from rich.cells import cached_cell_len, cell_len
 from rich.segment import Segment
 from rich.style import Style
@@ -15,7 +18,13 @@ from textual.strip import Strip
 from harness.ui import until
 from knobtop.journal import JournalReader, Sample
 from knobtop.ui.app import KnobtopApp
-from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, LeanFIFOCache
+from knobtop.ui.leanstrips import (
+    CELL_WIDTHS_KEPT_FOR,
+    STRIP_CACHES,
+    TEXTUALS_STRIP_INIT,
+    LeanFIFOCache,
+    _strip_init,
+)
 
 RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
 
@@ -57,6 +66,39 @@ def test_strips_made_once_a_screen_exists_cache_lazily_and_render_the_same() -> 
     assert strip.extend_cell_length(14) == before.extend_cell_length(14)
     assert strip.apply_offsets(1, 2) == before.apply_offsets(1, 2)
     assert strip.text == before.text == "knob=value"
+
+
+def made(strip: Strip, name: str) -> bool:
+    """Whether the Strip's slot holds a cache (read past Strip.__getattr__, which makes it)."""
+    try:
+        getattr(Strip, name).__get__(strip, Strip)
+    except AttributeError:
+        return False
+    return True
+
+
+def test_a_strip_makes_each_cache_when_first_asked_for() -> None:
+    KnobtopApp(header=None, events=[])  # installs the lean caches
+    strip = Strip([Segment("knob", Style(bold=True)), Segment("=value")])
+    assert [name for name in STRIP_CACHES if made(strip, name)] == []
+    assert strip.crop(2, 7).text == "ob=va"
+    assert [name for name in STRIP_CACHES if made(strip, name)] == ["_crop_cache"]
+    assert strip.crop(2, 7) is strip.crop(2, 7)  # cached in it
+    with pytest.raises(AttributeError):
+        strip.no_such_attribute  # noqa: B018 (only the caches are made on demand)
+
+
+def test_the_caches_made_on_demand_are_the_ones_textual_makes_up_front() -> None:
+    """Read from Textual's own Strip.__init__: the caches it makes and their sizes, and every
+    other attribute it sets, which the lean __init__ must set too."""
+    source = inspect.getsource(TEXTUALS_STRIP_INIT)
+    caches = {name: int(size) for name, size in
+              re.findall(r"self\.(\w+) *(?::[^=]*)?= FIFOCache\((\d+)\)", source)}
+    assert caches == STRIP_CACHES
+    others = set(re.findall(r"self\.(\w+) *(?::[^=]*)?= (?!FIFOCache)", source))
+    lean = set(re.findall(r"self\.(\w+) = ", inspect.getsource(_strip_init)))
+    assert others == lean and len(lean) == 5
+    assert set(Strip.__slots__) == set(STRIP_CACHES) | lean
 
 
 async def test_the_live_screen_empties_richs_width_cache_every_hour_of_samples() -> None:
