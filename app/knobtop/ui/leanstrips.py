@@ -7,13 +7,14 @@ an empty dict: about 0.9 KB a Strip before anything is cached. The live screen a
 holds about 2,700 Strips, most of whose caches stay empty all their life.
 
 ``lean_strip_caches()`` has Strip make ``LeanFIFOCache`` instead: the same first-in
-first-out cache, whose dict exists only from the first value stored. And a Strip makes
-each cache only when it is first asked for: most Strips use one or two of the seven, and a
-paint makes hundreds of Strips, whose caches, made up front, were thousands of small
-objects a paint (``memory_growth.py --part both``: RSS at start 49.7 -> 48.1 MB, two runs
-each side). Measured with
+first-out cache, whose dict exists only from the first value stored. Measured with
 ``bench/memory_growth.py``'s screen part (a simulated day at 160x48): RSS at start
 50.5 -> 49.1 MB, at the day's end 56.6 -> 54.1 MB.
+
+And a Strip makes each cache only when it is first asked for: most Strips use one or two of
+the seven, and a paint makes hundreds of Strips, whose caches, made up front, were
+thousands of small objects a paint (``memory_growth.py --part both``, two runs each side:
+RSS at start 49.7 -> 48.1 MB).
 """
 
 from __future__ import annotations
