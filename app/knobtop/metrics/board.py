@@ -117,22 +117,12 @@ class Series:
         return self._clock.n
 
     def points(self, since: float | None = None) -> list[tuple[float, float | None]]:
-        """Points at or after ``since``, oldest first; walks back only as far as needed."""
-        out: list[tuple[float, float | None]] = []
-        clock = self._clock
-        ts, vs = clock.t, self._v
-        for k in range(clock.n):
-            i = clock.index(k)
-            t = ts[i]
-            if since is not None and t < since:
-                break
-            v = vs[i]
-            out.append((t, None if v != v else v))  # NaN is a gap
-        out.reverse()
-        return out
+        """Points at or after ``since`` (all without it), oldest first, as a list."""
+        return list(self.window(-math.inf if since is None else since))
 
     def window(self, since: float) -> Points:
-        """:meth:`points` at or after ``since`` as a compact :class:`Points`."""
+        """Points at or after ``since``, oldest first, as a compact :class:`Points` (a gap
+        reads as None); walks back only as far as needed."""
         clock = self._clock
         ts = clock.t
         m = 0
