@@ -130,7 +130,14 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")
         await until(pilot, lambda: app.recipe_results is not None, timeout=300)
-        await until(pilot, lambda: "tune: recommend t" in shown(), timeout=10)
+        # what the tune concluded, apart from whether the screen shows it (each failure
+        # names its own cause: the tune's end, its runs, or the panel)
+        verification = app.tuner.outcome.verification
+        assert verification is not None, f"the tune ended before its verification:\n{shown()}"
+        assert verification.recommended is not None, (
+            f"{verification.line()}; runs: "
+            f"{[(s.arm, s.replicate, s.avg_tps) for s in verification.results.steps]}")
+        await until(pilot, lambda: "tune: recommend t" in shown(), timeout=10, shown=shown)
         await pilot.press("q")
     events = list(JournalReader(journal))
     trials = [e for e in events if isinstance(e, Trial)]

@@ -9,13 +9,16 @@ from textual.pilot import Pilot
 from textual.widget import Widget
 
 
-async def until(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = 20) -> None:
-    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise)."""
+async def until(pilot: Pilot[Any], predicate: Callable[[], bool], timeout: float = 20,
+                shown: Callable[[], str] | None = None) -> None:
+    """Let the app run until ``predicate`` holds (bounded; fails the test otherwise, with
+    what ``shown`` returns then: what the screen showed instead)."""
     for _ in range(int(timeout / 0.05)):
         if predicate():
             return
         await pilot.pause(0.05)
-    raise AssertionError(f"condition not met within {timeout} s")
+    instead = "" if shown is None else f"; shown instead:\n{shown()}"
+    raise AssertionError(f"condition not met within {timeout} s{instead}")
 
 
 def widget_text(widget: Widget) -> list[str]:
