@@ -19,7 +19,7 @@ from knobtop.analysis.power import detectable
 from knobtop.analysis.results import build, collect, results_csv, results_markdown
 from knobtop.analysis.stats import NOISE, cv
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import JournalReader, RecipeRun, StepResult
+from knobtop.journal import JournalReader, Load, Phase, RecipeRun, StepResult
 from knobtop.lab import Sandbox
 from knobtop.load.sysbench import Sysbench
 from knobtop.recipes.recipe import Recipe, RecipeError, load_recipe
@@ -365,6 +365,39 @@ knobs = { sort_buffer_size = "2M" }
     assert f"the datadir's device ({device_of(lab[0].datadir)})" in efficiency
     refused = report(journal, "--table", "timeline")
     assert refused.returncode == 2 and "is not a timeline" in refused.stderr
+
+
+async def test_a_one_second_step_is_its_second_even_when_its_report_comes_after_the_window(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    """Steps of one second with no warm-up: sysbench's [ 1s ] line comes about when the
+    window ends, as often a moment after it as before. Each step's TPS is that line's
+    (its phase's, as journaled), not nothing (no report in the window) or a fraction."""
+    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=1, warmup=0,
+                   replicates=4, arms=load_recipe(EXPERIMENTS / "sort-buffer.toml").arms[:2])
+    assert not recipe.timed
+    journal = tmp_path / "short.knobtop.jsonl"
+    session = session_for(lab, journal)
+    await session.open()
+    try:
+        await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    lines: list[Load] = []
+    steps = []
+    for event in JournalReader(journal):
+        if isinstance(event, Phase) and event.action == "start":
+            lines = []
+        elif isinstance(event, Load):
+            lines.append(event)
+        elif isinstance(event, StepResult):
+            steps.append(event)
+            first = [line for line in lines if line.s == 1]
+            assert first, f"step {event.index + 1}: its phase has no [ 1s ] line"
+            assert event.avg_tps == pytest.approx(first[0].tps, abs=0.01), (
+                event.index, event.start, event.end, [(x.t, x.s, x.tps) for x in lines])
+            assert event.intervals == 1
+    assert len(steps) == 8
 
 
 async def test_abort_stops_the_load_and_restores_the_baseline(

@@ -72,6 +72,8 @@ from knobtop.session.port import SessionPort
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between checks of a gate or the abort flag
+LINE_GRACE = 1.5  # seconds a window waits past its end for its last second's report
+LINE_POLL = 0.05
 TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration (start-up)
 
 
@@ -115,6 +117,15 @@ def window_transactions(tps: list[tuple[float, float]], seconds: list[int], star
             total += rate * seconds_covered(previous, second)
         previous = second
     return total
+
+
+def report_time(tps: list[tuple[float, float]], seconds: list[int], want: int) -> float | None:
+    """When the first per-second report stamped ``want`` or later was received (None: none
+    yet). ``tps``/``seconds`` as for :func:`window_transactions`."""
+    for (t, _rate), second in zip(tps, seconds, strict=True):
+        if second >= want:
+            return t
+    return None
 
 
 class RunAborted(KnobtopError):
@@ -629,19 +640,22 @@ class RecipeRunner:
                                        "a TPS plateau", self._plateau_text)
             waits["plateau"] = round(time.monotonic() - began, 2)
         summary: dict[str, Any] | None = None
+        reports_until: float | None = None
         if recipe.timed:
             start, end, first, summary = await self._timed_window(step)
         else:
             start = session.now()
+            stamp = self._seconds[-1] if self._seconds else 0  # the driver's second now
             first = await self._footprint(False)
             await self._countdown(recipe.duration, "measuring")
             end = session.now()
+            reports_until = await self._last_report(stamp + round(recipe.duration), end)
         last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
         self._check()
         self.results.append(self._result(step, start, end, waits, steady,
-                                         (first, last), summary))  # journaled
+                                         (first, last), summary, reports_until))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
             self._report("pausing")
             await self._sleep(recipe.pause)
@@ -779,6 +793,20 @@ class RecipeRunner:
                        f"{recipe.duration + TIMED_GRACE:g} s: no summary")
         return start, session.now(), first, summary
 
+    async def _last_report(self, want: int, end: float) -> float:
+        """Until when the driver's reports belong to a window that ends at ``end``: ``end``,
+        or, when the report for the window's last second (stamped ``want``) comes a moment
+        after it, when that report came. The driver's tick and the pipe lag the countdown
+        by a few ms to a tenth of a second under load; without that report a 2-second
+        window held one second's transactions over two seconds: half its TPS. Bounded by
+        LINE_GRACE: a driver silent that long is stalled, and the window's missing seconds
+        count as nothing done."""
+        deadline = time.monotonic() + LINE_GRACE
+        while ((at := report_time(self._tps, self._seconds, want)) is None
+               and time.monotonic() < deadline):
+            await self._sleep(LINE_POLL)
+        return end if at is None else max(end, at)
+
     def _detector(self) -> SteadyState | Plateau:
         rule = self.recipe.steady
         if rule.judge == "noise":
@@ -823,9 +851,14 @@ class RecipeRunner:
 
     def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
                 steady: bool, footprints: tuple[Footprint, Footprint] | None = None,
-                summary: dict[str, Any] | None = None) -> StepResult:
+                summary: dict[str, Any] | None = None,
+                reports_until: float | None = None) -> StepResult:
+        """The window ``(start, end]``'s result: the server's samples in it, the driver's
+        reports received in it or, for its last second's, by ``reports_until``."""
+        until = end if reports_until is None else max(end, reports_until)
+
         def inside(points: list[tuple[float, float]]) -> list[float]:
-            return [v for t, v in points if start < t <= end]
+            return [v for t, v in points if start < t <= until]
 
         tps = inside(self._tps)
         mid = _median(tps)
@@ -835,7 +868,7 @@ class RecipeRunner:
         hits = [s[1] for s in window if s[1] is not None]
         dirty = [s[2] for s in window if s[2] is not None]
         history = [s[3] for s in window if s[3] is not None]
-        avg = (window_transactions(self._tps, self._seconds, start, end) / seconds
+        avg = (window_transactions(self._tps, self._seconds, start, until) / seconds
                if seconds else 0.0)
         timed = window_summary(summary)
         if timed.get("window_txn") and timed.get("window_s"):
