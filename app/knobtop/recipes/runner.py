@@ -9,8 +9,9 @@ For each step of ``Recipe.schedule()`` the runner
 3. starts the load, runs the warmup, then (``plateau``) waits for a steady TPS (rolling
    span: the trend judged against the noise, ``plateau.Plateau``; or the older CV and
    slope bounds, ``stats.SteadyState``);
-4. measures ``duration`` seconds and journals a ``StepResult`` (medians of the window, the
-   average TPS and stall share, and whether the window itself was flat);
+4. measures ``duration`` seconds (with the driver's report for the last of them, which may
+   come a moment after) and journals a ``StepResult`` (medians of the window, the average
+   TPS and stall share, and whether the window itself was flat);
 5. stops the load and pauses.
 
 Abort (or any failure) stops the load and puts every knob back to the session's baseline.
@@ -649,7 +650,7 @@ class RecipeRunner:
             first = await self._footprint(False)
             await self._countdown(recipe.duration, "measuring")
             end = session.now()
-            reports_until = await self._last_report(stamp + round(recipe.duration), end)
+            reports_until = await self._last_report(stamp + round(recipe.duration))
         last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
@@ -793,19 +794,18 @@ class RecipeRunner:
                        f"{recipe.duration + TIMED_GRACE:g} s: no summary")
         return start, session.now(), first, summary
 
-    async def _last_report(self, want: int, end: float) -> float:
-        """Until when the driver's reports belong to a window that ends at ``end``: ``end``,
-        or, when the report for the window's last second (stamped ``want``) comes a moment
-        after it, when that report came. The driver's tick and the pipe lag the countdown
-        by a few ms to a tenth of a second under load; without that report a 2-second
-        window held one second's transactions over two seconds: half its TPS. Bounded by
-        LINE_GRACE: a driver silent that long is stalled, and the window's missing seconds
-        count as nothing done."""
+    async def _last_report(self, want: int) -> float | None:
+        """When the driver's report for a window's last second (stamped ``want``) came,
+        waiting for it when the window has ended before it: the driver's tick and the pipe
+        lag the countdown by a few ms to a tenth of a second under load, and without that
+        report a 2-second window held one second's transactions over two seconds, half its
+        TPS. None after LINE_GRACE: a driver silent that long is stalled, and the window's
+        missing seconds count as nothing done."""
         deadline = time.monotonic() + LINE_GRACE
         while ((at := report_time(self._tps, self._seconds, want)) is None
                and time.monotonic() < deadline):
             await self._sleep(LINE_POLL)
-        return end if at is None else max(end, at)
+        return at
 
     def _detector(self) -> SteadyState | Plateau:
         rule = self.recipe.steady
