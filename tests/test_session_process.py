@@ -80,6 +80,14 @@ def mariadbd_for(root: Path) -> list[psutil.Process]:
     return found
 
 
+def server_log(root: Path) -> str:
+    """The sandbox's error log from its last start (who stopped it, and when), for a
+    failure's message."""
+    log = root / "error.log"
+    text = log.read_text(errors="replace") if log.exists() else "(no error.log)"
+    return text[text.rfind("---- knobtop lab: server start"):][-3000:]
+
+
 def test_killing_the_screen_closes_the_session_and_stops_what_it_started(
     tmp_path: Path, tmux: TmuxServer, lab_dir: Path, sysbench_path: str
 ) -> None:
@@ -93,7 +101,9 @@ def test_killing_the_screen_closes_the_session_and_stops_what_it_started(
     # stops the load and the sandbox it started, and exits.
     _gone, alive = psutil.wait_procs([session, *generators], timeout=60)
     assert not alive, f"left running after the screen was killed: {alive}"
-    assert mariadbd_for(lab_dir) == [], "the sandbox server it started is stopped"
+    assert mariadbd_for(lab_dir) == [], (
+        f"the sandbox server it started is stopped; its log:\n{server_log(lab_dir)}")
+    assert "---- knobtop lab: server stop (SIGTERM to pid" in server_log(lab_dir)
     events = list(JournalReader(journal))
     assert isinstance(events[-1], End) and events[-1].reason == "the screen ended"
     assert sum(isinstance(e, Sample) for e in events) >= 3
@@ -115,7 +125,7 @@ def test_killing_the_session_process_ends_the_screen_with_the_journal_named(
     # Its load generators died with it; the screen stopped the sandbox it had started.
     _gone, alive = psutil.wait_procs([screen, *generators], timeout=30)
     assert not alive, f"left running after the session's process was killed: {alive}"
-    assert mariadbd_for(lab_dir) == []
+    assert mariadbd_for(lab_dir) == [], server_log(lab_dir)
     # Every line it wrote reads back: samples, and no end (it had no chance to write one).
     events = list(JournalReader(journal))
     assert sum(isinstance(e, Sample) for e in events) >= 3

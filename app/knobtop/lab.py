@@ -442,6 +442,10 @@ class Sandbox:
         pid = self.running_pid()
         if pid is None:
             return
+        with contextlib.suppress(OSError), open(self.error_log, "a", encoding="utf-8") as fh:
+            # who stopped it, beside the server's own "Normal shutdown"
+            fh.write(f"---- knobtop lab: server stop (SIGTERM to pid {pid}) at "
+                     f"{time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout

@@ -175,7 +175,13 @@ class _Server:
                     self.tasks[message[1]].cancel()
         finally:
             # The screen quit, was killed, or this process was told to end: the session
-            # closes whatever was in flight (close waits for a restart to finish).
+            # closes whatever was in flight (close waits for a restart to finish). From
+            # here on a second signal (the terminal's hang-up after the kernel's SIGTERM)
+            # is ignored, not handed back to the default action (which would end this
+            # process before it stops its sandbox) when the loop closes.
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, signal.SIG_IGN)
             if not self.closed:
                 # Nobody watches the terminal any more (it may be gone: writing to it
                 # would fail and skip the rest): what follows goes nowhere.
