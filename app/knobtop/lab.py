@@ -375,10 +375,14 @@ class Sandbox:
         with contextlib.suppress(FileNotFoundError):
             if self.error_log.stat().st_size > ERROR_LOG_ROTATE:
                 self.error_log.replace(self.error_log.with_name(self.error_log.name + ".1"))
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.log_start = self._log_line("server start")
+
+    def _log_line(self, what: str) -> int:
+        """A line of knobtop's own in the server's error log (what it did, and when); the
+        log's size after it."""
         with open(self.error_log, "a", encoding="utf-8") as fh:
-            fh.write(f"---- knobtop lab: server start at {stamp} ----\n")
-            self.log_start = fh.tell()
+            fh.write(f"---- knobtop lab: {what} at {time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
+            return fh.tell()
 
     def start_log(self) -> list[str]:
         """The error log's lines from this start, as the server wrote them."""
@@ -442,10 +446,8 @@ class Sandbox:
         pid = self.running_pid()
         if pid is None:
             return
-        with contextlib.suppress(OSError), open(self.error_log, "a", encoding="utf-8") as fh:
-            # who stopped it, beside the server's own "Normal shutdown"
-            fh.write(f"---- knobtop lab: server stop (SIGTERM to pid {pid}) at "
-                     f"{time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
+        with contextlib.suppress(OSError):  # who stopped it, beside its "Normal shutdown"
+            self._log_line(f"server stop (SIGTERM to pid {pid})")
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
