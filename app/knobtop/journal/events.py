@@ -109,6 +109,9 @@ class Change(Event):
     side_effects: dict[str, list[str | None]] = field(default_factory=dict)
     reason: str = ""  # "" for a person's change, "undo", "revert to baseline"
     target: str = ""
+    # A reach variable (server.policy: names a file, opens the network, ...) changed with
+    # permission: its kind ("path", "network", ...); "" for a performance variable.
+    reach: str = ""
 
 
 @dataclass(frozen=True, slots=True)

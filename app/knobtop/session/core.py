@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,13 +340,15 @@ class Session:
     # -- commands: knobs
 
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
-                       reason: str = "") -> Change:
-        return await self.knobs.set_knob(name, value, restart_ok=restart_ok, reason=reason)
+                       reason: str = "", reach: Collection[str] = ()) -> Change:
+        return await self.knobs.set_knob(name, value, restart_ok=restart_ok, reason=reason,
+                                         reach=reach)
 
     async def set_knobs(self, values: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "", keep_load: bool = False) -> list[Change]:
+                        reason: str = "", keep_load: bool = False,
+                        reach: Collection[str] = ()) -> list[Change]:
         return await self.knobs.set_knobs(values, restart_ok=restart_ok, reason=reason,
-                                          keep_load=keep_load)
+                                          keep_load=keep_load, reach=reach)
 
     async def undo(self, expected: Change | None = None) -> Change | None:
         return await self.knobs.undo(expected)

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from knobtop.hosts.base import HostError
@@ -35,6 +35,7 @@ from knobtop.server.knobs import (
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, Tunnel
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
+from knobtop.server.policy import normal, refusal, risk_of
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff
@@ -46,6 +47,15 @@ NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
                       type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
                       default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
+
+
+def _reach_refusal(name: str, allowed: Collection[str]) -> str | None:
+    """Why ``name`` may not be set by this call (a reach variable it was not allowed)."""
+    risk = risk_of(name)
+    if not risk.reach or risk.name in {normal(a) for a in allowed}:
+        return None
+    return refusal(name, "this change", "set it from the live screen, which asks first, "
+                   "or list it under [allow] reach in the recipe and run with --allow-reach")
 
 
 class KnobApplier:
@@ -90,24 +100,29 @@ class KnobApplier:
     def _event(self, start: float, knob: str, requested: str, old: str | None,
                new: str | None, method: str, result: str, message: str, reason: str,
                **more: Any) -> Change:
-        """The one place a change event is built."""
+        """The one place a change event is built (a reach variable's says its kind)."""
+        reach = risk_of(knob).kind if result == "ok" else ""
         return Change(t=start, wall=self.recorder.wall(), knob=knob, requested=requested,
                       old=old, new=new, method=method, result=result, message=message,
-                      reason=reason, **more)
+                      reason=reason, reach=reach, **more)
 
     # -- one knob
 
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
-                       reason: str = "", keep_load: bool = False) -> Change:
+                       reason: str = "", keep_load: bool = False,
+                       reach: Collection[str] = ()) -> Change:
         """Validate and apply a knob; refusals and failures are journaled like successes.
 
         Dynamic knobs go through SET GLOBAL.  Static ones need ``restart_ok`` (the
         person confirmed the restart) and server nodes with a restart command: they
         go through the drop-in, a restart, a wait and a check, rolled back on failure.
+        A reach variable (server.policy) needs its name in ``reach``.
         """
         async with self.lock:
             error = self.recorder.journal_error
-            if error is not None:  # a change that cannot be recorded: refused
+            if error is None:
+                error = _reach_refusal(name, reach)
+            if error is not None:  # a change that cannot be recorded, or not allowed
                 refused = self._event(self.recorder.now(), name, value, None, None,
                                       "set_global", "refused", f"{error}. Nothing was changed",
                                       reason)
@@ -165,7 +180,8 @@ class KnobApplier:
     # -- several knobs as one change
 
     async def set_knobs(self, values: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "", keep_load: bool = False) -> list[Change]:
+                        reason: str = "", keep_load: bool = False,
+                        reach: Collection[str] = ()) -> list[Change]:
         """Several knobs as one change (a recipe arm), all or nothing.
 
         Every value is checked first; if one is refused, none is applied. Then the dynamic
@@ -176,15 +192,18 @@ class KnobApplier:
         if len(values) == 1:
             ((name, value),) = values.items()
             return [await self.set_knob(name, value, restart_ok=restart_ok, reason=reason,
-                                        keep_load=keep_load)]
+                                        keep_load=keep_load, reach=reach)]
         names = [n.strip().lower() for n in values]
         wanted = dict(zip(names, values.values(), strict=True))
         async with self.lock:
             start = self.recorder.now()
             found: dict[str, KnobFacts] = {}
             problems: dict[str, str] = {}
+            refusals = {n: why for n in names if (why := _reach_refusal(n, reach))}
             if self.recorder.journal_error is not None:
                 problems = dict.fromkeys(names, self.recorder.journal_error)
+            elif refusals:
+                problems = refusals
             else:
                 try:
                     link = await self._link()

@@ -9,7 +9,7 @@ business: its attributes, links and drivers are private to ``session/``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -80,11 +80,15 @@ class SessionPort(Protocol):
     async def close(self, reason: str = "quit") -> None: ...
 
     # -- knobs
+    # ``reach``: the reach variables (server.policy) the caller may set: the person
+    # confirmed them in a dialog, or a file's [allow] reach with --allow-reach. Any other
+    # reach variable is refused (journaled).
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
-                       reason: str = "") -> Change: ...
+                       reason: str = "", reach: Collection[str] = ()) -> Change: ...
 
     async def set_knobs(self, knobs: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "", keep_load: bool = False) -> list[Change]: ...
+                        reason: str = "", keep_load: bool = False,
+                        reach: Collection[str] = ()) -> list[Change]: ...
 
     async def undo(self, expected: Change | None = None) -> Change | None: ...
 

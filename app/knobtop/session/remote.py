@@ -18,7 +18,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -315,15 +315,16 @@ class RemoteSession:
                 await self._call("close", reason)
 
     async def set_knob(self, name: str, value: str, *, restart_ok: bool = False,
-                       reason: str = "") -> Change:
+                       reason: str = "", reach: Collection[str] = ()) -> Change:
         return cast("Change", await self._call("set_knob", name, value, restart_ok=restart_ok,
-                                               reason=reason))
+                                               reason=reason, reach=tuple(reach)))
 
     async def set_knobs(self, knobs: Mapping[str, str], *, restart_ok: bool = False,
-                        reason: str = "", keep_load: bool = False) -> list[Change]:
+                        reason: str = "", keep_load: bool = False,
+                        reach: Collection[str] = ()) -> list[Change]:
         return cast("list[Change]", await self._call("set_knobs", dict(knobs),
                                                      restart_ok=restart_ok, reason=reason,
-                                                     keep_load=keep_load))
+                                                     keep_load=keep_load, reach=tuple(reach)))
 
     async def undo(self, expected: Change | None = None) -> Change | None:
         return cast("Change | None", await self._call("undo", expected))
