@@ -63,6 +63,10 @@ REACH_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^bind_address$|^port$|^socket$|^skip_networking$|^extra_port$|_address$|_port$"
          r"|_socket$|^report_host$|^wsrep_provider(_options)?$|^wsrep_cluster_name$"
          r"|^wsrep_on$|^wsrep_sst_donor$|^mysqlx_", "network"),
+        # switches that start writing files
+        (r"^general_log$|^slow_query_log$|^log_slow_query$|^log_output$|^core_file$|^debug"
+         r"|_dbug|^log_slave_updates$|^log_replica_updates$|^binlog_encryption$",
+         "files"),
         # files and directories
         (r"(_file|_dir|_path|_directory|_filename|_basename|_index_file)$|^(data|base|tmp"
          r"|innodb_tmp|slave_load_tmp|replica_load_tmp)dir$|^secure_file_priv$|^log_error"
@@ -70,10 +74,6 @@ REACH_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"path$|^log_tc$|^pid_file$|^character_sets_dir$|^lc_messages_dir$|^chroot$|_tmpdir$"
          r"|^log_ddl_recovery$|^log_isam$",
          "path"),
-        # switches that start writing files
-        (r"^general_log$|^slow_query_log$|^log_slow_query$|^log_output$|^core_file$|^debug"
-         r"|_dbug|^log_slave_updates$|^log_replica_updates$|^binlog_encryption$",
-         "files"),
     ))
 
 # Words that make a name suspicious: any name with one of them among its '_'-separated
