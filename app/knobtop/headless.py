@@ -19,6 +19,7 @@ from rich.text import Text
 
 from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample, target_of
+from knobtop.server.policy import reach_names
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -183,8 +184,12 @@ async def run_headless(
     changes: Sequence[ScheduledChange],
     start_load: bool,
     console: Console,
+    *,
+    allow_reach: bool = False,
 ) -> int:
-    """Record ``duration`` seconds, making ``changes`` on their schedule; the exit code."""
+    """Record ``duration`` seconds, making ``changes`` on their schedule; the exit code.
+    ``allow_reach``: --allow-reach was given, so --set may change reach variables."""
+    reach = tuple(c.knob for c in changes) if allow_reach else ()
     stop = asyncio.Event()
     tally = Tally()
 
@@ -202,6 +207,9 @@ async def run_headless(
             await session.open()
             console.print(f"Recording {duration:g} s to {session.state().journal_path}",
                           markup=False)
+            if reach_names(reach):
+                session.note("reach variables allowed: "
+                             f"{', '.join(reach_names(reach))} (--set with --allow-reach)")
             if start_load:
                 await session.start_load()
             started = time.monotonic()
@@ -213,7 +221,8 @@ async def run_headless(
                 if stop.is_set():
                     break
                 # On the command line, --set is the confirmation: static knobs restart.
-                result = await session.set_knob(change.knob, change.value, restart_ok=True)
+                result = await session.set_knob(change.knob, change.value, restart_ok=True,
+                                                reach=reach)
                 if result.result != "ok":
                     code = 1
             remaining = started + duration - time.monotonic()

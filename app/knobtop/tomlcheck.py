@@ -200,8 +200,9 @@ class Reader:
 
     error_type: ClassVar[type[FileError]] = FileError
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str = "") -> None:
         self.file = file
+        self.text = text  # the file's text, for line numbers (key_line)
 
     def error(self, key: str | None, problem: str, fix: str) -> FileError:
         return self.error_type(self.file, key, problem, fix)
@@ -216,6 +217,16 @@ class Reader:
     @staticmethod
     def dotted(prefix: str, key: str) -> str:
         return f"{prefix}.{key}" if prefix else key
+
+    def line_of(self, key: str) -> str:
+        """The text ``" (line N)"`` for the line where ``key`` is first written as a key or a
+        quoted name in the file, or "" (for messages: ``FILE: KEY (line N): problem``)."""
+        word = re.escape(key)
+        pattern = re.compile(rf"(^|[\s{{,]){word}\s*=|[\"']{word}[\"']", re.IGNORECASE)
+        for number, line in enumerate(self.text.splitlines(), start=1):
+            if pattern.search(line.split("#", 1)[0]):
+                return f" (line {number})"
+        return ""
 
 
 __all__ = [

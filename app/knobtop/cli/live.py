@@ -30,6 +30,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     from knobtop.recipes.recipe import MAX_REPLICATES, ORDERS, load_recipe
 
     recipe = load_recipe(args.recipe)
+    reach_granted(recipe.allow_reach, str(recipe.path), args.allow_reach)
     changes: dict[str, object] = {}
     if args.order is not None:
         if args.order not in ORDERS:
@@ -89,6 +90,16 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         raise BadValue(f"--max-replicates {recipe.max_replicates}: give more than the "
                        f"replicates ({recipe.replicates}) and at most {MAX_REPLICATES}")
     return recipe
+
+
+def reach_granted(names: tuple[str, ...], file: str, granted: bool) -> None:
+    """A file's ``[allow] reach`` takes effect only with ``--allow-reach`` too."""
+    if names and not granted:
+        from knobtop.server.policy import risk_of
+
+        said = "; ".join(f"{n} {risk_of(n).what}" for n in names)
+        raise BadValue(f"{file} asks to set reach variables ([allow] reach): {said}. Run "
+                       "again with --allow-reach to let it, or remove them from the file")
 
 
 def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
@@ -160,6 +171,13 @@ def session_options(
         raise BadValue("--headless needs --duration SECONDS")
     if args.changes and not args.headless:
         raise BadValue("--set is for --headless runs; in the live screen press k to edit knobs")
+    from knobtop.server.policy import risk_of
+
+    for change in args.changes:
+        risk = risk_of(change.knob)
+        if risk.reach and not args.allow_reach:
+            raise BadValue(f"--set {change.knob}: {risk.name} {risk.what}; add --allow-reach "
+                           "to set it")
     load = LoadSpec(workload=args.load if args.load != "none" else "oltp_read_write",
                     threads=args.threads, tables=args.tables, table_size=args.table_size,
                     rate=args.rate, rand_type=args.rand_type, percentile=args.percentile,
@@ -170,6 +188,7 @@ def session_options(
         interval=args.interval, statements=args.statements, cleanup=args.cleanup,
         headless=args.headless, duration=args.duration, changes=tuple(args.changes),
         recipe=None, markdown=None, targets=(), tune=None, resume=None,
+        allow_reach=args.allow_reach,
     )
 
 
@@ -289,6 +308,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
     console = stderr_console()
     search = load_search(args.search)
+    reach_granted(search.allow_reach, str(search.path), args.allow_reach)
     if args.trials is not None:
         if not 1 <= args.trials <= MAX_TRIALS:
             raise BadValue(f"--trials {args.trials}: give 1 to {MAX_TRIALS}")
@@ -386,7 +406,7 @@ def headless(options: SessionOptions, session: Session, console: Console,
         return code
     assert options.duration is not None  # session_options refuses --headless without it
     return asyncio.run(run_headless(session, options.duration, options.changes,
-                                    options.start_load, console))
+                                    options.start_load, console, allow_reach=options.allow_reach))
 
 
 def live_screen(options: SessionOptions, session: SessionPort, console: Console,

@@ -352,6 +352,14 @@ def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:
     p.add_argument("-i", "--identity", action="append", default=[], metavar="FILE",
                    help="SSH private key (repeatable)")
     p.add_argument("--ssh-config", metavar="FILE", help="ssh config file, or 'none'")
+    add_allow_reach(p, "the variables the file lists under [allow] reach")
+
+
+def add_allow_reach(p: argparse.ArgumentParser, which: str) -> None:
+    p.add_argument("--allow-reach", action="store_true",
+                   help=f"let {which} be set although they reach beyond performance (name "
+                   "files, open the network, load plugins, run SQL, change logins or start "
+                   "writing files); journaled")
 
 
 def add_lab_identity(p: argparse.ArgumentParser) -> None:
@@ -414,3 +422,4 @@ def add_session_options(
                    metavar="KNOB=VALUE[@S]",
                    help="headless: set a knob at S seconds (repeatable; "
                    "static knobs restart the server)")
+    add_allow_reach(p, "--set")

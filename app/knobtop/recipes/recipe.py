@@ -94,6 +94,7 @@ from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
+from knobtop.server.policy import risk_of
 from knobtop.tomlcheck import FileError, Reader, Table, parse, read_text_file, too_deep
 
 __all__ = [
@@ -489,6 +490,9 @@ class Recipe:
     max_replicates: int | None = None  # the cap on rounds with until_ci
     targets: tuple[Target, ...] = ()  # further servers arms run on ([targets.NAME])
     loaders: int = 0  # LinkBench's load phase connections (0: the first thread count)
+    # [allow] reach: the reach variables (server.policy) the file asks to set; they are set
+    # only when the command line says --allow-reach too
+    allow_reach: tuple[str, ...] = ()
 
     @property
     def baseline(self) -> Arm:
@@ -581,7 +585,8 @@ class Recipe:
 # --------------------------------------------------------------------------- TOML reader
 
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
-             "timeline", "targets")
+             "timeline", "targets", "allow")
+_ALLOW_KEYS = ("reach",)
 _TARGET_KEYS = ("profile", "options")
 _TIMELINE_KEYS = ("start", "checkpoints", "metrics", "window", "action")
 _ACTION_KEYS = ("at", "knobs", "keep_load")
@@ -648,6 +653,39 @@ class _Reader(Reader):
     """Checks one parsed recipe document and builds a Recipe, raising RecipeError."""
 
     error_type = RecipeError
+    allow_reach: frozenset[str] = frozenset()  # [allow] reach, once read (allow)
+
+    def allow(self, doc: Table) -> tuple[str, ...]:
+        """``[allow] reach = ["general_log"]``: the reach variables (server.policy) the file
+        may set, each checked to be one; read before any knob."""
+        table = self.table(doc, "allow") or {}
+        self.check_keys(table, _ALLOW_KEYS, "allow")
+        raw = table.get("reach", [])
+        fix = 'write reach = ["general_log"] (the variables\' names, as SHOW VARIABLES prints)'
+        if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+            raise self.wrong_type("allow.reach", "a list of variable names", raw, fix)
+        names: list[str] = []
+        for i, name in enumerate(raw):
+            risk = risk_of(name)
+            if not _KNOB_NAME.match(name) or not risk.reach:
+                raise self.error(f"allow.reach[{i}]", f"{name!r} is not a reach variable "
+                                 "(one that names a file, opens the network, loads a plugin, "
+                                 "runs SQL, changes logins or starts writing files)",
+                                 "remove it: other variables need no permission")
+            if risk.name not in names:
+                names.append(risk.name)
+        self.allow_reach = frozenset(names)
+        return tuple(names)
+
+    def check_reach(self, knob: str, dotted: str) -> None:
+        """A reach variable (server.policy) only where ``[allow] reach`` lists it."""
+        risk = risk_of(knob)
+        if risk.reach and risk.name not in self.allow_reach:
+            raise self.error(f"{dotted}{self.line_of(knob)}",
+                             f"{risk.name} {risk.what}: a file may not set it without "
+                             "permission",
+                             f'list it under [allow] reach = ["{risk.name}"] in the file and '
+                             "run with --allow-reach, or remove it")
 
     def table(self, doc: Table, key: str, prefix: str = "") -> Table | None:
         if key not in doc:
@@ -745,6 +783,7 @@ class _Reader(Reader):
 
     def recipe(self, doc: Table, path: Path) -> Recipe:
         self.check_keys(doc, _TOP_KEYS, "")
+        allow_reach = self.allow(doc)
         name = self.req_string(doc, "name", "", '"doublewrite" (letters, digits, . _ -)')
         if not _NAME.match(name):
             raise self.error(
@@ -834,6 +873,7 @@ class _Reader(Reader):
             until_ci=until_ci,
             max_replicates=max_replicates,
             targets=targets,
+            allow_reach=allow_reach,
         )
         self.adaptive(recipe, "until_ci" in run, "max_replicates" in run)
         try:
@@ -1379,6 +1419,7 @@ class _Reader(Reader):
                     "write the variable name as SHOW VARIABLES prints it, e.g. sort_buffer_size",
                 )
             knob = flavors.canonical(key) or key.lower()
+            self.check_reach(knob, dotted)
             if knob in knobs:
                 raise self.error(
                     dotted,
@@ -1489,7 +1530,7 @@ def load_recipe(path: Path | str) -> Recipe:
         raise RecipeError(shown, None, "recipe file not found", fix) from None
     doc = parse(text, lambda key, problem, fix: RecipeError(shown, key, problem, fix), README)
     try:
-        return _Reader(shown).recipe(doc, resolved)
+        return _Reader(shown, text).recipe(doc, resolved)
     except RecursionError:  # a check or a message walking a deeply nested value
         raise too_deep(lambda key, problem, fix: RecipeError(shown, key, problem, fix)) from None
 

@@ -426,9 +426,13 @@ class RecipeRunner:
                if recipe.timeline is not None else {}),
             "steps": len(self.steps),
             "warnings": self.warnings,
+            **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
             **self.plan_extra,
         }
         session.recipe_event("start", recipe.name, plan)
+        if recipe.allow_reach:
+            session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
+                         f"([allow] reach in {recipe.path} and --allow-reach)")
         outcome, message = "end", ""
         try:
             if self.prepare:
@@ -611,7 +615,8 @@ class RecipeRunner:
             return
         # All of the arm's static knobs go in through one restart.
         changes = await session.set_knobs(
-            todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}")
+            todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}",
+            reach=self.recipe.allow_reach)
         for change in changes:
             if change.result != "ok":
                 raise ArmRefused(f"arm {step.arm.name}: {change.knob} = {change.requested} "
@@ -715,7 +720,7 @@ class RecipeRunner:
     async def _set(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
         changes = await self.session.set_knobs(
             knobs, restart_ok=True, keep_load=keep_load,
-            reason=f"recipe {self.recipe.name}: timeline {what}")
+            reason=f"recipe {self.recipe.name}: timeline {what}", reach=self.recipe.allow_reach)
         for change in changes:
             if change.result != "ok":
                 raise RunFailed(f"timeline {what}: {change.knob} = {change.requested} did not "

@@ -69,7 +69,7 @@ CONSTRAINTS = ("latency_ms_max", "errors_per_s_max", "tps_min")
 MAX_TRIALS = 500
 MAX_CHOICES = 64
 _TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget", "knob",
-             "verify", "wait", "steady", "seed")
+             "verify", "wait", "steady", "seed", "allow")
 _VERIFY_KEYS = ("candidates", "replicates")
 MAX_CANDIDATES = 5
 # 4 runs per arm is the fewest whose rank test can pass 5% (4 vs 4: p = 0.029); 5 lets
@@ -117,6 +117,7 @@ class Search:
     seed: int = 1
     waits: Waits = field(default_factory=Waits)
     steady: Steady = field(default_factory=Steady)
+    allow_reach: tuple[str, ...] = ()  # [allow] reach (as a recipe's)
 
     @property
     def threads(self) -> int:
@@ -147,7 +148,7 @@ class Search:
             loaders=load.loaders, waits=self.waits, steady=self.steady, replicates=1,
             order="counterbalanced", seed=self.seed, pause=0.0, arms=(base,),
             # LinkBench: each window a run of its own, as in a recipe (issue 20)
-            timed=load.workload == "linkbench",
+            timed=load.workload == "linkbench", allow_reach=self.allow_reach,
         )
 
 
@@ -160,6 +161,7 @@ class _SearchReader(_Reader):
 
     def search(self, doc: Table, path: Path) -> Search:
         self.check_keys(doc, _TOP_KEYS, "")
+        allow_reach = self.allow(doc)
         name = self.req_string(doc, "name", "", '"flush-tune" (letters, digits, . _ -)')
         description = self.req_string(doc, "description", "", '"what the search is for"')
         load_table = self.table(doc, "load")
@@ -188,7 +190,8 @@ class _SearchReader(_Reader):
                       trials=trials, minutes=minutes,
                       candidates=2 if candidates is None else candidates,
                       replicates=5 if replicates is None else replicates,
-                      seed=1 if seed is None else seed, waits=waits, steady=steady)
+                      seed=1 if seed is None else seed, waits=waits, steady=steady,
+                      allow_reach=allow_reach)
 
     def objective(self, table: Table | None) -> tuple[str, str]:
         fix = 'write [objective] with maximize = "tps" or minimize = "latency"'
@@ -316,7 +319,7 @@ def load_search(path: Path | str) -> Search:
                           "give the path of a search .toml file") from None
     doc = parse(text, error, README)
     try:
-        return _SearchReader(shown).search(doc, path)
+        return _SearchReader(shown, text).search(doc, path)
     except RecursionError:
         raise too_deep(error) from None
 

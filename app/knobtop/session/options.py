@@ -77,6 +77,8 @@ class SessionOptions:
     # the tune it resumes
     tune: Search | None
     resume: Path | None
+    # --allow-reach: the reach variables of --set may be set (server.policy)
+    allow_reach: bool = False
 
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

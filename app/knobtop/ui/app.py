@@ -35,6 +35,7 @@ from knobtop.metrics.board import MetricBoard
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
 from knobtop.server.knobs import KnobError, static_value, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
+from knobtop.server.policy import risk_of
 from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
 from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
@@ -565,16 +566,38 @@ class KnobtopApp(KnobtopBase):
         self.push_screen(
             PromptScreen(title, knob_help(name, facts, current), current or "",
                          preview=partial(knob_preview, catalog.get(name)) if catalog else None),
-            lambda value: self._confirm_static(name, value) if static else self._set_knob(
-                name, value),
+            partial(self._confirm_reach, name, static),
         )
 
-    def _confirm_static(self, knob: str, value: str | None) -> None:
+    def _confirm_reach(self, knob: str, static: bool, value: str | None) -> None:
+        """A reach variable (server.policy) is set only after a dialog that says what it
+        reaches; the change then journals its kind."""
+        if value is None or self.session is None:
+            return
+        risk = risk_of(knob)
+        if not risk.reach:
+            self._apply_typed(knob, static, value, reach=False)
+            return
+        self.push_screen(
+            ConfirmScreen(f"{risk.name} reaches beyond performance",
+                          f"{risk.name} {risk.what}. Setting it to {value} gives the server "
+                          "that reach, as its own OS user. It is journaled as such.",
+                          yes="Set it"),
+            lambda yes: self._apply_typed(knob, static, value, reach=True) if yes else None,
+        )
+
+    def _apply_typed(self, knob: str, static: bool, value: str, *, reach: bool) -> None:
+        if static:
+            self._confirm_static(knob, value, reach=reach)
+        else:
+            self._set_knob(knob, value, reach=reach)
+
+    def _confirm_static(self, knob: str, value: str | None, *, reach: bool = False) -> None:
         if value is None or self.session is None:
             return
         if self._datadir_bound(knob, value):
             # No restart to confirm: the session refuses it with the reason (journaled).
-            self._set_knob(knob, value)
+            self._set_knob(knob, value, reach=reach)
             return
         plan = self.session.restart_plan()
         self.push_screen(
@@ -583,7 +606,7 @@ class KnobtopApp(KnobtopBase):
                           f"{plan}. If the server does not come back or the value does not "
                           "take, the previous file is restored and the server restarted again.",
                           yes="Restart"),
-            lambda yes: self._set_knob(knob, value, restart=True) if yes else None,
+            lambda yes: self._set_knob(knob, value, restart=True, reach=reach) if yes else None,
         )
 
     def _datadir_bound(self, knob: str, value: str) -> bool:
@@ -597,7 +620,8 @@ class KnobtopApp(KnobtopBase):
             return False  # the session's refusal names what is wrong with the value
         return datadir_refusal(knob, facts.value, wanted) is not None
 
-    def _set_knob(self, knob: str, value: str | None, *, restart: bool = False) -> None:
+    def _set_knob(self, knob: str, value: str | None, *, restart: bool = False,
+                  reach: bool = False) -> None:
         if value is None or self.session is None:
             return
         session = self.session
@@ -605,7 +629,8 @@ class KnobtopApp(KnobtopBase):
         async def apply() -> None:
             if restart:
                 self.notify(f"{knob}: restarting the server ...", timeout=5, markup=False)
-            change = await self._call(session.set_knob(knob, value, restart_ok=restart))
+            change = await self._call(session.set_knob(knob, value, restart_ok=restart,
+                                                       reach=(knob,) if reach else ()))
             if change is not None:
                 self._report(change)
 
