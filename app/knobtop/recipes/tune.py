@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.tune import (
     BASE,
-    TuneSpec,
     Verification,
     arm_name,
     baseline_band,
@@ -45,8 +43,16 @@ from knobtop.analysis.tune import (
     verification_of,
     violations,
 )
-from knobtop.journal.events import Event, RecipeRun, StepResult, Trial
+from knobtop.journal.events import StepResult, Trial
 from knobtop.recipes.recipe import Arm, Step, arm_order
+from knobtop.recipes.resume import (
+    leftover_knobs,
+    prior_trials,
+    read_prior,
+    search_param,
+    spec_of,
+    tune_plan,
+)
 from knobtop.recipes.runner import Progress, RecipeRunner
 from knobtop.recipes.search import Dimension, Search, SearchError, check_search
 from knobtop.session.port import SessionPort
@@ -56,13 +62,6 @@ if TYPE_CHECKING:
 
 REPEATS = 20  # proposals of an already measured combination before the search ends
 BASELINE_RUNS = 2  # the baseline's runs before the trials (trial 0): their band
-
-
-def spec_of(search: Search) -> TuneSpec:
-    return TuneSpec(name=search.name, direction=search.direction, metric=search.metric,
-                    threads=search.threads, constraints=dict(search.constraints),
-                    candidates=search.candidates, replicates=search.replicates,
-                    plateau=search.waits.plateau)
 
 
 def verification_steps(search: Search, base: Arm, candidates: Sequence[Arm]) -> list[Step]:
@@ -87,18 +86,6 @@ def _value_text(dim: Dimension, value: Any, block: int = 1) -> str:
             number = min(hi, max(lo, round(number / block) * block))
         return str(number)
     return f"{float(value):g}"
-
-
-def _param(dim: Dimension, text: str) -> Any:
-    """A knob value as the sampler's parameter (None: outside the search space)."""
-    if dim.choices:
-        return text if text in dim.choices else None
-    assert dim.low is not None and dim.high is not None
-    try:
-        value: float = int(text) if dim.integer else float(text)
-    except ValueError:
-        return None
-    return value if dim.low <= value <= dim.high else None
 
 
 def _distributions(search: Search) -> dict[str, optuna.distributions.BaseDistribution]:
@@ -130,54 +117,6 @@ def combinations(search: Search) -> int | None:
             return None
         total *= len(dim.choices)
     return total
-
-
-def tune_plan(search: Search) -> dict[str, Any]:
-    """What the journal's recipe start says about the search (the report reads its spec,
-    a resume checks it)."""
-    return {"kind": "tune", "tune": {
-        **spec_of(search).plan(), "space": search.space(), "trials": search.trials,
-        "minutes": search.minutes, "workload": search.load.workload, "seed": search.seed}}
-
-
-def prior_trials(path: Path, search: Search,
-                 events: Iterable[Event]) -> list[Trial]:
-    """The trials of an earlier run of the same search (``--resume``), from its journal's
-    events; SearchError when it is not a tune of this search (naming what differs)."""
-    plan: dict[str, Any] | None = None
-    trials: list[Trial] = []
-    for event in events:
-        if isinstance(event, RecipeRun) and event.action == "start" and plan is None:
-            plan = event.plan
-        elif isinstance(event, Trial):
-            trials.append(event)
-    shown = str(path)
-    if plan is None or plan.get("kind") != "tune":
-        raise SearchError(shown, None, "not a tune journal (no tune started in it)",
-                          "give the journal a `knobtop tune` wrote")
-    mine = tune_plan(search)["tune"]
-    theirs = plan.get("tune", {})
-    for key in ("space", "direction", "metric", "constraints", "workload", "threads"):
-        if theirs.get(key) != mine[key]:
-            raise SearchError(shown, key, f"the journal's search has a different {key} "
-                              f"({theirs.get(key)!r}, the file says {mine[key]!r})",
-                              "resume with the search file that journal was written with")
-    seen: dict[int, Trial] = {}
-    for t in trials:
-        if t.number > 0:
-            seen.setdefault(t.number, t)  # a trial resumed more than once: its first record
-    return [t for t in trials if t.number == 0] + [seen[n] for n in sorted(seen)]
-
-
-def read_prior(path: Path, search: Search) -> list[Trial]:
-    """``--resume JOURNAL``: the trials that journal holds, checked against ``search``."""
-    from knobtop.journal.reader import JournalReader
-
-    if not path.is_file():
-        raise SearchError(str(path), None, "journal not found",
-                          "give the journal of the tune to resume (its path is printed when "
-                          "the tune starts: Journal: ...)")
-    return prior_trials(path, search, JournalReader(path))
 
 
 @dataclass
@@ -236,16 +175,16 @@ class Tuner:
         self._blocks = {d.name: catalog.get(d.name).block_size or 1 for d in search.knobs}
         values = await session.global_values(search.knob_names)
         base = {k: v for k, v in values.items() if v is not None}
-        earlier = next((t.knobs for t in self.prior if t.number == 0), None)
-        if earlier is not None and {k: v.upper() for k, v in earlier.items()} != \
-                {k: v.upper() for k, v in base.items()}:
-            # A killed tune leaves its last trial's values on the server: the search's
-            # baseline is the one it measured, and the end brings that back.
-            now = ", ".join(f"{k} = {v}" for k, v in sorted(base.items())
-                            if earlier.get(k, "").upper() != v.upper())
-            session.rebase_knobs(earlier, f"the baseline of the tune resumed from "
-                                 f"{self.resumed_from} (the server had {now})")
-            base = dict(earlier)
+        left = leftover_knobs(self.prior, base)
+        if left:
+            # A killed tune leaves its last trial's values on the server: where the server
+            # holds one of the journal's trial values, the baseline is the one that tune
+            # measured, and the end brings that back. Elsewhere it is the server's, as read.
+            now = ", ".join(f"{k} = {base[k]}" for k in sorted(left))
+            session.rebase_knobs(left, f"the baseline of the tune resumed from "
+                                 f"{self.resumed_from} (the server had {now}, a value of "
+                                 "that tune's trials)")
+            base.update(left)
         self._base = Arm(BASE, base)
         self._study = self._new_study()
         runner = RecipeRunner(session, search.recipe(self._base), on_progress=self.on_progress,
@@ -280,7 +219,7 @@ class Tuner:
         import optuna
 
         assert self._study is not None
-        params = {d.name: _param(d, trial.knobs.get(d.name, "")) for d in self.search.knobs}
+        params = {d.name: search_param(d, trial.knobs.get(d.name, "")) for d in self.search.knobs}
         if any(v is None for v in params.values()):
             return
         ok = trial.state == "done" and trial.objective is not None

@@ -1,0 +1,106 @@
+"""`tune --resume` of a hostile journal (issue 36): only the search's own knobs, each inside
+the search's range or choices, come from it; anything else is refused with its line, before
+anything runs; the baseline is the server's as read, except what a killed tune left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.helpers import knobtop_run
+from knobtop.analysis.tune import BASE
+from knobtop.journal import JournalReader
+from knobtop.journal.events import FORMAT_VERSION, Header, RecipeRun, Trial
+from knobtop.journal.writer import JournalWriter
+from knobtop.recipes.resume import leftover_knobs, read_prior, tune_plan
+from knobtop.recipes.search import SearchError, load_search
+from test_tune_analysis import SEARCH
+
+KNOB = "innodb_flush_log_at_trx_commit"
+
+
+def trial(number: int, knobs: dict[str, str]) -> Trial:
+    return Trial(t=float(number), wall=1000.0 + number, tune="commit", number=number,
+                 arm=BASE if number == 0 else f"t{number}", knobs=knobs, objective=1000.0,
+                 feasible=True, state="done", step=number)
+
+
+def journal(tmp_path: Path, *trials: Trial) -> Path:
+    search = load_search(search_path(tmp_path))
+    path = tmp_path / "old.knobtop.jsonl"
+    writer = JournalWriter(path, Header(format=FORMAT_VERSION, knobtop="test", profile="lab",
+                                           started_wall=1000.0, interval=1.0))
+    writer.append(RecipeRun(t=0.0, wall=1000.0, action="start", name="commit",
+                            plan=tune_plan(search)))
+    for t in trials:
+        writer.append(t)
+    writer.close()
+    return path
+
+
+def search_path(tmp_path: Path) -> Path:
+    path = tmp_path / "commit.toml"
+    if not path.exists():
+        path.write_text(SEARCH)
+    return path
+
+
+HOSTILE = [
+    # the reviewer's journal: a baseline with reach variables added
+    ({KNOB: "1", "innodb_io_capacity": "200", "init_connect": "DO 1"}, 0,
+     "trial 0 sets init_connect, which the search does not search"),
+    ({KNOB: "1", "innodb_io_capacity": "200",
+      "general_log_file": "/tmp/hijacked.log"}, 0, "trial 0 sets general_log_file"),
+    ({KNOB: "1", "innodb_io_capacity": "200", "general_log": "ON"}, 0,
+     "trial 0 sets general_log"),
+    # a performance variable outside the search, and values outside its space
+    ({KNOB: "2", "innodb_io_capacity": "500", "sort_buffer_size": "1"}, 1,
+     "trial 1 sets sort_buffer_size"),
+    ({KNOB: "3", "innodb_io_capacity": "500"}, 1,
+     f"trial 1 sets {KNOB} = 3, outside the search's choices"),
+    ({KNOB: "2", "innodb_io_capacity": "99999"}, 1,
+     "trial 1 sets innodb_io_capacity = 99999, outside the search's range"),
+    ({KNOB: "1", "innodb_io_capacity": "200; DO 1"}, 0,
+     "the baseline (trial 0) has innodb_io_capacity = '200; DO 1', not a plain value"),
+]
+
+
+@pytest.mark.parametrize(("knobs", "number", "said"), HOSTILE)
+def test_a_hostile_resume_journal_is_refused_with_its_line(
+        tmp_path: Path, knobs: dict[str, str], number: int, said: str) -> None:
+    good = trial(0, {KNOB: "1", "innodb_io_capacity": "200"})
+    path = journal(tmp_path, *([good] if number else []), trial(number, knobs))
+    line = 4 if number else 3  # the header, the tune's start, then the trials
+    with pytest.raises(SearchError) as caught:
+        read_prior(path, load_search(search_path(tmp_path)))
+    assert str(caught.value).startswith(f"{path}:{line}: {said}")
+
+
+def test_the_cli_refuses_a_hostile_resume_before_anything_runs(tmp_path: Path) -> None:
+    path = journal(tmp_path, trial(0, {KNOB: "1", "innodb_io_capacity": "200",
+                                       "init_connect": "DO 1"}))
+    where = tmp_path / "lab"
+    run = knobtop_run("tune", str(search_path(tmp_path)), "--lab", "--dir", str(where),
+                      "--resume", str(path), timeout=60)
+    assert run.returncode != 0
+    assert f"{path}:3: trial 0 sets init_connect" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not where.exists()  # no sandbox was made, nothing was set
+
+
+def test_the_baseline_is_the_servers_except_what_a_killed_tune_left(tmp_path: Path) -> None:
+    prior = [trial(0, {KNOB: "1", "innodb_io_capacity": "200"}),
+             trial(1, {KNOB: "2", "innodb_io_capacity": "700"}),
+             trial(2, {KNOB: "0", "innodb_io_capacity": "1400"})]
+    path = journal(tmp_path, *prior)
+    got = read_prior(path, load_search(search_path(tmp_path)))
+    assert [t.number for t in got] == [0, 1, 2]
+    assert [t.knobs for t in JournalReader(path) if isinstance(t, Trial)] == \
+        [t.knobs for t in prior]
+    # the server holds trial 2's values: the journal's baseline comes back
+    assert leftover_knobs(got, {KNOB: "0", "innodb_io_capacity": "1400"}) == \
+        {KNOB: "1", "innodb_io_capacity": "200"}
+    # the server holds values no trial set: they are the baseline, as read
+    assert leftover_knobs(got, {KNOB: "1", "innodb_io_capacity": "300"}) == {}
+    assert leftover_knobs(got, {KNOB: "2", "innodb_io_capacity": "300"}) == {KNOB: "1"}
