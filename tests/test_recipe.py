@@ -1093,21 +1093,21 @@ def test_mysql_warnings_unknown_and_restart_notes(tmp_path: Path) -> None:
         "mysql",
         [
             ("innodb_doublewrite", "ON", "0", "0", None, None),
-            ("some_plugin_knob", "17", "1", "100", None, None),
+            ("some_engine_knob", "17", "1", "100", None, None),
         ],
     )
-    body = edited('sort_buffer_size = "256K"', "some_plugin_knob = 10, innodb_doublewrite = 'ON'")
+    body = edited('sort_buffer_size = "256K"', "some_engine_knob = 10, innodb_doublewrite = 'ON'")
     body = body.replace(
-        'sort_buffer_size = "2M"', "some_plugin_knob = 20, innodb_doublewrite = 'OFF'"
+        'sort_buffer_size = "2M"', "some_engine_knob = 20, innodb_doublewrite = 'OFF'"
     )
     recipe = load_recipe(write(tmp_path, body))
     warnings = check_for_server(recipe, catalog)
     assert len(warnings) == 3, warnings
-    assert "whether some_plugin_knob can change at runtime is unknown" in warnings[0]
+    assert "whether some_engine_knob can change at runtime is unknown" in warnings[0]
     assert warnings[1].startswith("innodb_doublewrite: ") and "needs a restart" in warnings[1]
     # issue 17: BASE's 2 replicates cannot reach a verdict under Holm over its 2 comparisons
     assert "no cell can read higher or lower below 5 runs per arm" in warnings[2]
-    assert static_knobs(recipe, catalog) == ["some_plugin_knob"]
+    assert static_knobs(recipe, catalog) == ["some_engine_knob"]
 
 
 def test_mariadb_10_5_ignored_knob_warns() -> None:
