@@ -450,12 +450,13 @@ class KnobApplier:
         """Put the last change (not itself an undo) back; static ones restart again.
 
         ``expected`` is the change the person confirmed; if another one landed since,
-        nothing is done (they confirmed something else)."""
+        nothing is done (they confirmed something else). It is compared by value: the
+        screen holds a copy that crossed the process boundary, never this object."""
         async with self.lock:
             if not self.history:
                 return None
             last = self.history[-1]
-            if expected is not None and last is not expected:
+            if expected is not None and last != expected:
                 raise LoadError("the last change is not the one you confirmed; press u again")
             if last.old is None:
                 return None
