@@ -215,7 +215,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
-        targets=(), tune=None, resume=None,
+        targets=(), tune=None, resume=None, allow_reach=args.allow_reach,
     )
     if not recipe.targets:
         return options

@@ -77,8 +77,9 @@ class SessionOptions:
     # the tune it resumes
     tune: Search | None
     resume: Path | None
-    # --allow-reach: the reach variables of --set may be set (server.policy)
-    allow_reach: bool = False
+    # --allow-reach: the reach variables of --set (or of the recipe's [allow] reach) may be
+    # set (server.policy)
+    allow_reach: bool
 
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]
