@@ -110,6 +110,10 @@ def password_option(password: str) -> bytes:
     return f"{_PASSWORD_OPTION}{quote}".encode() + encoded + f"{quote}\n".encode()
 
 
+# The deprecated aliases at the values sysbench reads as "not given" (see Sysbench.argv).
+_ALIASES_OFF = ("--num-threads=1", "--max-time=0", "--max-requests=0", "--tx-rate=0")
+
+
 class Sysbench:
     """sysbench 1.0 driven on ``host`` against one server.
 
@@ -135,10 +139,14 @@ class Sysbench:
         self.host = host
         self.host_name = host.name
         self._address = (mysql_host, mysql_port, mysql_socket)
+        # A socket, once given, wins over host and port (drv_mysql.c): by TCP knobtop
+        # empties the list ("--mysql-socket=" drops earlier values), so no earlier
+        # --mysql-socket can take the connection elsewhere.
         self._target = (
             [f"--mysql-socket={mysql_socket}"]
             if mysql_socket
-            else [f"--mysql-host={mysql_host}", f"--mysql-port={mysql_port}"]
+            else [f"--mysql-host={mysql_host}", f"--mysql-port={mysql_port}",
+                  "--mysql-socket="]
         )
         self._user = user
         self._password = password
@@ -179,9 +187,18 @@ class Sysbench:
     def argv(
         self, spec: LoadSpec, command: str, *extra: str, config: str | None = None
     ) -> list[str]:
+        """sysbench's command line: the workload's options first, then knobtop's own.
+
+        sysbench takes the last of an option given twice, and the options an options
+        file holds where ``--config-file`` stands: so knobtop's connection (the password
+        file included) and its run arguments (``extra``) come after every option the load
+        passes, for every command, and an option that slipped past the check still could
+        not move them.
+        """
         return [
             self.binary,
             spec.workload,
+            *spec.option_args(),
             *([f"--config-file={config}"] if config else []),
             "--db-driver=mysql",
             *self._target,
@@ -190,7 +207,10 @@ class Sysbench:
             f"--tables={spec.tables}",
             f"--table-size={spec.table_size}",
             *([f"--mysql-storage-engine={spec.engine}"] if spec.engine else []),
-            *spec.option_args(),
+            # sysbench 1.0.20 lets these deprecated aliases win over --threads, --time,
+            # --events and --rate whatever their order (init() in src/sysbench.c): at
+            # these values they stand aside.
+            *_ALIASES_OFF,
             *extra,
             command,
         ]
