@@ -4,9 +4,10 @@ sysbench 1.0.20 reads ``-`` and ``_`` alike in option names and takes the last o
 given twice, so a recipe's ``options = { mysql_socket = ... }`` used to send the lab's
 password to whatever listened there.  Here a fake MySQL server on a unix socket (and a
 loopback port) asks for the password in clear text: every hostile spelling sysbench really
-takes is shown to reach it on the old command line; knobtop's own arguments, placed after
-the workload's options, keep a real sysbench on the real server even when the options are
-not checked at all.
+takes is shown to reach it on the old command line, then to reach nothing through
+``LoadSpec.check``, the driver's commands, a recipe file and ``knobtop run --lab``; and
+knobtop's own arguments, placed after the workload's options, keep a real sysbench on the
+real server even when the options are not checked at all.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +27,23 @@ import pytest
 from harness.fake_mysql import FakeMysql
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
-from knobtop.load.base import LoadSpec
+from knobtop.load.base import BUILTIN_ONLY, WORKLOADS, LoadError, LoadExit, LoadSpec, OptionRefused
 from knobtop.load.sysbench import Sysbench, password_option
+from knobtop.load.sysbench_options import (
+    FILENAME,
+    GENERAL_OPTIONS,
+    INTEGER,
+    NUMBER,
+    OLTP_OPTIONS,
+    RESERVED,
+    SYSBENCH_VERSION,
+    WORKLOAD_OPTIONS,
+    declared_options,
+    listed_options,
+    normal,
+    refusal,
+)
+from knobtop.recipes.recipe import RecipeError, load_recipe
 from knobtop.server.link import ConnectionInfo, ServerLink
 
 pytestmark = pytest.mark.integration
@@ -151,6 +168,93 @@ def test_sysbench_itself_refuses_other_cases_and_abbreviations(
     done = subprocess.run(old, capture_output=True, text=True, timeout=60)
     assert "invalid option" in done.stderr and done.returncode != 0
     assert fake.connections == 0
+    with pytest.raises(OptionRefused):
+        dataclasses.replace(SPEC, options=options).check()
+
+
+# ---------------------------------------------------------------- refused before anything runs
+
+
+@pytest.mark.parametrize("label", list(HOSTILE) + list(NOT_TAKEN))
+async def test_no_hostile_option_reaches_a_server_through_the_driver(
+    lab: ConnectionInfo, fake: FakeMysql, tmp_path: Path, label: str
+) -> None:
+    options = filled({**HOSTILE, **NOT_TAKEN}[label], fake)
+    spec = dataclasses.replace(SPEC, options=options)
+    with pytest.raises(OptionRefused) as refused:
+        spec.check()
+    assert f"'{options[0][0]}'" in str(refused.value), "the refusal names the option"
+    assert "in the load's options" in str(refused.value), "and where it came from"
+    wrapper, log = logging_sysbench(tmp_path)
+    driver = tcp_driver(lab, binary=str(wrapper))
+    exits: list[LoadExit] = []
+
+    async def on_exit(result: LoadExit) -> None:
+        exits.append(result)
+
+    with pytest.raises(OptionRefused):
+        await driver.start(spec, lambda src, report: None, on_exit)
+    with pytest.raises(OptionRefused):
+        await driver.prepare(spec)
+    with pytest.raises(OptionRefused):
+        await driver.cleanup(spec)
+    assert fake.connections == 0 and not fake.received
+    ran = log.read_text().splitlines() if log.exists() else []
+    assert all(line == "--version" for line in ran), f"sysbench ran: {ran}"
+    assert not exits
+
+
+def recipe(tmp_path: Path, options: tuple[tuple[str, str], ...], *, in_arm: bool = False) -> Path:
+    table = "{ " + ", ".join(f'"{k}" = "{v}"' for k, v in options) + " }"
+    path = tmp_path / "hostile.toml"
+    path.write_text(
+        'name = "hostile"\ndescription = "options from someone else"\n'
+        '[load]\nworkload = "oltp_point_select"\nthreads = 2\nduration = 5\ntables = 1\n'
+        f'table_size = 10\n{"" if in_arm else f"options = {table}"}\n'
+        '[[arm]]\nname = "A"\nknobs = { sort_buffer_size = "256K" }\n'
+        f'[[arm]]\nname = "B"\nknobs = {{ sort_buffer_size = "2M" }}\n'
+        f'{f"load = {{ options = {table} }}" if in_arm else ""}\n')
+    return path
+
+
+@pytest.mark.parametrize("in_arm", [False, True], ids=["load", "arm"])
+@pytest.mark.parametrize("label", list(HOSTILE))
+def test_a_recipe_with_a_hostile_option_is_refused_naming_file_key_and_fix(
+    fake: FakeMysql, tmp_path: Path, label: str, in_arm: bool
+) -> None:
+    options = filled(HOSTILE[label], fake)
+    path = recipe(tmp_path, options, in_arm=in_arm)
+    with pytest.raises(RecipeError) as refused:
+        load_recipe(path)
+    err = refused.value
+    where = "arm[1].load.options" if in_arm else "load.options"
+    assert err.file == str(path) and err.key == f"{where}.{options[0][0]}"
+    assert f"'{options[0][0]}'" in err.problem
+    assert err.fix and str(err).endswith(f"fix: {err.fix}")
+    if normal(options[0][0]) in RESERVED:
+        assert err.fix == RESERVED[normal(options[0][0])].fix
+    assert fake.connections == 0
+
+
+@pytest.mark.parametrize(("label", "in_arm"), [("mysql_socket", False), ("config_file", True)])
+def test_knobtop_run_refuses_the_recipe_before_starting_anything(
+    fake: FakeMysql, tmp_path: Path, label: str, in_arm: bool
+) -> None:
+    options = filled(HOSTILE[label], fake)
+    path = recipe(tmp_path, options, in_arm=in_arm)
+    lab_dir = tmp_path / "lab"
+    done = subprocess.run(
+        [sys.executable, "-m", "knobtop.cli", "run", str(path), "--lab", "--dir", str(lab_dir)],
+        capture_output=True, text=True, timeout=120,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "Traceback" not in out
+    key = f"{'arm[1].load' if in_arm else 'load'}.options.{options[0][0]}"
+    assert f"{path}: {key}: sysbench option '{options[0][0]}'" in out
+    assert "fix: " in out
+    assert not lab_dir.exists(), "no sandbox was made"
+    assert fake.connections == 0
 
 
 # ---------------------------------------------------------------- knobtop's arguments go last
@@ -211,3 +315,211 @@ def test_unchecked_options_still_leave_sysbench_on_the_real_server(
     assert not fake.saw(lab.password)
 
 
+# ---------------------------------------------------------------- the allow-list
+
+
+def test_the_installed_sysbench_is_the_one_the_table_describes(sysbench_path: str) -> None:
+    done = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, timeout=30)
+    assert done.stdout.split()[:2] == ["sysbench", SYSBENCH_VERSION], (
+        "another sysbench: check load/sysbench_options.py's tables against it")
+
+
+@pytest.mark.parametrize("workload", [w for w in WORKLOADS if w not in BUILTIN_ONLY])
+def test_the_allow_list_is_what_the_installed_script_takes(
+    sysbench_path: str, workload: str
+) -> None:
+    done = subprocess.run(["sysbench", workload, "help"], capture_output=True, text=True,
+                          timeout=30)
+    declared = declared_options(done.stdout, workload)
+    assert declared, done.stdout + done.stderr
+    allowed = WORKLOAD_OPTIONS[workload]
+    for name, kind in allowed.items():
+        if name in GENERAL_OPTIONS:
+            continue
+        assert name in declared, f"{workload} does not take {name}"
+        assert declared[name] == kind, f"{workload} --{name}: {declared[name]}, not {kind}"
+    # every option the script declares is decided: allowed, or refused with its reason
+    undecided = set(declared) - set(allowed) - set(RESERVED)
+    assert not undecided, f"decide on {workload}'s {sorted(undecided)}"
+    assert set(allowed) - set(GENERAL_OPTIONS) == set(OLTP_OPTIONS)
+
+
+def test_every_option_sysbench_takes_itself_is_refused_or_allowed_on_purpose(
+    sysbench_path: str
+) -> None:
+    done = subprocess.run(["sysbench", "--help"], capture_output=True, text=True, timeout=30)
+    listed = listed_options(done.stdout)
+    assert "mysql_socket" in listed and "config_file" in listed, done.stdout
+    assert set(listed) <= set(RESERVED) | set(GENERAL_OPTIONS), (
+        f"decide on {sorted(set(listed) - set(RESERVED) - set(GENERAL_OPTIONS))}")
+    for name, kind in GENERAL_OPTIONS.items():
+        assert listed.get(name) == (NUMBER if kind == INTEGER else kind), name
+    oltp = declared_options(subprocess.run(["sysbench", "oltp_read_write", "help"],
+                                           capture_output=True, text=True,
+                                           timeout=30).stdout, "oltp_read_write") or {}
+    made_up = set(RESERVED) - set(listed) - set(oltp) - {"test"}  # --test= is parsed apart
+    assert not made_up, f"rows for options sysbench does not have: {sorted(made_up)}"
+    for name in RESERVED:
+        assert refusal("oltp_read_write", name.replace("_", "-"), "1") is not None, name
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("threads", "8", "set threads in [load], not in options"),
+    ("num-threads", "8", "set threads in [load], not in options"),
+    ("time", "10", "set duration in [load]"),
+    ("max_time", "10", "set duration in [load]"),
+    ("events", "10", "set duration in [load]"),
+    ("tx_rate", "10", "set rate in [load]"),
+    ("rand-type", "pareto", "set rand_type in [load]"),
+    ("percentile", "99", "set percentile in [load]"),
+    ("db-ps-mode", "disable", "set prepared in [load]"),
+    ("tables", "8", "set tables in [load]"),
+    ("table-size", "8", "set table_size in [load]"),
+    ("mysql_storage_engine", "rocksdb", "set engine in [load]"),
+    ("test", "/tmp/evil.lua", "set workload in [load]"),
+    ("debug", "on", "the password too"),
+    ("mysql-debug", "on", "the password too"),
+    ("report_interval", "10", "which knobtop reads"),
+    ("mysql_ssl_ca", "/tmp/ca.pem", "database driver"),  # a driver option of sysbench 1.1
+    ("pgsql-host", "db", "knobtop connects sysbench to the server itself"),
+    ("point_select", "1", "did you mean point_selects?"),
+    ("skip_trx", "maybe", "give on or off"),
+    ("range_size", "ten", "give a number"),
+    ("rand_seed", "1.5", "give a whole number"),
+])
+def test_refusals_name_the_option_and_the_fix(name: str, value: str, says: str) -> None:
+    with pytest.raises(OptionRefused) as refused:
+        dataclasses.replace(SPEC, workload="oltp_read_write", options=((name, value),)).check()
+    assert name in refused.value.problem and says in str(refused.value)
+
+
+def test_the_workload_own_options_and_the_random_number_ones_pass() -> None:
+    options = (("point-selects", "1"), ("skip_trx", "on"), ("range_size", "5"),
+               ("rand_seed", "42"), ("rand-spec-pct", "5"), ("rand_pareto_h", "0.3"))
+    dataclasses.replace(SPEC, options=options).check()
+    with pytest.raises(OptionRefused, match="one option to sysbench"):
+        dataclasses.replace(SPEC, options=(("point_selects", "1"),
+                                           ("point-selects", "9"))).check()
+    # LinkBench (the built-in driver's) takes its ops, and nothing of sysbench's
+    dataclasses.replace(SPEC, workload="linkbench", table_size=100,
+                        options=(("ops", "getnode"),)).check()
+    with pytest.raises(OptionRefused, match="not an option of LinkBench"):
+        dataclasses.replace(SPEC, workload="linkbench", table_size=100,
+                            options=(("rand_seed", "1"),)).check()
+
+
+# ---------------------------------------------------------------- a script of one's own
+
+SCRIPT = """\
+sysbench.cmdline.options = {
+   tables = {"tables", 1},
+   table_size = {"rows", 10},
+   rows_per_event = {"rows per event", 1},
+   label = {"a label", "x"},
+   mysql_socket = {"a name sysbench takes first", ""},
+   more = {"an options file", nil, sysbench.cmdline.ARG_FILE},
+}
+
+function thread_init()
+   con = sysbench.sql.driver():connect()
+end
+
+function event()
+   for i = 1, sysbench.opt.rows_per_event do
+      con:query("SELECT 1")
+   end
+end
+
+function thread_done()
+   con:disconnect()
+end
+"""
+
+
+def custom(tmp_path: Path, body: str = SCRIPT) -> str:
+    path = tmp_path / "mine.lua"
+    path.write_text(body)
+    return str(path)
+
+
+async def test_a_custom_script_takes_what_it_declares_and_nothing_else(
+    lab: ConnectionInfo, fake: FakeMysql, tmp_path: Path
+) -> None:
+    script = custom(tmp_path)
+    wrapper, log = logging_sysbench(tmp_path)
+    driver = tcp_driver(lab, binary=str(wrapper))
+    mine = dataclasses.replace(SPEC, workload=script, options=(("rows_per_event", "3"),
+                                                               ("label", "y"),
+                                                               ("rand_seed", "7")))
+    mine.check()
+    await driver.check_options(mine)  # what it declares, and the random-number ones
+    cases = {
+        "undeclared": (("foo", "1"), "is not one"),
+        "close": (("rows_per_events", "1"), "did you mean rows_per_event?"),
+        "file": (("more", "/tmp/x.cfg"), "names a file sysbench would read"),
+        "shadowed": (("mysql-socket", str(fake.socket)), "knobtop connects sysbench"),
+        "count": (("rows_per_event", "many"), "give a number"),
+    }
+    exits: list[LoadExit] = []
+    ended = asyncio.Event()
+
+    async def on_exit(result: LoadExit) -> None:
+        exits.append(result)
+        ended.set()
+
+    for label, ((name, value), says) in cases.items():
+        spec = dataclasses.replace(mine, options=((name, value),))
+        with pytest.raises(OptionRefused) as refused:
+            await driver.check_options(spec)
+        assert says in str(refused.value) and name in refused.value.problem, (
+            label, str(refused.value))
+        with pytest.raises(OptionRefused):
+            await driver.start(spec, lambda src, report: None, on_exit)
+        assert not exits
+    ran = log.read_text().splitlines()
+    assert all(line in ("--version", f"{script} help", "--help") for line in ran), ran
+    assert fake.connections == 0
+    # the one with its declared options runs on the real server
+    await driver.start(mine, lambda src, report: None, on_exit)
+    try:
+        async with asyncio.timeout(60):
+            await ended.wait()  # the 1 s run ends by itself
+    finally:
+        await driver.stop()
+    (result,) = exits
+    assert result.returncode == 0 and result.error == "", result.error
+    assert result.summary is not None and result.summary.queries >= 3
+    assert fake.connections == 0
+
+
+async def test_a_custom_script_that_declares_nothing_takes_nothing(
+    lab: ConnectionInfo, tmp_path: Path
+) -> None:
+    script = custom(tmp_path, "function event()\nend\n")
+    driver = tcp_driver(lab)
+    spec = dataclasses.replace(SPEC, workload=script, options=(("rows", "1"),))
+    spec.check()  # a name no script is refused for: the script is on the client host
+    with pytest.raises(OptionRefused, match=r"is not one .*mine\.lua declares"):
+        await driver.check_options(spec)
+    broken = custom(tmp_path, "this is not lua\n")
+    with pytest.raises(LoadError, match=r"cannot list the options of .*mine\.lua"):
+        await driver.check_options(dataclasses.replace(spec, workload=broken))
+
+
+def test_a_declared_option_sysbench_takes_itself_is_refused() -> None:
+    """Another sysbench (1.1 has --warmup-time) lists more of its own: those come from
+    the client host's ``sysbench --help`` and win over what the script declares."""
+    declared = {"warmup_time": NUMBER, "rows": NUMBER, "extra": FILENAME}
+    why = refusal("/x/mine.lua", "warmup-time", "5", declared=declared, own=["warmup-time"])
+    assert why is not None and "sysbench's own" in why.problem
+    assert refusal("/x/mine.lua", "rows", "5", declared=declared, own=["warmup-time"]) is None
+    assert refusal("/x/mine.lua", "extra", "/f", declared=declared) is not None
+
+
+def test_a_refused_option_value_is_never_quoted() -> None:
+    """A password given as an option is refused by its name, without quoting it."""
+    for name in ("mysql_password", "pgsql-password", "mysql_pass"):
+        spec = dataclasses.replace(SPEC, options=((name, "Kt9 secret!"),))
+        with pytest.raises(OptionRefused) as refused:
+            spec.check()
+        assert "Kt9" not in str(refused.value)

@@ -21,6 +21,7 @@ from knobtop.load.base import (
     ReportCallback,
     TableDriver,
 )
+from knobtop.load.sysbench_options import declared_options, listed_options
 from knobtop.load.sysbench_output import (
     IntervalReport,
     PrepareProgress,
@@ -243,6 +244,26 @@ class Sysbench:
             self.version = result.stdout.strip().removeprefix("sysbench ").split(" ")[0]
         return path
 
+    async def check_options(self, spec: LoadSpec) -> None:
+        """Refuse, before any command runs, an option sysbench would not take as the
+        workload's own.  A custom script's allow-list is what it declares: what
+        ``sysbench SCRIPT help`` lists on this host, less what ``sysbench --help`` lists
+        (sysbench's own options, which it takes before any script's)."""
+        spec.check_options()
+        if not (spec.custom and spec.options):
+            return
+        listing = await self.host.run([self.binary, spec.workload, "help"], limit=30)
+        # a script that declares no options has no help to print: it takes none
+        declares_none = "does not implement the 'help' command" in listing.stderr
+        if listing.returncode != 0 and not declares_none:
+            detail = (listing.stderr.strip() or listing.stdout.strip())[-300:]
+            raise LoadError(f"cannot list the options of {spec.workload} on "
+                            f"{self.host.name} (sysbench {spec.workload} help: {detail}); "
+                            "correct the script, or run it without options")
+        declared = declared_options(listing.stdout, spec.workload)
+        general = await self.host.run([self.binary, "--help"], limit=30)
+        spec.check_options(declared or {}, listed_options(general.stdout))
+
     async def prepare(
         self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
     ) -> None:
@@ -250,6 +271,7 @@ class Sysbench:
         refuse_builtin_only(spec)
         spec.check_engine()
         await self.check_installed()
+        await self.check_options(spec)
         async with self._secret_config() as config:
             argv = self.argv(spec, "prepare", f"--threads={min(spec.tables, 4)}", config=config)
             proc = await self.host.stream(argv)
@@ -272,6 +294,7 @@ class Sysbench:
 
     async def cleanup(self, spec: LoadSpec) -> None:
         await self.check_installed()
+        await self.check_options(spec)
         async with self._secret_config() as config:
             result = await self.host.run(self.argv(spec, "cleanup", config=config), limit=300)
         if result.returncode != 0:
@@ -283,6 +306,7 @@ class Sysbench:
         if self._proc is not None:
             raise LoadError("sysbench is already running; stop it first")
         await self.check_installed()
+        await self.check_options(spec)
         config_cm = self._secret_config()
         config = await config_cm.__aenter__()
         argv = self.argv(
