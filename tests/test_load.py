@@ -558,7 +558,10 @@ def test_sysbench_options_go_to_prepare_and_run_as_written() -> None:
     spec.check()
     for command in ("prepare", "run"):
         argv = sb.argv(spec, command)
-        assert argv[-3:] == ["--point_selects=1", "--skip_trx=on", command]
+        # issue 36: right after the workload, before knobtop's own arguments (they were
+        # last, just before the command)
+        assert argv[1:4] == ["oltp_read_write", "--point_selects=1", "--skip_trx=on"]
+        assert argv[-1] == command
     with pytest.raises(LoadError, match="takes no sysbench options"):
         BuiltinDriver.check(dataclasses.replace(spec, workload="oltp_point_select"))
 

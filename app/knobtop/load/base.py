@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from knobtop.errors import KnobtopError
+from knobtop.load.sysbench_options import normal, refusal
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
 
 WORKLOADS: tuple[str, ...] = (
@@ -23,17 +24,11 @@ BUILTIN_ONLY: tuple[str, ...] = ("linkbench",)
 RAND_TYPES: tuple[str, ...] = ("uniform", "gaussian", "special", "pareto")
 # A storage engine name as CREATE TABLE ... ENGINE= takes it (never quoted, so kept simple).
 ENGINE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-# A workload option passed through to sysbench as --key=value (issue 18): the option names
-# its Lua scripts take (point_selects, skip_trx, range_size, ...) and plain values; the ones
-# knobtop sets itself are refused so a recipe cannot contradict its own [load].
+# A workload option passed through to sysbench as --key=value (issue 18): a name as its
+# Lua scripts spell them (point_selects, skip_trx, range_size, ...) and a plain value;
+# which names a workload takes is load/sysbench_options.py's allow-list (issue 36).
 OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 OPTION_VALUE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,256}")
-OWN_OPTIONS = frozenset({
-    "threads", "time", "events", "tables", "table-size", "table_size", "rate", "rand-type",
-    "rand_type", "percentile", "report-interval", "db-ps-mode", "db-driver", "config-file",
-    "mysql-host", "mysql-port", "mysql-socket", "mysql-user", "mysql-password", "mysql-db",
-    "mysql-storage-engine", "histogram", "warmup-time",
-})
 MAX_INSTANCES = 64
 # A table option (CREATE TABLE ... NAME=VALUE): a plain name and a number or word.
 TABLE_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z_]{0,63}")
@@ -44,6 +39,15 @@ TIME_CAP = 24 * 3600
 
 class LoadError(KnobtopError, RuntimeError):
     """The load could not start or died; the message says what and the fix."""
+
+
+class OptionRefused(LoadError):
+    """A sysbench option the load cannot pass: ``option`` (as written), ``problem`` and
+    ``fix`` apart, so a file's reader can name its file and key instead."""
+
+    def __init__(self, option: str, problem: str, fix: str) -> None:
+        self.option, self.problem, self.fix = option, problem, fix
+        super().__init__(f"{problem} (in the load's options); {fix}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +117,33 @@ class LoadSpec:
         self.check_options()
         self.check_table_options()
 
-    def check_options(self) -> None:
-        """Each option is a name sysbench's scripts could take and a plain value: nothing a
-        shell or sysbench's own option parser would read as more than one word."""
+    def check_options(self, declared: Mapping[str, str] | None = None,
+                      own: Iterable[str] = ()) -> None:
+        """Each option is one the workload takes (sysbench_options' allow-list; a custom
+        script's: what it ``declared``, see Sysbench.check_options) with a plain value:
+        nothing a shell or sysbench's own option parser would read as more than one
+        word, and never one of knobtop's own settings or sysbench's connection."""
+        seen: dict[str, str] = {}
         for key, value in self.options:
             if not OPTION_NAME.fullmatch(key):
-                raise LoadError(f"sysbench option '{key}' is not an option name; write it "
-                                "as sysbench does, e.g. point_selects or skip_trx")
-            if key in OWN_OPTIONS:
-                raise LoadError(f"sysbench option '{key}' is set by knobtop from the load "
-                                "(threads, tables, rate, percentile, ...); set it there "
-                                "instead")
-            if not OPTION_VALUE.fullmatch(value):
-                raise LoadError(f"sysbench option {key} = '{value}': give a plain value "
-                                "(letters, digits and _ . , : / + -), e.g. on, off or 10")
+                raise OptionRefused(key, f"sysbench option '{key}' is not an option name",
+                                    "write it as the workload's help lists it (lower "
+                                    "case: sysbench tells case apart), e.g. point_selects "
+                                    "or skip_trx")
+            first = seen.setdefault(normal(key), key)
+            if first != key:
+                raise OptionRefused(key, f"sysbench options '{first}' and '{key}' are one "
+                                    "option to sysbench (- and _ alike)", "give it once")
+            # the name first, so a refused one's value (a password?) is never quoted
+            why = refusal(self.workload, key, None, declared=declared, own=own)
+            if why is None:
+                if not OPTION_VALUE.fullmatch(value):
+                    raise OptionRefused(key, f"sysbench option {key} = '{value}': give a "
+                                        "plain value", "use letters, digits and "
+                                        "_ . , : / + -, e.g. on, off or 10")
+                why = refusal(self.workload, key, value, declared=declared, own=own)
+            if why is not None:
+                raise OptionRefused(key, why.problem, why.fix)
 
     def check_table_options(self) -> None:
         """Each table option is NAME=VALUE with a plain name and value: they go into

@@ -21,6 +21,7 @@ from knobtop.load.base import (
     ReportCallback,
     TableDriver,
 )
+from knobtop.load.sysbench_options import declared_options, listed_options
 from knobtop.load.sysbench_output import (
     IntervalReport,
     PrepareProgress,
@@ -110,6 +111,10 @@ def password_option(password: str) -> bytes:
     return f"{_PASSWORD_OPTION}{quote}".encode() + encoded + f"{quote}\n".encode()
 
 
+# The deprecated aliases at the values sysbench reads as "not given" (see Sysbench.argv).
+_ALIASES_OFF = ("--num-threads=1", "--max-time=0", "--max-requests=0", "--tx-rate=0")
+
+
 class Sysbench:
     """sysbench 1.0 driven on ``host`` against one server.
 
@@ -135,10 +140,14 @@ class Sysbench:
         self.host = host
         self.host_name = host.name
         self._address = (mysql_host, mysql_port, mysql_socket)
+        # A socket, once given, wins over host and port (drv_mysql.c): by TCP knobtop
+        # empties the list ("--mysql-socket=" drops earlier values), so no earlier
+        # --mysql-socket can take the connection elsewhere.
         self._target = (
             [f"--mysql-socket={mysql_socket}"]
             if mysql_socket
-            else [f"--mysql-host={mysql_host}", f"--mysql-port={mysql_port}"]
+            else [f"--mysql-host={mysql_host}", f"--mysql-port={mysql_port}",
+                  "--mysql-socket="]
         )
         self._user = user
         self._password = password
@@ -179,9 +188,18 @@ class Sysbench:
     def argv(
         self, spec: LoadSpec, command: str, *extra: str, config: str | None = None
     ) -> list[str]:
+        """sysbench's command line: the workload's options first, then knobtop's own.
+
+        sysbench takes the last of an option given twice, and the options an options
+        file holds where ``--config-file`` stands: so knobtop's connection (the password
+        file included) and its run arguments (``extra``) come after every option the load
+        passes, for every command, and an option that slipped past the check still could
+        not move them.
+        """
         return [
             self.binary,
             spec.workload,
+            *spec.option_args(),
             *([f"--config-file={config}"] if config else []),
             "--db-driver=mysql",
             *self._target,
@@ -190,7 +208,10 @@ class Sysbench:
             f"--tables={spec.tables}",
             f"--table-size={spec.table_size}",
             *([f"--mysql-storage-engine={spec.engine}"] if spec.engine else []),
-            *spec.option_args(),
+            # sysbench 1.0.20 lets these deprecated aliases win over --threads, --time,
+            # --events and --rate whatever their order (init() in src/sysbench.c): at
+            # these values they stand aside.
+            *_ALIASES_OFF,
             *extra,
             command,
         ]
@@ -223,6 +244,26 @@ class Sysbench:
             self.version = result.stdout.strip().removeprefix("sysbench ").split(" ")[0]
         return path
 
+    async def check_options(self, spec: LoadSpec) -> None:
+        """Refuse, before any command runs, an option sysbench would not take as the
+        workload's own.  A custom script's allow-list is what it declares: what
+        ``sysbench SCRIPT help`` lists on this host, less what ``sysbench --help`` lists
+        (sysbench's own options, which it takes before any script's)."""
+        spec.check_options()
+        if not (spec.custom and spec.options):
+            return
+        listing = await self.host.run([self.binary, spec.workload, "help"], limit=30)
+        # a script that declares no options has no help to print: it takes none
+        declares_none = "does not implement the 'help' command" in listing.stderr
+        if listing.returncode != 0 and not declares_none:
+            detail = (listing.stderr.strip() or listing.stdout.strip())[-300:]
+            raise LoadError(f"cannot list the options of {spec.workload} on "
+                            f"{self.host.name} (sysbench {spec.workload} help: {detail}); "
+                            "correct the script, or run it without options")
+        declared = declared_options(listing.stdout, spec.workload)
+        general = await self.host.run([self.binary, "--help"], limit=30)
+        spec.check_options(declared or {}, listed_options(general.stdout))
+
     async def prepare(
         self, spec: LoadSpec, progress: Callable[[PrepareProgress], None] | None = None
     ) -> None:
@@ -230,6 +271,7 @@ class Sysbench:
         refuse_builtin_only(spec)
         spec.check_engine()
         await self.check_installed()
+        await self.check_options(spec)
         async with self._secret_config() as config:
             argv = self.argv(spec, "prepare", f"--threads={min(spec.tables, 4)}", config=config)
             proc = await self.host.stream(argv)
@@ -252,6 +294,7 @@ class Sysbench:
 
     async def cleanup(self, spec: LoadSpec) -> None:
         await self.check_installed()
+        await self.check_options(spec)
         async with self._secret_config() as config:
             result = await self.host.run(self.argv(spec, "cleanup", config=config), limit=300)
         if result.returncode != 0:
@@ -263,6 +306,7 @@ class Sysbench:
         if self._proc is not None:
             raise LoadError("sysbench is already running; stop it first")
         await self.check_installed()
+        await self.check_options(spec)
         config_cm = self._secret_config()
         config = await config_cm.__aenter__()
         argv = self.argv(

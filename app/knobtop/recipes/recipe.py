@@ -89,6 +89,7 @@ from knobtop.load.base import (
     WORKLOADS,
     LoadError,
     LoadSpec,
+    OptionRefused,
 )
 from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
@@ -654,6 +655,9 @@ class _Reader(Reader):
 
     error_type = RecipeError
     allow_reach: frozenset[str] = frozenset()  # [allow] reach, once read (allow)
+    # [load]'s workload, once read: an arm's load options are checked against it unless
+    # the arm names a workload of its own
+    load_workload: str = WORKLOADS[0]
 
     def allow(self, doc: Table) -> tuple[str, ...]:
         """``[allow] reach = ["general_log"]``: the reach variables (server.policy) the file
@@ -1002,6 +1006,7 @@ class _Reader(Reader):
         p = "load"
         self.check_keys(table, _LOAD_KEYS, p)
         workload = self.workload(self.req_string(table, "workload", p, '"oltp_read_write"'), p)
+        self.load_workload = workload
         duration = self.integer(table, "duration", p, lo=MIN_DURATION, hi=TIME_CAP, unit="seconds")
         if duration is None:
             raise self.error(
@@ -1045,7 +1050,7 @@ class _Reader(Reader):
             percentile=spec.percentile if percentile is None else percentile,
             prepared=True if prepared is None else prepared,
             engine=engine,
-            options=self.options(table, p),
+            options=self.options(table, p, workload),
             instances=instances,
             table_options=self.table_options(table, p),
             loaders=loaders,
@@ -1099,12 +1104,14 @@ class _Reader(Reader):
             )
         return workload
 
-    def options(self, table: Table, p: str) -> tuple[tuple[str, str], ...]:
+    def options(self, table: Table, p: str, workload: str) -> tuple[tuple[str, str], ...]:
         """``[load] options = { point_selects = 1, skip_trx = true }``: more sysbench
-        arguments, each checked as LoadSpec.check_options checks them."""
+        arguments for ``workload``, each checked as LoadSpec.check_options checks them
+        (the options ``workload`` takes, issue 36)."""
         return self.pairs(table, p, "options",
                           "options = { point_selects = 1, skip_trx = true }",
-                          lambda pairs: LoadSpec(options=pairs).check_options(),
+                          lambda pairs: LoadSpec(workload=workload,
+                                                 options=pairs).check_options(),
                           ("on", "off"))
 
     def table_options(self, table: Table, p: str) -> tuple[tuple[str, str], ...]:
@@ -1137,6 +1144,8 @@ class _Reader(Reader):
                                       f"write {example}")
             try:
                 check(((str(item), text),))
+            except OptionRefused as exc:  # names its own fix
+                raise self.error(f"{key}.{item}", exc.problem, exc.fix) from None
             except LoadError as exc:
                 raise self.error(f"{key}.{item}", str(exc),
                                  f"correct it or remove it from {name} ({README})") from None
@@ -1161,7 +1170,8 @@ class _Reader(Reader):
         if "engine" in value:
             out["engine"] = self.engine(value, key)
         if "options" in value:
-            out["options"] = self.options(value, key)
+            out["options"] = self.options(value, key,
+                                          out.get("workload", self.load_workload))
         if "table_options" in value:
             out["table_options"] = self.table_options(value, key)
         if "instances" in value:
