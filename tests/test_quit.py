@@ -473,8 +473,9 @@ async def test_a_failed_restart_journals_the_servers_error_lines_verbatim(tmp_pa
     session = Session(config, LocalHost(), None)
     await session.open()
     try:
+        # a path variable (server.policy): set as the person would, after its dialog
         change = await session.set_knob("innodb_log_group_home_dir", "/nonexistent-knobtop",
-                                        restart_ok=True)
+                                        restart_ok=True, reach=("innodb_log_group_home_dir",))
     finally:
         await session.close()
         sandbox.stop()
