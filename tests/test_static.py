@@ -86,8 +86,9 @@ async def test_a_value_the_server_cannot_start_with_rolls_back(
     try:
         # A valid path, but no redo log there: InnoDB aborts and mariadbd refuses to start.
         # (innodb_page_size, which did this before, is now refused before any restart.)
+        # a path variable (server.policy): set as the person would, after its dialog
         change = await session.set_knob("innodb_log_group_home_dir", "/nonexistent-knobtop",
-                                        restart_ok=True)
+                                        restart_ok=True, reach=("innodb_log_group_home_dir",))
     finally:
         await session.close()
     assert change.result == "failed"
@@ -231,9 +232,12 @@ async def test_a_static_string_value_cannot_smuggle_config_lines(
     await session.open()
     try:
         # init_file is a static string variable: the value would go into the drop-in.
+        # a reach variable, allowed as the person's dialog allows it, so that the drop-in's
+        # own value check is what refuses it
         change = await session.set_knob("init_file", "/tmp/x\ninnodb_doublewrite=0",
-                                        restart_ok=True)
-        comment = await session.set_knob("init_file", "/tmp/x # y", restart_ok=True)
+                                        restart_ok=True, reach=("init_file",))
+        comment = await session.set_knob("init_file", "/tmp/x # y", restart_ok=True,
+                                         reach=("init_file",))
     finally:
         await session.close()
     assert change.result == "refused" and "one line" in change.message
