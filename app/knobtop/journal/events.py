@@ -232,6 +232,9 @@ class StepResult(Event):
     avg_tps: float | None = None
     stall: float | None = None
     pct: int = 95
+    # The arm's knobs and the server's side effects, as read before the step (the runner
+    # puts back what is not the arm's first)
+    knobs: dict[str, str | None] = field(default_factory=dict)
     drift: float | None = None
     flat: bool | None = None
     calibration: bool = False

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import statistics
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -199,6 +200,23 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def same_value(now: str | None, wanted: str) -> bool:
+    """A server's value is the one wanted: the same text (any case), the same number
+    (90 and 90.000000), or the same switch (ON and 1, OFF and 0)."""
+    if now is None:
+        return False
+    a, b = now.strip().upper(), wanted.strip().upper()
+    switch = {"ON": "1", "TRUE": "1", "OFF": "0", "FALSE": "0"}
+    a, b = switch.get(a, a), switch.get(b, b)
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+
+
 class RecipeRunner:
     """Runs one recipe on an open session (on the session's event loop)."""
 
@@ -230,6 +248,11 @@ class RecipeRunner:
         self.more_steps = more_steps
         self.on_arm_refused = on_arm_refused
         self.plan_extra = dict(plan_extra or {})  # more for the journal's recipe start
+        # Knobs the server changed on its own with an arm (a side effect), and their value
+        # before: put back before every step of an arm that does not name them
+        self._side: dict[str, str | None] = {}
+        self._arm_side: dict[str, dict[str, str]] = {}  # arm -> its side effects' values
+        self._step_knobs: dict[str, str | None] = {}  # as read before the step (journaled)
         self.steps = _numbered([*recipe.calibration_schedule(), *recipe.schedule()])
         self.calibration_line = ""  # what the calibration found (journaled as a mark)
         self.progress = Progress(recipe.name, len(self.steps))
@@ -453,7 +476,9 @@ class RecipeRunner:
                 self._check()
                 self.progress.step = step
                 self._step_began = time.monotonic()
-                if step.arm.name != current:
+                if step.arm.name != current or self._side:
+                    # Before every step while the server has made changes of its own (a
+                    # side effect to put back): the step runs on its arm's plan.
                     try:
                         await self._apply_arm(step)
                     except ArmRefused as exc:
@@ -599,28 +624,75 @@ class RecipeRunner:
         catalog = session.state().catalog
         assert catalog is not None
         self._check()
+        reason = f"recipe {self.recipe.name}: arm {step.arm.name}"
+        await self._reset_side_effects(step, reason)
         present = [k for k in step.arm.knobs if catalog.get(k).present]
         values = await session.global_values(present)
         todo: dict[str, str] = {}
+        wanted: dict[str, str] = {}
         for knob, value in step.arm.knobs.items():
             facts = catalog.get(knob)
-            now = values.get(knob)
             try:
-                wanted = str(validate(facts, value, static_ok=True))
+                wanted[knob] = str(validate(facts, value, static_ok=True))
             except KnobError:
-                wanted = value
-            if now is None or now.upper() != wanted.upper():
+                wanted[knob] = value
+            if not same_value(values.get(knob), wanted[knob]):
                 todo[knob] = value
-        if not todo:
+        if todo:
+            # All of the arm's static knobs go in through one restart.
+            changes = await session.set_knobs(todo, restart_ok=True, reason=reason,
+                                              reach=self.recipe.allow_reach)
+            plan = self._arm_side.setdefault(step.arm.name, {})
+            for change in changes:
+                if change.result != "ok":
+                    raise ArmRefused(f"arm {step.arm.name}: {change.knob} = "
+                                     f"{change.requested} did not take: {change.message}")
+                if change.new is not None:
+                    wanted[change.knob] = change.new  # as the server took it (rounded ...)
+                for knob, (old, new) in change.side_effects.items():
+                    self._side.setdefault(knob, old)
+                    if new is not None:
+                        plan[knob] = new  # the server's own rule for this arm's values
+        await self._check_plan(step, present, wanted)
+
+    def _side_plan(self, step: Step) -> dict[str, str]:
+        """The side-effect knobs this arm does not name, and the value each should have
+        under it: what the server set with this arm's own values, else the baseline."""
+        plan = self._arm_side.get(step.arm.name, {})
+        return {k: plan.get(k, base) for k, base in self._side.items()
+                if k not in step.arm.knobs and base is not None}
+
+    async def _reset_side_effects(self, step: Step, reason: str) -> None:
+        """What the server changed on its own with another arm (innodb_io_capacity_max
+        raised with innodb_io_capacity) goes back to its baseline before this arm's knobs
+        go in: then the arm's values meet the server as they would from the baseline (and
+        the server's rule, if it applies, raises it again)."""
+        wanted = self._side_plan(step)
+        if not wanted:
             return
-        # All of the arm's static knobs go in through one restart.
-        changes = await session.set_knobs(
-            todo, restart_ok=True, reason=f"recipe {self.recipe.name}: arm {step.arm.name}",
-            reach=self.recipe.allow_reach)
-        for change in changes:
-            if change.result != "ok":
-                raise ArmRefused(f"arm {step.arm.name}: {change.knob} = {change.requested} "
-                                 f"did not take: {change.message}")
+        session = self.session
+        now = await session.global_values(list(wanted))
+        for knob, value in wanted.items():
+            base = self._side[knob]
+            if base is not None and not same_value(now.get(knob), value) \
+                    and not same_value(now.get(knob), base):
+                await session.set_knobs({knob: base}, restart_ok=False,
+                                        reason=f"{reason}: back to the baseline",
+                                        reach=self.recipe.allow_reach)
+
+    async def _check_plan(self, step: Step, present: list[str], wanted: dict[str, str]) -> None:
+        """The server holds the arm's values before the step is measured (a change from
+        outside, or one the server adjusted, leaves it unmeasured); the values read, side
+        effects included, go into the step's journal line."""
+        side = self._side_plan(step)
+        values = await self.session.global_values([*present, *side])
+        self._step_knobs = dict(values)
+        wrong = [f"{k} = {values.get(k)}, not {want}"
+                 for k, want in [*((k, wanted[k]) for k in present), *side.items()]
+                 if not same_value(values.get(k), want)]
+        if wrong:
+            raise ArmRefused(f"arm {step.arm.name}: the server differs from the arm's plan "
+                             f"({'; '.join(wrong)}): the step is not measured")
 
     # -- one step ------------------------------------------------------------------------------
 
@@ -898,6 +970,7 @@ class RecipeRunner:
             stall=(round(sum(1 for v in tps if v < mid / 2) / seconds, 4)
                    if mid is not None and seconds else None),
             pct=self.recipe.percentile,
+            knobs=dict(self._step_knobs),
             drift=None if line is None else round(line.drift, 4),
             flat=None if line is None else line.flat,
             calibration=step.calibration,

@@ -78,6 +78,7 @@ class KnobApplier:
         # Dynamic values this session set (and still wants): a restart forgets SET GLOBAL.
         self.dynamic_set: dict[str, str] = {}
         self.baseline: dict[str, str | None] = {}
+        self.side_knobs: set[str] = set()  # knobs the server changed with another's change
         self.lock = asyncio.Lock()
 
     async def load(self) -> None:
@@ -268,6 +269,12 @@ class KnobApplier:
             # A knob outside the panel's list: its value before the first change is its
             # baseline, so revert-to-baseline brings it back too.
             self.baseline[event.knob] = event.old
+        if event.result == "ok":
+            # What the server changed with it (io_capacity_max after io_capacity) goes back
+            # on revert too, after the knobs that caused it (see revert_to_baseline).
+            for knob, (old, _new) in event.side_effects.items():
+                self.baseline.setdefault(knob, old)
+                self.side_knobs.add(knob)
         if event.result == "ok":
             changed = {event.knob: event.new}
             changed.update({k: v[1] for k, v in event.side_effects.items()})
@@ -515,7 +522,9 @@ class KnobApplier:
                 return []
             out: list[Change] = []
             static: dict[str, tuple[str | None, str]] = {}
-            for knob, facts in differ.items():
+            # The knobs that caused side effects first: innodb_io_capacity_max goes back to
+            # 2000 only once innodb_io_capacity is below it again.
+            for knob, facts in sorted(differ.items(), key=lambda kv: kv[0] in self.side_knobs):
                 target = self.baseline[knob]
                 assert target is not None
                 if facts.dynamic:
