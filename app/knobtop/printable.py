@@ -47,16 +47,20 @@ def printable(text: str, *, newlines: bool = True) -> str:
 def printable_deep(value: Any) -> Any:
     """A JSON-like value (dicts, lists, strings, numbers) with every string in it, dict keys
     too, passed through :func:`printable`; other values as they are."""
-    if type(value) is str:
+    kind = type(value)
+    if kind is str:
         return printable(value)
-    if type(value) is dict:
-        return {printable(k) if type(k) is str else k: printable_deep(v)
-                for k, v in value.items()}
-    if type(value) is list:
-        return [printable_deep(v) for v in value]
-    if type(value) is tuple:
-        return tuple(printable_deep(v) for v in value)
+    if kind is dict:
+        return {printable(k) if type(k) is str else k:
+                v if type(v) in _SCALARS else printable_deep(v) for k, v in value.items()}
+    if kind is list:  # a sample's counters: numbers, passed over without a call each
+        return [v if type(v) in _SCALARS else printable_deep(v) for v in value]
+    if kind is tuple:
+        return tuple(v if type(v) in _SCALARS else printable_deep(v) for v in value)
     return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def printable_json(line: bytes, value: Any) -> Any:
