@@ -20,25 +20,32 @@ from typing import Any
 
 import pymysql
 import pytest
+from rich.text import Text
 
 from conftest import kept_globals
 from harness.binaries import require_binary
-from harness.hostile import HOSTILE, OSC_TITLE, SHOWN, hostile_journal, raw_controls
+from harness.hostile import HOSTILE, JOURNAL, OSC_TITLE, SHOWN, hostile_journal, raw_controls
 from harness.tmux import TmuxServer
+from harness.ui import until
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, Note
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.printable import printable
+from knobtop.server.knobtext import show_value
 from knobtop.server.link import ConnectionInfo, ServerLink
+from knobtop.ui.app import KnobtopApp
 
 KNOBTOP = str(Path(sys.executable).with_name("knobtop"))
 
 
 @pytest.fixture(scope="module")
 def journals(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Three hostile journals; the first one's file name holds an OSC too."""
     folder = tmp_path_factory.mktemp("hostile")
-    return [hostile_journal(folder / f"{n}.knobtop.jsonl", tag=str(n)) for n in (1, 2, 3)]
+    names = [f"1{OSC_TITLE}", "2", "3"]
+    return [hostile_journal(folder / f"{name}.knobtop.jsonl", tag=str(n))
+            for n, name in enumerate(names, start=1)]
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
@@ -92,6 +99,38 @@ def test_the_readers_hand_out_every_string_escaped(journals: list[Path]) -> None
     assert note.text.startswith(SHOWN)
     incident = next(e for e in events if isinstance(e, Incident))
     assert incident.procs[0][6] == f"SELECT SLEEP(30), '{printable(HOSTILE + '1')}'"
+
+
+def test_an_error_naming_a_hostile_file_prints_it_escaped(tmp_path: Path) -> None:
+    """The command line's error line (cli main, headless: labelled) quotes file names and
+    servers' errors."""
+    missing = tmp_path / f"x{OSC_TITLE}.knobtop.jsonl"
+    done = run("report", missing)
+    assert done.returncode == 2
+    assert b"\x1b" not in done.stderr and raw_controls(done.stderr) == []
+    assert f"x{SHOWN[1:]}.knobtop.jsonl".encode() in done.stderr
+
+
+def test_knob_values_notices_and_exit_text_are_printable() -> None:
+    """What the screen shows that is not a journal event: a server's knob value (the knob
+    picker, the quit dialog), a notice quoting an error, the text left on exit."""
+    assert show_value("init_connect", f"SET x=1;{OSC_TITLE}") == f"SET x=1;{SHOWN[1:]}"
+    assert show_value("innodb_buffer_pool_size", "134217728") == "128M"
+
+
+async def test_a_notice_and_the_exit_text_are_printable() -> None:
+    reader = JournalReader(JOURNAL)
+    app = KnobtopApp(header=reader.header, events=list(reader))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.notify(f"cannot connect: {HOSTILE}", title=f"t{OSC_TITLE}")
+        await until(pilot, lambda: bool(app._notifications))
+        notice = next(iter(app._notifications))
+        assert notice.message.isprintable() and notice.title.isprintable()
+        assert notice.message.startswith(f"cannot connect: {SHOWN}")
+        app.exit_saying(f"knobtop: {HOSTILE}")
+        [said] = app._exit_renderables
+        assert isinstance(said, Text) and said.plain.startswith(f"knobtop: {SHOWN}")
+        assert said.plain.isprintable()
 
 
 def strings_of(value: Any) -> Iterator[str]:

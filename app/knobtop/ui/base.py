@@ -15,9 +15,11 @@ from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 
 from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
+from knobtop.printable import printable
 from knobtop.safefile import NotOwnFile, write_new
 from knobtop.ui.commands import ActionsProvider, binding_actions
 from knobtop.ui.dirtyrender import render_dirty_only
@@ -71,6 +73,19 @@ class ScreenApp(App[int]):
         for problem in apply_look(self, self.config):
             self.notify(problem, title="knobtop config", severity="warning", timeout=12,
                         markup=False)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's notice, its text made printable: a notice may quote a server's error, a
+        remote host's output or a file's name (issue 36), and a control sequence in it
+        would reach the terminal."""
+        super().notify(printable(message), title=printable(title), severity=severity,
+                       timeout=timeout, markup=markup)
+
+    def exit_saying(self, text: str, return_code: int = 2) -> None:
+        """End the app and leave ``text`` on the terminal: plain text (never markup), made
+        printable (it may quote a server's error or a file's name)."""
+        self.exit(return_code=return_code, message=Text(printable(text)))
 
     def _stamp(self) -> str:
         """The time in a screenshot's name."""

@@ -309,9 +309,10 @@ def serve_follow(path: Path, header: Header | None, *, host: str, port: int, pub
         url = f"http://[{host}]:{port}"
 
     def banner(served_url: str) -> None:
-        # The path and profile are the user's and the journal's text: never markup.
-        what = (f"the newest journal in {path}" if header is None
-                else f"{path} (profile {header.profile})")
+        # The path and profile are the user's and the journal's text: never markup, and
+        # printable (a path may hold a control sequence).
+        what = printable(f"the newest journal in {path}" if header is None
+                         else f"{path} (profile {header.profile})", newlines=False)
         console.print(Text(f"knobtop serve: following {what} "
                            f"at {served_url}  (Ctrl+C stops; at most {max_viewers} "
                            "viewers)"), highlight=False)
