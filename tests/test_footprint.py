@@ -17,7 +17,7 @@ from knobtop.hosts.base import Host
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session.footprint import FootprintProbe
+from knobtop.session.footprint import FootprintProbe, host_script, locate_script
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +82,37 @@ async def test_the_footprint_is_the_sandboxes_mysqld_and_datadir_device(
     assert last.db_bytes is not None and last.db_bytes >= 20000 * 200  # the table's pages
     assert own is not None and 20000 * 200 <= own <= last.db_bytes and none == 0
     assert last.datadir_bytes == pytest.approx(on_disk, rel=0.02)
+
+
+async def test_a_pid_file_holding_paths_makes_cat_read_nothing_else(
+        tmp_path: Path, mariadb: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: the pid file's text was put unquoted into ``cat /proc/$pid/stat``: a pid
+    file holding ``1 /path/secret /`` made cat read /path/secret. And a datadir whose name
+    starts with ``-`` was taken by ``du`` and ``stat`` as an option."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT-1234\n")
+    pid_file = tmp_path / "hostile.pid"
+    pid_file.write_text(f"1 {secret} /\n")
+    datadir = tmp_path / "-data"
+    datadir.mkdir()
+    (datadir / "ibdata1").write_bytes(b"x" * 100_000)
+    monkeypatch.chdir(tmp_path)  # the datadir as "-data": it starts with "-"
+    host = LocalHost()
+    probe = FootprintProbe(host, lambda: ServerLink(mariadb.connection()), time.monotonic)
+
+    located = await host.run(["sh", "-c", locate_script("-data")])
+    assert located.returncode == 0, located.stderr
+    assert located.stdout.split()[1] == str(os.stat(datadir).st_dev)
+
+    raw = await host.run(["sh", "-c", host_script("-data", str(pid_file), True)])
+    assert "SECRET-CONTENT" not in raw.stdout + raw.stderr
+    fp = await probe._read_host(1.0, ("-data", str(pid_file), 0, 0), sizes=True)
+    assert "SECRET-CONTENT" not in fp.problem
+    assert f"the pid file {pid_file} does not hold a process id" in fp.problem
+    assert fp.pid is None and fp.cpu is None
+    assert fp.datadir_bytes == pytest.approx(apparent_size(datadir), rel=0.02)
+
+    # The sandbox's own pid file still names its mysqld through the same script.
+    own = await probe._read_host(1.0, (str(mariadb.datadir), str(mariadb.pid_file), 0, 0),
+                                 sizes=False)
+    assert own.pid == int(mariadb.pid_file.read_text())

@@ -20,6 +20,7 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, event_from_dict, to_dict
 from knobtop.lab import Sandbox
+from knobtop.printable import printable
 from knobtop.server.incident import REDACTED, IncidentReader, IncidentSnapshot, redact, shorten
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session.core import Session, SessionConfig
@@ -44,6 +45,12 @@ SECRET_STATEMENTS = [
     f"ALTER USER app\n  IDENTIFIED\tBY '{SECRET}'",
     f"ALTER USER app IDENTIFIED VIA ed25519 USING PASSWORD('{SECRET}')",
     f"INSERT INTO t VALUES (ENCRYPT('{SECRET}'))",
+    # Issue 36: ENCODE/DECODE keys were not redacted.
+    f"SELECT ENCODE('data', '{SECRET}')",
+    f"SELECT decode(c, '{SECRET}') FROM t",
+    f"SELECT DES_ENCRYPT('data', '{SECRET}')",
+    f"SELECT DES_DECRYPT(c, '{SECRET}') FROM t",
+    f"SELECT AES_DECRYPT(c, \"{SECRET}\") FROM t",
 ]
 
 
@@ -186,11 +193,35 @@ async def test_error_log_tail(links: list[ServerLink], mariadb: Sandbox) -> None
     assert path.is_file()
     lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     assert snap.log, snap.problems
-    assert snap.log[-1] == lines[-1][:300] or snap.log[-1].endswith("…")
+    # Each line as the page shows it: secrets' literals redacted, made printable (a user
+    # name with an escape sequence lands in this log: issue 36).
+    last = printable(redact(lines[-1]), newlines=False)
+    assert snap.log[-1] == last[:300] or snap.log[-1].endswith("…")
     assert len(snap.log) == min(20, len(lines))
     # No host that can read it: the page says why instead.
     snap = await IncidentReader(links[2], None, no_host="no SSH to it").read()
     assert snap.log == [] and "error log: no SSH to it" in snap.problems
+
+
+@pytest.mark.integration
+async def test_error_log_lines_are_redacted_and_printable(links: list[ServerLink],
+                                                          tmp_path: Path) -> None:
+    """Issue 36: error-log lines reached the page raw (an escape sequence in a user name
+    retitled the terminal) and unredacted (a statement the server quotes, with its key)."""
+    log = tmp_path / "error.log"
+    log.write_bytes(
+        b"2025-01-01 7 [Warning] Access denied for user 'U\x1b]2;PWNED\x07\xc2\x9b2J'@'h' "
+        b"(using password: YES)\n"
+        b"2025-01-01 8 [ERROR] Query: SELECT ENCODE('data', '" + SECRET.encode() + b"')\n"
+        b"2025-01-01 9 [Note] cr\rnel\xc2\x85u\xe2\x80\xaeend\n")
+    snap = await IncidentReader(links[2], LocalHost(), log_path=str(log)).read()
+    assert snap.log == [
+        "2025-01-01 7 [Warning] Access denied for user 'U\\x1b]2;PWNED\\x07\\x9b2J'@'h' "
+        "(using password: YES)",
+        f"2025-01-01 8 [ERROR] Query: SELECT ENCODE({REDACTED}, {REDACTED})",
+        "2025-01-01 9 [Note] cr\\rnel\\x85u\\u202eend",
+    ]
+    assert snap.log_path == str(log)
 
 
 @pytest.mark.integration

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample, target_of
+from knobtop.printable import printable
 from knobtop.server.policy import reach_names
 
 if TYPE_CHECKING:
@@ -39,8 +40,9 @@ if TYPE_CHECKING:
 
 def labelled(label: str, message: str) -> Text:
     """A red label and a message that is printed as it is (file names, server errors and
-    profile fields may hold ``[``: they are never read as markup)."""
-    return Text.assemble((label, "bold red"), " ", message)
+    profile fields may hold ``[``: they are never read as markup), its control characters
+    shown as escapes (they may hold a terminal's control sequences)."""
+    return Text.assemble((label, "bold red"), " ", printable(message))
 
 
 class ConsoleFeedback:
@@ -172,7 +174,8 @@ async def restore_baseline(session: SessionPort, console: Console) -> None:
         failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
         session.quit_choice("revert", diff)
     except (KnobtopError, TimeoutError) as exc:
-        console.print(f"could not restore the baseline knobs: {exc}", markup=False)
+        console.print(f"could not restore the baseline knobs: {printable(str(exc))}",
+                      markup=False)
         return
     for change in failed:
         console.print(f"could not restore {change.knob}: {change.message}", markup=False)

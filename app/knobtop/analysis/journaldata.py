@@ -35,6 +35,7 @@ from knobtop.journal import (
 )
 from knobtop.journal.events import target_of
 from knobtop.metrics.derive import Snapshot, derive
+from knobtop.printable import printable
 
 # Columns of one per-interval row (and of the CSV report), in order.
 ROW_FIELDS = (
@@ -143,12 +144,14 @@ class JournalData:
 
     @property
     def label(self) -> str:
-        """The file name, with the time range when only part of it was read."""
+        """The file name (printable: a name is someone else's text too), with the time range
+        when only part of it was read."""
+        name = printable(self.path.name, newlines=False)
         if self.t_from is None and self.t_to is None:
-            return self.path.name
+            return name
         lo = fmt_rel(self.t_from) if self.t_from is not None else "start"
         hi = fmt_rel(self.t_to) if self.t_to is not None else "end"
-        return f"{self.path.name} [{lo}-{hi})"
+        return f"{name} [{lo}-{hi})"
 
     @property
     def duration(self) -> float:

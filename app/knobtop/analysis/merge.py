@@ -19,6 +19,7 @@ from knobtop.analysis.journaldata import JournalData, phase_table
 from knobtop.analysis.results import Results, build, collect
 from knobtop.errors import BadValue
 from knobtop.journal.events import Event, RecipeRun, StepResult
+from knobtop.printable import printable
 
 # What must be the same in every merged run's plan (the recipe's "start" event).
 SAME = ("workload", "threads", "duration", "warmup", "instances", "kind")
@@ -26,8 +27,8 @@ ROUNDS = 10_000  # replicate numbers per journal, apart
 
 
 def label_of(path: Path) -> str:
-    """A journal's row label: its file name without ``.knobtop.jsonl``."""
-    name = path.name
+    """A journal's row label: its file name without ``.knobtop.jsonl``, printable."""
+    name = printable(path.name, newlines=False)
     for suffix in (".knobtop.jsonl", ".jsonl"):
         if name.endswith(suffix):
             return name[: -len(suffix)]

@@ -29,6 +29,7 @@ import orjson
 from knobtop.journal.events import Change, Event, Knobs, Note, Phase, to_dict
 from knobtop.journal.index import JUMP_KINDS, JournalIndex, decode_line
 from knobtop.metrics.board import MetricBoard
+from knobtop.safefile import NotOwnFile, open_append, read_own
 
 SPEEDS: tuple[float, ...] = (1, 2, 5, 10, 20, 50, 100)
 PANE_EVENTS = 200
@@ -286,8 +287,12 @@ class Replay:
 
     def _read_notes(self) -> list[Note]:
         try:
-            data = self.notes_path.read_bytes()
+            data = read_own(self.notes_path)
         except FileNotFoundError:
+            return []
+        except OSError as exc:  # a link, a FIFO: said, never followed or waited on
+            self.note_problems.append((0, str(exc) if isinstance(exc, NotOwnFile)
+                                       else f"cannot be read: {exc.strerror or exc}"))
             return []
         notes: list[Note] = []
         for n, line in enumerate(data.split(b"\n"), start=1):
@@ -306,7 +311,8 @@ class Replay:
         return notes
 
     def add_note(self, text: str) -> Note:
-        """Append a note at the cursor to the side file (created 0600 on first use)."""
+        """Append a note at the cursor to the side file (created 0600 on first use; never
+        through a link, nor to a file of someone else's: NotOwnFile says so)."""
         text = text.strip()
         if not text:
             raise ValueError("an empty note was not saved")
@@ -314,7 +320,7 @@ class Replay:
         # Not rounded: a note stamped a hair after the cursor would not show at the cursor.
         note = Note(t=self.cursor, wall=round(header.started_wall + self.cursor, 3), text=text)
         line = orjson.dumps(to_dict(note)) + b"\n"
-        fd = os.open(self.notes_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_append(self.notes_path)
         try:
             os.write(fd, line)
             os.fsync(fd)

@@ -21,6 +21,7 @@ from knobtop.journal.events import (
     header_from_dict,
 )
 from knobtop.journal.reader import JournalFormatError
+from knobtop.printable import printable, printable_json
 
 #: The kinds a person jumps between; each keeps a sorted list of its index positions.
 JUMP_KINDS: tuple[str, ...] = (
@@ -42,7 +43,7 @@ def decode_line(line: bytes) -> Event:
         raise EventDecodeError(f"not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise EventDecodeError("not a JSON object")
-    return event_from_dict(data)
+    return event_from_dict(printable_json(line, data))
 
 
 def decode_header_line(path: Path, line: bytes) -> Header:
@@ -58,7 +59,7 @@ def decode_header_line(path: Path, line: bytes) -> Header:
     if not isinstance(data, dict):
         raise JournalFormatError(path, 1, "the first line is not a journal header")
     try:
-        return header_from_dict(data)
+        return header_from_dict(printable_json(line, data))
     except EventDecodeError as exc:
         raise JournalFormatError(path, 1, str(exc)) from None
 
@@ -100,7 +101,7 @@ def _scan_parsed(line: bytes) -> tuple[float, bytes] | str:
         return "line has no event type ('ev')"
     t = data.get("t")
     if type(t) is not float and type(t) is not int:
-        return f"{kind} event has no numeric 't'"
+        return f"{printable(kind, newlines=False)} event has no numeric 't'"
     return float(t), kind.encode()
 
 
@@ -231,8 +232,8 @@ class JournalIndex:
         code = self._kind_codes.get(kind)
         if code is None:
             code = len(self._kind_names) if len(self._kind_names) < _OTHER_KIND else _OTHER_KIND
-            if code != _OTHER_KIND:
-                name = kind.decode(errors="replace")
+            if code != _OTHER_KIND:  # a kind's name is the file's text: made printable
+                name = printable(kind.decode(errors="replace"), newlines=False)
                 self._kind_names.append(name)
                 if name in self._jumps:
                     self._jump_codes[code] = name

@@ -17,16 +17,18 @@ from knobtop.journal.events import (
     event_from_dict,
     header_from_dict,
 )
+from knobtop.printable import printable, printable_json
 
 
 class JournalFormatError(KnobtopError, ValueError):
     """A line that is not a journal event; the message names the file and line."""
 
     def __init__(self, path: Path, line_no: int, reason: str) -> None:
-        super().__init__(f"{path}:{line_no}: {reason}")
+        # The reason may quote the line, and a file's name is someone else's text too.
+        super().__init__(printable(f"{path}:{line_no}: {reason}", newlines=False))
         self.path = path
         self.line_no = line_no
-        self.reason = reason
+        self.reason = printable(reason, newlines=False)
 
 
 @dataclass
@@ -68,7 +70,7 @@ class JournalReader:
         if not isinstance(data, dict):
             raise JournalFormatError(self.path, 1, "the first line is not a journal header")
         try:
-            return header_from_dict(data)
+            return header_from_dict(printable_json(line, data))
         except EventDecodeError as exc:
             raise JournalFormatError(self.path, 1, str(exc)) from None
 
@@ -98,7 +100,7 @@ class JournalReader:
         if not isinstance(data, dict):
             raise JournalFormatError(self.path, line_no, "not a JSON object")
         try:
-            return event_from_dict(data)
+            return event_from_dict(printable_json(line, data))
         except EventDecodeError as exc:
             raise JournalFormatError(self.path, line_no, str(exc)) from None
 

@@ -1,5 +1,9 @@
 """The incident snapshot: processlist, lock waits, oldest transaction, replication, Galera and
-the error log's tail, each read with a deadline and cut to a compact size for the journal."""
+the error log's tail, each read with a deadline and cut to a compact size for the journal.
+
+Every text read here (users, hosts, statements, states, log lines, a server's error) is
+made printable as it is read: any database user can put an escape sequence in a statement
+or, as a user name, in the error log, and this page shows both to the person watching."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from knobtop.hosts.base import Host, HostError
+from knobtop.printable import printable
 from knobtop.server.link import ServerError, ServerLink
 
 # Every statement of a snapshot waits at most this long: the page must not hang on a
@@ -32,8 +37,12 @@ GALERA_VARS = (
 
 # Statements that may carry a secret in a literal: SET PASSWORD, CREATE/ALTER USER ...
 # IDENTIFIED BY, GRANT ... IDENTIFIED BY, CHANGE MASTER TO MASTER_PASSWORD, PASSWORD('x'),
-# AES_ENCRYPT(x, 'key') and the like.
-_SECRET_STATEMENT = re.compile(r"PASSWORD|IDENTIFIED|ENCRYPT|DECRYPT|\bKEY\s*=", re.IGNORECASE)
+# AES_ENCRYPT(x, 'key'), DES_DECRYPT, ENCODE(x, 'key'), DECODE and the like.  The error
+# log's "Access denied for user 'u'@'h' (using password: YES)" names no secret: its
+# "password:" alone does not count (the user and host stay readable).
+_SECRET_STATEMENT = re.compile(
+    r"PASSWORD(?!:\s*(?:YES|NO)\))|IDENTIFIED|ENCRYPT|DECRYPT|ENCODE|DECODE|\bKEY\s*=",
+    re.IGNORECASE)
 # A quoted literal, or one cut short by the fetch limit (it runs to the end of the text).
 _LITERAL = re.compile(r"""'(?:[^'\\]|\\.|'')*(?:'|\Z)|"(?:[^"\\]|\\.|"")*(?:"|\Z)""",
                       re.DOTALL)
@@ -88,25 +97,30 @@ def _num(value: Any) -> float | None:
         return None
 
 
-def _str(value: Any) -> str | None:
+def _raw(value: Any) -> str:
+    """A value from the server as it is (to use, never to show); None as ""."""
     if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return str(value)
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _str(value: Any) -> str | None:
+    """A value from the server as printable text (None stays None)."""
+    return None if value is None else printable(_raw(value))
 
 
 class IncidentReader:
     """Reads one snapshot per ``read()`` over its own link (never the sampler's)."""
 
     def __init__(self, link: ServerLink, host: Host | None, *, statements: bool = True,
-                 timeout: float = INCIDENT_TIMEOUT, no_host: str = "") -> None:
+                 timeout: float = INCIDENT_TIMEOUT, no_host: str = "",
+                 log_path: str | None = None) -> None:
         self.link = link
         self.host = host  # where the server's error log can be read; None: nowhere
         self.no_host = no_host  # why there is no such host (shown instead of the log)
         self.statements = statements
         self.timeout = timeout
-        self._log_path: str | None = None
+        self._log_path = log_path  # the error log on ``host``; None: the server says
         self._wsrep: bool | None = None  # Galera: known after the first snapshot
 
     @property
@@ -120,7 +134,10 @@ class IncidentReader:
         return f"LEFT({column}, {FETCH_CHARS})"
 
     def _text(self, value: Any) -> str | None:
-        return shorten(_str(value)) if self.statements else None
+        # Redacted before it is made printable: an escape must not hide a literal's quote.
+        if not self.statements or value is None:
+            return None
+        return shorten(printable(redact(_raw(value))))
 
     async def _query(self, sql: str) -> list[tuple[Any, ...]]:
         if not self.link.connected:
@@ -144,7 +161,7 @@ class IncidentReader:
             try:
                 parts[name] = await reader()
             except ServerError as exc:
-                problems.append(f"{name}: {exc}")
+                problems.append(f"{name}: {printable(str(exc), newlines=False)}")
         threads, procs = parts.get("processlist", (0, []))
         log, log_path = await self._log(problems)
         return IncidentSnapshot(
@@ -209,7 +226,7 @@ class IncidentReader:
             # 0 IO state, 10/11 IO/SQL running, 32 seconds behind, 35/37 last IO/SQL error.
             def col(i: int, row: tuple[Any, ...] = r) -> Any:
                 return row[i + shift] if i + shift < len(row) else None
-            error = _str(col(37)) or _str(col(35)) or ""
+            error = _str(col(37)) or _str(col(35)) or ""  # shortened: redacted there
             out.append({"name": _str(r[0]) if shift else "", "io": _str(col(10)),
                         "sql": _str(col(11)), "lag": _num(col(32)),
                         "state": _str(col(0)), "error": shorten(error, 200)})
@@ -237,32 +254,41 @@ class IncidentReader:
         try:
             if self._log_path is None:
                 rows = await self._query("SELECT @@log_error, @@datadir")
-                path, datadir = (_str(rows[0][0]) or "", _str(rows[0][1]) or "") if rows \
-                    else ("", "")
+                # As the server names them (tail must find the file); shown printable.
+                path, datadir = (_raw(rows[0][0]), _raw(rows[0][1])) if rows else ("", "")
                 if path and not path.startswith("/"):
                     path = str(PurePosixPath(datadir) / path)
                 self._log_path = path
         except ServerError as exc:
-            problems.append(f"error log: {exc}")
+            problems.append(f"error log: {printable(str(exc), newlines=False)}")
             return [], ""
-        path = self._log_path
-        if not path:
+        if not self._log_path:
             problems.append("error log: the server logs to stderr (log_error is empty), "
                             "so there is no file to show")
             return [], ""
+        path = printable(self._log_path, newlines=False)
         try:
-            result = await self.host.run(["tail", "-c", str(LOG_BYTES), "--", path],
+            result = await self.host.run(["tail", "-c", str(LOG_BYTES), "--", self._log_path],
                                          limit=LOG_TIMEOUT)
         except HostError as exc:
-            problems.append(f"error log {path}: {exc}")
+            problems.append(f"error log {path}: {printable(str(exc), newlines=False)}")
             return [], path
         if result.returncode != 0:
             why = result.stderr.strip().splitlines()[-1:] or ["tail failed"]
-            problems.append(f"error log {path} on {self.host.name}: {why[0]}")
+            problems.append(f"error log {path} on {self.host.name}: "
+                            f"{printable(why[0], newlines=False)}")
             return [], path
-        lines = result.stdout.splitlines()
+        # Only \n ends a line: str.splitlines() would also cut at \r, \x1c-\x1e and \x85,
+        # which a user name in an "Access denied" line may hold.
+        lines = result.stdout.split("\n")
         if len(result.stdout.encode()) >= LOG_BYTES and lines:
             lines = lines[1:]  # the first line is probably cut by the byte limit
-        tail = [ln if len(ln) <= LOG_LINE_CHARS else ln[: LOG_LINE_CHARS - 1] + "…"
-                for ln in lines if ln.strip()][-LOG_LINES:]
+        tail = [_log_line(ln) for ln in lines if ln.strip()][-LOG_LINES:]
         return tail, path
+
+
+def _log_line(line: str) -> str:
+    """One error-log line for the page and the journal: its secrets' literals redacted (a
+    statement the server quotes), made printable, cut to LOG_LINE_CHARS."""
+    text = printable(redact(line), newlines=False)
+    return text if len(text) <= LOG_LINE_CHARS else text[: LOG_LINE_CHARS - 1] + "…"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from knobtop.printable import printable
+
 _UNITS = ((1 << 60, "E"), (1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"),
           (1 << 10, "K"))
 
@@ -54,10 +56,11 @@ def exact_size(number: int) -> str | None:
 
 
 def show_value(name: str, value: str | None) -> str:
-    """A knob value for a table cell: sizes in K/M/G when exact, trailing zeros dropped."""
+    """A knob value for a table cell: sizes in K/M/G when exact, trailing zeros dropped,
+    control characters shown as escapes (a value is the server's text)."""
     if value is None:
         return "—"
-    text = value.removesuffix(".000000")
+    text = printable(value.removesuffix(".000000"), newlines=False)
     if is_byte_knob(name) and text.isdigit():
         return exact_size(int(text)) or text
     return text

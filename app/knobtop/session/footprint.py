@@ -25,6 +25,7 @@ from knobtop.hosts.procstat import (
     split_sections,
 )
 from knobtop.metrics.footprint import Footprint
+from knobtop.printable import printable
 from knobtop.server.link import ServerError, ServerLink
 
 LIMIT = 15.0  # seconds for each command and query (du of a big datadir takes a while)
@@ -48,7 +49,31 @@ def db_size_queries(schemas: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]
             f"WHERE NAME LIKE '%%/%%' AND SUBSTRING_INDEX(NAME, '/', 1) {where}) + "
             f"({other} AND ENGINE <> 'InnoDB')", names * 2) for view in INNODB_VIEWS]
     return [*out, (other, names)]
+
+
 MYSQLD_NAMES = ("mysqld", "mariadbd")
+NOT_A_PID = "not-a-pid"  # what the script says for a pid file that holds anything else
+
+
+def locate_script(datadir: str) -> str:
+    """The shell command that prints the host's name and the datadir's device number."""
+    return f"hostname; stat -L -c %d -- {shlex.quote(datadir)}"
+
+
+def host_script(datadir: str, pid_file: str, sizes: bool) -> str:
+    """The shell command that prints /proc/diskstats, the pid file's process id (only when
+    it is one: digits, else NOT_A_PID) with that process's stat and status, and with
+    ``sizes`` the datadir's ``du``.  Every path is quoted and follows ``--`` (a datadir
+    named ``-x`` is not an option), and the pid is used only quoted and only as digits:
+    a pid file holding ``1 /secret /`` must not make ``cat`` read /secret."""
+    return (
+        "echo @@diskstats; cat /proc/diskstats; "
+        f"pid=$(cat -- {shlex.quote(pid_file)} 2>/dev/null); echo @@pid; "
+        'case "$pid" in "") echo;; *[!0-9]*) echo ' + NOT_A_PID + ";; "
+        '*) echo "$pid"; echo @@stat; cat -- "/proc/$pid/stat"; '
+        'echo @@status; cat -- "/proc/$pid/status";; esac'
+        + (f"; echo @@du; du -sb -- {shlex.quote(datadir)} 2>/dev/null || echo partial"
+           if sizes else ""))
 
 
 class FootprintProbe:
@@ -78,8 +103,7 @@ class FootprintProbe:
         if self._where is not None or self.problem:
             return self._where
         datadir, pid_file, server_host = await self._server_facts()
-        result = await self.host.run(
-            ["sh", "-c", f"hostname; stat -L -c %d {shlex.quote(datadir)}"], limit=self.limit)
+        result = await self.host.run(["sh", "-c", locate_script(datadir)], limit=self.limit)
         lines = result.stdout.split()
         here = lines[0] if lines else ""
         if server_host and here != server_host:
@@ -107,22 +131,17 @@ class FootprintProbe:
                 fp = await self._read_host(t, where, sizes)
             if sizes:
                 fp = replace(fp, db_bytes=await self._db_bytes(schemas))
-            return fp
         except (HostError, ServerError, TimeoutError, OSError, ProcParseError,
                 ValueError) as exc:
-            return Footprint(t=t, problem=f"server footprint: {exc}")
+            fp = Footprint(t=t, problem=f"server footprint: {exc}")
+        # The problem names the server's paths and a host's stderr: text from outside.
+        return replace(fp, problem=printable(fp.problem, newlines=False))
 
     async def _read_host(self, t: float, where: tuple[str, str, int, int],
                          sizes: bool) -> Footprint:
         datadir, pid_file, major, minor = where
-        script = (
-            "echo @@diskstats; cat /proc/diskstats; "
-            f"pid=$(cat {shlex.quote(pid_file)} 2>/dev/null); echo @@pid; echo \"$pid\"; "
-            'if [ -n "$pid" ]; then echo @@stat; cat /proc/$pid/stat; '
-            "echo @@status; cat /proc/$pid/status; fi"
-            + (f"; echo @@du; du -sb {shlex.quote(datadir)} 2>/dev/null || echo partial"
-               if sizes else ""))
-        result = await self.host.run(["sh", "-c", script], limit=self.limit)
+        result = await self.host.run(["sh", "-c", host_script(datadir, pid_file, sizes)],
+                                     limit=self.limit)
         parts = split_sections(result.stdout)
         found = device_counters(parts.get("diskstats", ""), major, minor)
         problems = [] if found else [f"the datadir {datadir} is on no block device "
@@ -136,6 +155,8 @@ class FootprintProbe:
                 cpu = None
             else:
                 pid, rss = int(parts["pid"].strip()), parse_status_rss(parts["status"])
+        elif parts.get("pid", "").strip() == NOT_A_PID:
+            problems.append(f"the pid file {pid_file} does not hold a process id")
         else:
             problems.append(f"no running mysqld in the pid file {pid_file}")
         datadir_bytes = None

@@ -21,6 +21,7 @@ from typing import Any
 
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, Note
+from knobtop.journal.sanitize import printable_record
 from knobtop.load.base import LoadError
 from knobtop.server.catalog import Catalog, datadir_refusal, load_catalog
 from knobtop.server.knobs import (
@@ -101,11 +102,14 @@ class KnobApplier:
     def _event(self, start: float, knob: str, requested: str, old: str | None,
                new: str | None, method: str, result: str, message: str, reason: str,
                **more: Any) -> Change:
-        """The one place a change event is built (a reach variable's says its kind)."""
+        """The one place a change event is built (made printable at once: the history and
+        the caller keep what the journal holds, not a server's raw message; a reach
+        variable's says its kind)."""
         reach = risk_of(knob).kind if result == "ok" else ""
-        return Change(t=start, wall=self.recorder.wall(), knob=knob, requested=requested,
-                      old=old, new=new, method=method, result=result, message=message,
-                      reason=reason, reach=reach, **more)
+        return printable_record(Change(
+            t=start, wall=self.recorder.wall(), knob=knob, requested=requested, old=old,
+            new=new, method=method, result=result, message=message, reason=reason,
+            reach=reach, **more))
 
     # -- one knob
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import Load, Phase
+from knobtop.journal.sanitize import printable_record
 from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadExit, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.multi import ALL, shaped
@@ -316,9 +317,10 @@ class LoadController:
                 driver=driver.name, workload=spec.workload, threads=spec.threads,
                 host=driver.host_name, message=message))
             raise LoadError(message) from None
-        event = Phase(t=began, wall=began_wall, action="start", phase=phase,
-                      driver=driver.name, workload=spec.workload, threads=spec.threads,
-                      host=driver.host_name, summary=run_options(spec, driver))
+        event = printable_record(Phase(
+            t=began, wall=began_wall, action="start", phase=phase, driver=driver.name,
+            workload=spec.workload, threads=spec.threads, host=driver.host_name,
+            summary=run_options(spec, driver)))
         self._emit_phase_start(event)
         return event
 

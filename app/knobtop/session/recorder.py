@@ -3,8 +3,10 @@
 Each event goes to the journal first, then to every subscriber (the screen, headless, a
 recipe runner).  When the journal cannot be written (a full disk) recording ends: the
 subscribers hear it, the session's ``on_failure`` stops the load, and nothing more is
-written (no line may follow a torn one).  It needs no server and no screen, so it can run in
-a process of its own with the sampler.
+written (no line may follow a torn one).  Every event is made printable here first (a
+server's message, a remote host's output may hold terminal control sequences), so the
+journal and the screen hold the same text.  It needs no server and no screen, so it can
+run in a process of its own with the sampler.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from knobtop.journal.events import (
     Checkpoint,
@@ -29,8 +31,11 @@ from knobtop.journal.events import (
     StepResult,
     Trial,
 )
+from knobtop.journal.sanitize import printable_record
 from knobtop.journal.writer import JournalWriter
 from knobtop.session.port import Listener
+
+E = TypeVar("E", bound=Event)
 
 
 class Recorder:
@@ -73,6 +78,7 @@ class Recorder:
         """Open the journal (its clock starts now); OSError when it cannot be created.
         A further target's recorder (``feed``) opens no file: it takes the journal's clock
         and hands its secrets to that journal's writer."""
+        header = printable_record(header)
         self.header = header
         if self.into is not None:
             main, _ = self.into
@@ -109,10 +115,13 @@ class Recorder:
 
         return unsubscribe
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: E) -> E:
+        """Journal ``event`` made printable, then hand it to every subscriber; returns what
+        was recorded (the same object when nothing needed escaping)."""
+        event = printable_record(event)
         if self.into is not None:
             self._forward(event)
-            return
+            return event
         if self.journal is not None and self.journal_error is None:
             try:
                 self.journal.append(event)
@@ -132,6 +141,7 @@ class Recorder:
                                   "event (said once per listener)")
         for message in failed:  # after every listener has this event, in order
             self.emit(Error(t=self.now(), wall=self.wall(), source="listener", message=message))
+        return event
 
     def _forward(self, event: Event) -> None:
         """A further target's event, named, to the main journal and its listeners (this
@@ -147,20 +157,22 @@ class Recorder:
             named = dataclasses.replace(event, label=f"{target}: {event.label}")
         else:  # an incident, an end: the main journal's own
             return
-        main.emit(named)
+        named = main.emit(named)  # the target's name comes from a file: printable too
         for listener in list(self.listeners):
             with contextlib.suppress(Exception):
                 listener(named)
 
-    def emit_quietly(self, event: Event) -> None:
+    def emit_quietly(self, event: E) -> E:
         """Emit an event; if even that fails (journal unwritable), the listeners (the
         screen) still get it."""
+        event = printable_record(event)
         try:
-            self.emit(event)
+            return self.emit(event)
         except Exception:
             for listener in list(self.listeners):
                 with contextlib.suppress(Exception):
                     listener(event)
+            return event
 
     def _journal_failed(self, exc: OSError) -> None:
         """The journal cannot be written (full disk, I/O error).  An experiment that is
@@ -183,18 +195,13 @@ class Recorder:
               ) -> Error:
         """An error event (quietly: reaching the screen even when the journal fails)."""
         event = Error(t=self.now(), wall=self.wall(), source=source, message=message, gap=gap)
-        (self.emit_quietly if quietly else self.emit)(event)
-        return event
+        return (self.emit_quietly if quietly else self.emit)(event)
 
     def note(self, text: str) -> Note:
-        event = Note(t=self.now(), wall=self.wall(), text=text)
-        self.emit(event)
-        return event
+        return self.emit(Note(t=self.now(), wall=self.wall(), text=text))
 
     def mark(self, label: str) -> Mark:
-        event = Mark(t=self.now(), wall=self.wall(), label=label)
-        self.emit(event)
-        return event
+        return self.emit(Mark(t=self.now(), wall=self.wall(), label=label))
 
     def restart(self, node: str, step: str, result: str, seconds: float,
                 message: str = "") -> None:
@@ -205,28 +212,20 @@ class Recorder:
     def recipe_run(self, action: str, name: str, plan: JsonDict | None = None,
                    message: str = "") -> RecipeRun:
         """A recipe run started, ended, was aborted or failed."""
-        event = RecipeRun(t=self.now(), wall=self.wall(), action=action, name=name,
-                          plan=plan or {}, message=message)
-        self.emit(event)
-        return event
+        return self.emit(RecipeRun(t=self.now(), wall=self.wall(), action=action, name=name,
+                                   plan=plan or {}, message=message))
 
     def step_result(self, **fields: Any) -> StepResult:
         """One measured recipe step (the fields of StepResult but its times)."""
-        event = StepResult(t=self.now(), wall=self.wall(), **fields)
-        self.emit(event)
-        return event
+        return self.emit(StepResult(t=self.now(), wall=self.wall(), **fields))
 
     def checkpoint(self, **fields: Any) -> Checkpoint:
         """One checkpoint of a timeline recipe (the fields of Checkpoint but its times)."""
-        event = Checkpoint(t=self.now(), wall=self.wall(), **fields)
-        self.emit(event)
-        return event
+        return self.emit(Checkpoint(t=self.now(), wall=self.wall(), **fields))
 
     def trial(self, **fields: Any) -> Trial:
         """One trial of a tune search (the fields of Trial but its times)."""
-        event = Trial(t=self.now(), wall=self.wall(), **fields)
-        self.emit(event)
-        return event
+        return self.emit(Trial(t=self.now(), wall=self.wall(), **fields))
 
 
 __all__ = ["Recorder"]

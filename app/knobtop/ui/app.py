@@ -219,7 +219,7 @@ class KnobtopApp(KnobtopBase):
         try:
             await self._submit(self.session.open())
         except (KnobtopError, OSError) as exc:
-            self.exit(return_code=2, message=f"knobtop: {exc}")
+            self.exit_saying(f"knobtop: {exc}")
             return
         journal = self.session.state().journal_path
         if journal is not None:
@@ -433,7 +433,7 @@ class KnobtopApp(KnobtopBase):
             # The sampler's process is gone: nothing more will come, and no command can
             # be carried out. The message (which says where the journal is) stays on the
             # terminal.
-            self.exit(return_code=2, message=f"knobtop: {event.message}")
+            self.exit_saying(f"knobtop: {event.message}")
             return
         if isinstance(event, Error) and event.source == "journal":
             # Nothing more is recorded: say so where it cannot be missed.

@@ -15,9 +15,12 @@ from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 
 from knobtop.config import UiConfig
 from knobtop.metrics.board import MetricBoard
+from knobtop.printable import printable
+from knobtop.safefile import NotOwnFile, write_new
 from knobtop.ui.commands import ActionsProvider, binding_actions
 from knobtop.ui.dirtyrender import render_dirty_only
 from knobtop.ui.keynames import answer_known_keys
@@ -70,6 +73,23 @@ class ScreenApp(App[int]):
         for problem in apply_look(self, self.config):
             self.notify(problem, title="knobtop config", severity="warning", timeout=12,
                         markup=False)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Textual's notice, its text made printable: a notice may quote a server's error, a
+        remote host's output or a file's name (issue 36), and a control sequence in it
+        would reach the terminal."""
+        super().notify(printable(message), title=printable(title), severity=severity,
+                       timeout=timeout, markup=markup)
+
+    def exit_saying(self, text: str, return_code: int = 2) -> None:
+        """End the app and leave ``text`` on the terminal: plain text (never markup), made
+        printable (it may quote a server's error or a file's name)."""
+        self.exit(return_code=return_code, message=Text(printable(text)))
+
+    def _stamp(self) -> str:
+        """The time in a screenshot's name."""
+        return time.strftime("%Y%m%d-%H%M%S")
 
     def deliver_screenshot(
         self, filename: str | None = None, path: str | None = None,
@@ -170,25 +190,33 @@ class KnobtopBase(ScreenApp):
 
     # -- screenshots ----------------------------------------------------------------
 
-    def _stamp(self) -> str:
-        return time.strftime("%Y%m%d-%H%M%S")
-
-    def _save_svg(self, name: str, svg: str) -> str:
+    def _save_svg(self, name: str, svg: str) -> str | None:
         """In a terminal, ``name`` in ``screenshot_dir``; in a browser (``knobtop serve``) a
         download for that browser, so a viewer never writes files on the watched machine.
-        Returns where it went, for the notice."""
+        Returns where it went, for the notice; None (said in a notice) when it could not be
+        written."""
         if self.is_web:
             self.deliver_text(io.StringIO(svg), save_filename=name,
                               mime_type="image/svg+xml", encoding="utf-8")
             return f"{name}, sent to your browser"
-        path = self.screenshot_dir / name
-        path.write_text(svg, encoding="utf-8")
-        return str(path)
+        try:
+            # A new file of this user's own: never written through a link planted at the
+            # name (NAME-2.svg when a screenshot of this second is there already).
+            return str(write_new(self.screenshot_dir, name, svg.encode()))
+        except NotOwnFile as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error", timeout=12,
+                        markup=False)
+        except OSError as exc:
+            self.notify(f"screenshot not saved to {self.screenshot_dir / name}: "
+                        f"{exc.strerror or exc}. Fix: make {self.screenshot_dir} writable",
+                        severity="error", timeout=12, markup=False)
+        return None
 
-    def action_save_svg(self) -> str:
+    def action_save_svg(self) -> str | None:
         """The whole screen as an SVG in ``screenshot_dir`` (the journal's folder)."""
         where = self._save_svg(f"knobtop-{self._stamp()}.svg", self.export_screenshot())
-        self.notify(f"screenshot saved: {where}", timeout=6, markup=False)
+        if where is not None:
+            self.notify(f"screenshot saved: {where}", timeout=6, markup=False)
         return where
 
     def action_save_graphs(self) -> list[str]:
@@ -199,13 +227,14 @@ class KnobtopBase(ScreenApp):
                         timeout=5, markup=False)
             return []
         specs = PAGES[grid.page][1]
-        saved = [self.screenshot_graph(spec.metric, grid.page, notify=False) for spec in specs]
+        saved = [where for spec in specs
+                 if (where := self.screenshot_graph(spec.metric, grid.page, notify=False))]
         where = "sent to your browser" if self.is_web else f"saved in {self.screenshot_dir}"
         self.notify(f"{len(saved)} graph SVGs {where}", timeout=6, markup=False)
         return saved
 
     def screenshot_graph(self, metric: str, page: str = "overview", *,
-                         notify: bool = True) -> str:
+                         notify: bool = True) -> str | None:
         """One graph as an SVG (its current size and theme colours)."""
         graph = self.live.query_one(f"#{graph_id(page, metric)}", MetricGraph)
         width, height = graph.size
@@ -220,7 +249,7 @@ class KnobtopBase(ScreenApp):
         title = next((g.title for g in specs if g.metric == metric), metric)
         where = self._save_svg(f"knobtop-{metric}-{self._stamp()}.svg",
                                console.export_svg(title=f"knobtop: {title}"))
-        if notify:
+        if notify and where is not None:
             self.notify(f"graph saved: {where}", timeout=6, markup=False)
         return where
 

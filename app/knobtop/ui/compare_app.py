@@ -6,7 +6,6 @@ time axis, with each phase pair's B/A ratios and what differs in knobs (`knobtop
 from __future__ import annotations
 
 import io
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -34,6 +33,7 @@ from knobtop.analysis.report import fmt_knob, fmt_num
 from knobtop.analysis.report import report_warnings as journal_warnings
 from knobtop.analysis.times import fmt_rel
 from knobtop.config import UiConfig
+from knobtop.safefile import NotOwnFile, write_new
 from knobtop.ui.base import ScreenApp
 from knobtop.ui.widgets.graph_grid import GRAPHS, GraphSpec
 from knobtop.ui.widgets.metric_graph import (
@@ -637,21 +637,26 @@ class CompareApp(ScreenApp):
 
     def action_save_svg(self) -> str | None:
         """The whole screen as an SVG next to journal A (a download in a browser)."""
-        name = f"knobtop-compare-{time.strftime('%Y%m%d-%H%M%S')}.svg"
+        name = f"knobtop-compare-{self._stamp()}.svg"
         svg = self.export_screenshot()
         if self.is_web:
             self.deliver_text(io.StringIO(svg), save_filename=name, mime_type="image/svg+xml",
                               encoding="utf-8")
             self.notify(f"screenshot {name} sent to your browser", timeout=6, markup=False)
             return name
-        where = self.screenshot_dir / name
         try:
-            where.write_text(svg, encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"screenshot not saved to {where}: {exc.strerror or exc}. Fix: make "
-                        f"{self.screenshot_dir} writable, or run knobtop compare with journal "
-                        "A in a folder you can write to.", severity="error", timeout=12,
+            # A new file of this user's own, never written through a link planted at the
+            # name (NAME-2.svg when a screenshot of this second is there already).
+            where = write_new(self.screenshot_dir, name, svg.encode())
+        except NotOwnFile as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error", timeout=12,
                         markup=False)
+            return None
+        except OSError as exc:
+            self.notify(f"screenshot not saved to {self.screenshot_dir / name}: "
+                        f"{exc.strerror or exc}. Fix: make {self.screenshot_dir} writable, or "
+                        "run knobtop compare with journal A in a folder you can write to.",
+                        severity="error", timeout=12, markup=False)
             return None
         self.notify(f"screenshot saved: {where}", timeout=6, markup=False)
         return str(where)

@@ -12,6 +12,7 @@ from knobtop.analysis.replay import MARKER_KINDS, SPEEDS, Frame, Replay, clock_t
 from knobtop.config import UiConfig
 from knobtop.journal.events import Incident
 from knobtop.metrics.board import MetricBoard
+from knobtop.safefile import NotOwnFile
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
@@ -121,7 +122,8 @@ class ReplayApp(KnobtopBase):
             notes.append(f"event types from a newer knobtop were skipped: {listed}")
         if self.replay.note_problems:
             line, reason = self.replay.note_problems[0]
-            notes.append(f"{self.replay.notes_path.name}: line {line} skipped: {reason}")
+            notes.append(f"{self.replay.notes_path.name}: line {line} skipped: {reason}" if line
+                         else f"side notes not read: {reason}")
         if notes:
             self.notify("\n".join(notes), title=index.path.name, severity="warning",
                         timeout=15, markup=False)
@@ -245,6 +247,10 @@ class ReplayApp(KnobtopBase):
                 return
             try:
                 self.replay.add_note(text)
+            except NotOwnFile as exc:
+                self.notify(f"note not saved: {exc}", severity="error", timeout=12,
+                            markup=False)
+                return
             except (OSError, ValueError) as exc:
                 self.notify(f"note not saved to {self.replay.notes_path}: {exc}. Fix: make "
                             "the journal's folder writable, or copy the journal somewhere "

@@ -33,6 +33,7 @@ from yarl import URL
 
 from knobtop.errors import BadValue
 from knobtop.journal.events import Header
+from knobtop.printable import printable
 
 # The browser's terminal size, in cells: textual-serve takes it from the page's query string
 # and resize messages; unbounded, a page could make the viewer allocate a huge screen.
@@ -135,11 +136,6 @@ def _url(endpoint: Endpoint) -> str:
     return f"{scheme}://{name}" + ("" if DEFAULT_PORTS[scheme] == port else f":{port}")
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters shown as escapes (they come from requests)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 class OneLineLog(logging.Handler):
     """A log record as one line of plain text (never markup), its exception as its type
     and message."""
@@ -154,7 +150,9 @@ class OneLineLog(logging.Handler):
             if record.exc_info and record.exc_info[1] is not None:
                 error = record.exc_info[1]
                 line += f": {type(error).__name__}: {error}"
-            self.console.print(Text(f"{record.levelname.lower()}: {printable(line)}"),
+            # One line each: a request's text may hold newlines and escapes.
+            text = printable(line, newlines=False)
+            self.console.print(Text(f"{record.levelname.lower()}: {text}"),
                                highlight=False, soft_wrap=True)
         except Exception:  # a log line never takes the server down
             self.handleError(record)
@@ -311,9 +309,10 @@ def serve_follow(path: Path, header: Header | None, *, host: str, port: int, pub
         url = f"http://[{host}]:{port}"
 
     def banner(served_url: str) -> None:
-        # The path and profile are the user's and the journal's text: never markup.
-        what = (f"the newest journal in {path}" if header is None
-                else f"{path} (profile {header.profile})")
+        # The path and profile are the user's and the journal's text: never markup, and
+        # printable (a path may hold a control sequence).
+        what = printable(f"the newest journal in {path}" if header is None
+                         else f"{path} (profile {header.profile})", newlines=False)
         console.print(Text(f"knobtop serve: following {what} "
                            f"at {served_url}  (Ctrl+C stops; at most {max_viewers} "
                            "viewers)"), highlight=False)

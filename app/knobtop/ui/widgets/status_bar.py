@@ -9,6 +9,7 @@ from textual import events
 from textual.widgets import Static
 
 from knobtop.metrics.board import MetricBoard
+from knobtop.printable import printable
 
 SEP = " · "
 JOURNAL_SUFFIX = ".knobtop.jsonl"
@@ -59,6 +60,9 @@ class StatusBar(Static):
 
     def show(self, board: MetricBoard | None, journal: str, state: str = "",
              page: str = "") -> None:
+        # The journal's file name (a followed folder's newest, someone else's) and the
+        # state (an end's reason) are text from outside: one printable line each.
+        journal, state = printable(journal, newlines=False), printable(state, newlines=False)
         fields: list[tuple[str, str]] = []
         if page:
             fields.append((f"{page} ", "bold reverse"))
