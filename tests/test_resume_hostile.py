@@ -104,3 +104,14 @@ def test_the_baseline_is_the_servers_except_what_a_killed_tune_left(tmp_path: Pa
     # the server holds values no trial set: they are the baseline, as read
     assert leftover_knobs(got, {KNOB: "1", "innodb_io_capacity": "300"}) == {}
     assert leftover_knobs(got, {KNOB: "2", "innodb_io_capacity": "300"}) == {KNOB: "1"}
+
+
+def test_a_value_set_by_the_trial_the_tune_was_killed_in_is_a_leftover(tmp_path: Path) -> None:
+    """Killed mid-trial: the server holds values no journaled trial has, only the trial's
+    changes (its trial line comes after its step): that is still what the tune left."""
+    prior = [trial(0, {KNOB: "1", "innodb_io_capacity": "200"}),
+             trial(1, {KNOB: "2", "innodb_io_capacity": "700"})]
+    killed_in = [(KNOB, "0"), ("innodb_io_capacity", "1400")]
+    assert leftover_knobs(prior, {KNOB: "0", "innodb_io_capacity": "1400"}) == {}
+    assert leftover_knobs(prior, {KNOB: "0", "innodb_io_capacity": "1400"}, killed_in) == \
+        {KNOB: "1", "innodb_io_capacity": "200"}

@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 
 from knobtop.analysis.tune import TuneSpec
-from knobtop.journal.events import Event, RecipeRun, Trial
+from knobtop.errors import KnobtopError
+from knobtop.journal.events import Change, Event, RecipeRun, Trial
 from knobtop.recipes.search import Dimension, Search, SearchError
 
 
@@ -75,18 +76,33 @@ def prior_trials(path: Path, search: Search,
     return [t for t in trials if t.number == 0] + [seen[n] for n in sorted(seen)]
 
 
-def leftover_knobs(prior: Sequence[Trial], now: dict[str, str]) -> dict[str, str]:
+def leftover_knobs(prior: Sequence[Trial], now: dict[str, str],
+                   set_values: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
     """The resumed journal's baseline values (trial 0) of the knobs whose value on the server
-    ``now`` is one of that journal's trial values and not its baseline: what a killed tune
-    left behind."""
+    ``now`` is one that journal's tune set (a trial's, or ``set_values``: its changes, the
+    trial it was killed in included) and not its baseline: what a killed tune left behind."""
     earlier = next((t.knobs for t in prior if t.number == 0), {})
     tried: dict[str, set[str]] = {}
     for t in prior:
         if t.number > 0:
             for knob, value in t.knobs.items():
                 tried.setdefault(knob, set()).add(value.upper())
+    for knob, value in set_values:
+        tried.setdefault(knob, set()).add(value.upper())
     return {k: v for k, v in earlier.items()
             if k in now and now[k].upper() != v.upper() and now[k].upper() in tried.get(k, ())}
+
+
+def values_set(path: Path, knobs: Sequence[str]) -> list[tuple[str, str]]:
+    """The values a journal's changes set on ``knobs`` (the tune's own), as (knob, value)."""
+    from knobtop.journal.reader import JournalReader
+
+    wanted = set(knobs)
+    with contextlib.suppress(KnobtopError, OSError):
+        return [(e.knob, e.new) for e in JournalReader(path)
+                if isinstance(e, Change) and e.result == "ok" and e.knob in wanted
+                and e.new is not None]
+    return []
 
 
 # A baseline value as a journal may hold it: a plain number or word (the session validates

@@ -29,6 +29,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.tune import (
@@ -52,6 +53,7 @@ from knobtop.recipes.resume import (
     search_param,
     spec_of,
     tune_plan,
+    values_set,
 )
 from knobtop.recipes.runner import Progress, RecipeRunner
 from knobtop.recipes.search import Dimension, Search, SearchError, check_search
@@ -175,7 +177,9 @@ class Tuner:
         self._blocks = {d.name: catalog.get(d.name).block_size or 1 for d in search.knobs}
         values = await session.global_values(search.knob_names)
         base = {k: v for k, v in values.items() if v is not None}
-        left = leftover_knobs(self.prior, base)
+        left = leftover_knobs(self.prior, base, values_set(Path(self.resumed_from),
+                                                           search.knob_names)
+                              if self.resumed_from else ())
         if left:
             # A killed tune leaves its last trial's values on the server: where the server
             # holds one of the journal's trial values, the baseline is the one that tune
