@@ -40,10 +40,10 @@ def test_names_and_written_options(tmp_path: Path) -> None:
     assert parse_option(" innodb_buffer_pool_size = 256M ") == ("innodb_buffer_pool_size",
                                                                  "256M")
     assert lab_dir_for(None, None) == default_lab_dir()
-    assert lab_dir_for("trx2", None) == default_lab_dir().parent / "labs" / "trx2"
+    # a named sandbox lives inside its lab's directory (issue 36), also with --dir
+    assert lab_dir_for("trx2", None) == default_lab_dir() / "labs" / "trx2"
     assert lab_dir_for(None, tmp_path) == tmp_path
-    with pytest.raises(LabError, match="not both"):
-        lab_dir_for("trx2", tmp_path)
+    assert lab_dir_for("trx2", tmp_path) == tmp_path / "labs" / "trx2"
     with pytest.raises(LabError, match="up to 32 letters"):
         lab_dir_for("../etc", None)
 

@@ -1,6 +1,7 @@
 """The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
 # Over 500 lines: the sandbox server's whole life (install, start, users, tables, stop)
-# and the lab's previous-baseline check read the same sandbox folder.
+# and the lab's previous-baseline check read the same sandbox folder. Its places on disk
+# and safe writes are in labdirs.py.
 
 from __future__ import annotations
 
@@ -20,7 +21,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from knobtop.errors import KnobtopError
+from knobtop.labdirs import (
+    LABS,
+    LabError,
+    default_lab_dir,
+    find_program,
+    lab_dir_for,
+    open_append,
+    own_dir,
+    read_own,
+    refuse_link,
+    sandbox_dirs,
+    write_atomic,
+    write_new,
+)
 from knobtop.server.link import ConnectionInfo
 
 LAB_USER = "knobtop"
@@ -32,28 +46,10 @@ PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
 ERROR_LOG_ROTATE = 16 * 1024 * 1024
 
 
-class LabError(KnobtopError, RuntimeError):
-    """The sandbox could not start; the message names the step and the fix."""
-
-
-def default_lab_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "knobtop" / "lab"
-
-
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def find_program(*names: str) -> str | None:
-    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/local/sbin"
-    for name in names:
-        found = shutil.which(name, path=path)
-        if found:
-            return found
-    return None
 
 
 @dataclass
@@ -131,22 +127,35 @@ class Sandbox:
         """Written once the datadir has the lab user: a half-made datadir is redone."""
         return self.root / "data" / ".knobtop-ready"
 
+    @property
+    def port_file(self) -> Path:
+        return self.root / "port"
+
     # -- set-up ---------------------------------------------------------------
 
     def wipe(self) -> None:
+        """``--fresh``: everything of this sandbox's goes, but not the named sandboxes
+        inside it (``labs/``)."""
         if self.running_pid() is not None:
             raise LabError(f"the sandbox in {self.root} is running; stop it before --fresh")
-        shutil.rmtree(self.root, ignore_errors=True)
+        sandbox_dirs(self.root)  # never through a link: what goes is the sandbox's own
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(self.root):
+                if entry.name == LABS:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
 
     def password(self) -> str:
-        if not self.secret_file.exists():
-            self.root.mkdir(parents=True, exist_ok=True)
+        text = read_own(self.secret_file)
+        if text is None:
+            sandbox_dirs(self.root)
             pw = secrets.token_urlsafe(18)
-            fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(f"[client]\nuser={LAB_USER}\npassword={pw}\n")
+            write_new(self.secret_file, f"[client]\nuser={LAB_USER}\npassword={pw}\n")
             return pw
-        for line in self.secret_file.read_text().splitlines():
+        for line in text.splitlines():
             if line.startswith("password="):
                 return line.split("=", 1)[1]
         raise LabError(f"{self.secret_file} has no password= line; remove the lab with --fresh")
@@ -161,12 +170,13 @@ class Sandbox:
         )
 
     def _write_config(self) -> None:
-        self.dropin_dir.mkdir(parents=True, exist_ok=True)
-        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
+        sandbox_dirs(self.root)
+        own_dir(self.dropin_dir)
+        own_dir(self.tmpdir)
         user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
         mine = {key for key, _ in self.options}
         tmpdir = "" if "tmpdir" in mine else f"tmpdir={self.tmpdir}\n"
-        self.config.write_text(
+        write_atomic(self.config, (
             "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
             "[mysqld]\n"
             f"datadir={self.datadir}\n"
@@ -182,7 +192,7 @@ class Sandbox:
             + (f"{OPTIONS_LINE}\n" if self.options else "")
             + "".join(f"{key}={value}\n" for key, value in self.options)
             + f"!includedir {self.dropin_dir}\n"
-        )
+        ))
 
     def _install_db(self) -> None:
         install = find_program("mariadb-install-db", "mysql_install_db")
@@ -190,7 +200,7 @@ class Sandbox:
             raise LabError(
                 "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
             )
-        self.datadir.mkdir(parents=True, exist_ok=True)
+        own_dir(self.datadir)
         args = [
             install,
             "--no-defaults",
@@ -217,8 +227,8 @@ class Sandbox:
     def running_pid(self) -> int | None:
         """The pid of a server already running on this datadir, if any."""
         try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
+            pid = int((read_own(self.pid_file) or "").strip())
+        except (ValueError, LabError):  # not a pid; a link, which start refuses
             return None
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -234,8 +244,11 @@ class Sandbox:
                 "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
             )
         self._check_plugin_files(server)
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+        sandbox_dirs(self.root)
+        for path in (self.config, self.secret_file, self.error_log, self.pid_file,
+                     self.port_file, self.socket):
+            if path.is_symlink():  # planted: knobtop would write (or read) through it
+                raise refuse_link(path)
         pid = self.running_pid()
         if pid is not None:
             running = configured_options(self.config)
@@ -248,7 +261,8 @@ class Sandbox:
             self._wait_ready(timeout, pid)
             self._check_plugins_active()
             return self.connection()
-        fresh = not self.ready_marker.exists()
+        own_dir(self.datadir)
+        fresh = not os.path.lexists(self.ready_marker)
         self._write_config()
         if fresh:
             shutil.rmtree(self.datadir, ignore_errors=True)
@@ -267,12 +281,12 @@ class Sandbox:
                 preexec_fn=as_launched,  # not a session process's raised priority
             )
         self.started_here = True
-        (self.root / "port").write_text(str(self.port))
         try:
+            write_atomic(self.port_file, str(self.port))
             self._wait_ready(timeout, proc.pid, proc)
             if fresh:
                 self._create_lab_user()
-                self.ready_marker.write_text("")
+                write_new(self.ready_marker, "")
             self._check_plugins_active()
         except BaseException:
             # Never leave a half-started server behind for the next run to trip over.
@@ -321,8 +335,8 @@ class Sandbox:
 
     def _port_of_running(self) -> int:
         try:
-            return int((self.root / "port").read_text())
-        except (FileNotFoundError, ValueError):
+            return int(read_own(self.port_file) or "")
+        except ValueError:
             raise LabError(
                 f"a sandbox server runs in {self.root} but its port is unknown; stop it "
                 f"(kill $(cat {self.pid_file})) and start again"
@@ -373,14 +387,14 @@ class Sandbox:
         """Keep earlier starts' lines (rotating a big log once) and remember where this
         start's lines begin, behind a line saying which start they belong to."""
         with contextlib.suppress(FileNotFoundError):
-            if self.error_log.stat().st_size > ERROR_LOG_ROTATE:
+            if os.lstat(self.error_log).st_size > ERROR_LOG_ROTATE:
                 self.error_log.replace(self.error_log.with_name(self.error_log.name + ".1"))
         self.log_start = self._log_line("server start")
 
     def _log_line(self, what: str) -> int:
         """A line of knobtop's own in the server's error log (what it did, and when); the
         log's size after it."""
-        with open(self.error_log, "a", encoding="utf-8") as fh:
+        with open_append(self.error_log) as fh:
             fh.write(f"---- knobtop lab: {what} at {time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
             return fh.tell()
 
@@ -446,7 +460,7 @@ class Sandbox:
         pid = self.running_pid()
         if pid is None:
             return
-        with contextlib.suppress(OSError):  # who stopped it, beside its "Normal shutdown"
+        with contextlib.suppress(OSError, LabError):  # who stopped it, beside "Normal shutdown"
             self._log_line(f"server stop (SIGTERM to pid {pid})")
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -575,10 +589,7 @@ def _options_text(options: tuple[tuple[str, str], ...]) -> str:
 
 def configured_options(config: Path) -> tuple[tuple[str, str], ...]:
     """The base options a sandbox my.cnf sets (the lines after OPTIONS_LINE)."""
-    try:
-        lines = config.read_text().splitlines()
-    except FileNotFoundError:
-        return ()
+    lines = (read_own(config) or "").splitlines()
     if OPTIONS_LINE not in lines:
         return ()
     out = []
@@ -590,29 +601,11 @@ def configured_options(config: Path) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def lab_dir_for(name: str | None, where: Path | None) -> Path:
-    """A sandbox's directory: ``--dir``, or ``--name NAME`` (side by side with the
-    default one, under ``labs/``), or the default."""
-    if where is not None and name is not None:
-        raise LabError("give --dir or --name, not both")
-    if where is not None:
-        return where
-    if name is None:
-        return default_lab_dir()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}", name):
-        raise LabError(f"--name {name!r}: up to 32 letters, digits, _ and -")
-    return default_lab_dir().parent / "labs" / name
-
-
 def configured_plugins(config: Path) -> tuple[str, ...]:
     """The plugin libraries a sandbox my.cnf loads (its ``plugin-load-add=`` lines)."""
-    try:
-        lines = config.read_text().splitlines()
-    except FileNotFoundError:
-        return ()
     return tuple(
         line.split("=", 1)[1].strip().removesuffix(".so")
-        for line in lines
+        for line in (read_own(config) or "").splitlines()
         if line.startswith("plugin-load-add=")
     )
 
@@ -639,6 +632,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return 0
 
+
+# What other modules take from here (some defined beside it, in labdirs).
+__all__ = ["LABS", "LAB_DB", "LAB_USER", "LabError", "Sandbox", "check_option",
+           "configured_options", "configured_plugins", "default_lab_dir", "find_program",
+           "free_port", "lab_dir_for", "missing_plugin", "native_password_hash",
+           "parse_option", "previous_baseline", "server_plugin_dir", "stop_lab"]
 
 if __name__ == "__main__":
     sys.exit(main())

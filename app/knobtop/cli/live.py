@@ -103,7 +103,8 @@ def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
 def run_lab(args: argparse.Namespace) -> int:
     console = stderr_console()
     if args.stop:
-        from knobtop.lab import lab_dir_for, stop_lab
+        from knobtop.lab import stop_lab
+        from knobtop.labdirs import lab_dir_for
 
         with console.status("Stopping the sandbox server ..."):
             said = stop_lab(lab_dir_for(args.name, args.dir))
@@ -113,8 +114,9 @@ def run_lab(args: argparse.Namespace) -> int:
 
 
 def lab_place(args: argparse.Namespace) -> LabPlace:
-    """Where `knobtop lab` goes: the sandbox in --dir, maybe --fresh, with --driver."""
-    from knobtop.lab import lab_dir_for
+    """Where `knobtop lab` goes: the sandbox in --dir (or the named one in it), maybe
+    --fresh, with --driver."""
+    from knobtop.labdirs import lab_dir_for
     from knobtop.session.options import LabPlace
 
     return LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=args.fresh,
@@ -181,7 +183,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
     where: LabPlace | ServerPlace
     if args.lab:
-        from knobtop.lab import lab_dir_for
+        from knobtop.labdirs import lab_dir_for
 
         where = LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=False,
                          keep_running=False, driver=args.driver,
@@ -213,9 +215,10 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
 def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
                  main: LabPlace | ServerPlace) -> LabPlace | ServerPlace:
-    """Where a recipe's further target is (issue 19): a profile's server, or with --lab a
-    sandbox of the target's name beside the run's own, with the target's base options."""
-    from knobtop.lab import lab_dir_for
+    """Where a recipe's further target is (issue 19): a profile's server, or with --lab
+    the named sandbox of the target's name inside the lab's directory (--dir's, else the
+    default one), with the target's base options."""
+    from knobtop.labdirs import lab_dir_for
     from knobtop.session.options import LabPlace, ServerPlace
 
     if target.profile:
@@ -226,8 +229,7 @@ def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
         raise BadValue(f"target {target.name} of recipe {recipe.name} is a lab sandbox (it "
                        "has options, no profile): run it with --lab, or give "
                        f"[targets.{target.name}] profile = \"PROFILE\"")
-    place = (lab_dir_for(target.name, None) if args.dir is None
-             else args.dir.parent / "labs" / target.name)
+    place = lab_dir_for(target.name, args.dir)
     if main.dir is not None and place.resolve() == main.dir.resolve():
         raise BadValue(f"target {target.name} would be the run's own sandbox ({place}): give "
                        "the run another --name, or rename the target")

@@ -355,7 +355,8 @@ def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:
 
 
 def add_lab_identity(p: argparse.ArgumentParser) -> None:
-    """--name and --option: sandboxes side by side, each with its own base config."""
+    """--name and --option: named sandboxes inside the lab's directory, each with its own
+    base config."""
 
     def option(text: str) -> tuple[str, str]:
         from knobtop.lab import LabError, parse_option  # only when given: start-up time
@@ -366,8 +367,9 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     p.add_argument("--name", metavar="NAME",
-                   help="a named sandbox beside the default one (its own datadir, port and "
-                   "base config), e.g. --name trx2")
+                   help="a named sandbox inside the lab's directory, LAB/labs/NAME (its own "
+                   "datadir, port and base config), e.g. --name trx2; with --dir, inside "
+                   "that lab (a recipe's lab target NAME is there too)")
     p.add_argument("--option", dest="options", action="append", default=[], type=option,
                    metavar="KEY=VALUE",
                    help="a base my.cnf option of the sandbox (repeatable), e.g. "
