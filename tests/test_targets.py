@@ -81,7 +81,7 @@ def test_arms_may_differ_only_in_the_server_they_run_on(tmp_path: Path) -> None:
     ("innodb_flush_log_at_trx_commit = 2", '"Bad Key" = 2', "targets.trx2.options.Bad Key",
      "not a server option name"),
     ("innodb_flush_log_at_trx_commit = 2", 'socket = "/tmp/x"', "targets.trx2.options.socket",
-     "the lab sets socket itself"),
+     "a lab sandbox's options may not set it"),
     ("[targets.trx2]", "[targets.\"a b\"]", 'targets.a b', "not a target name"),
     ("options = {", "host = 1\noptions = {", "targets.trx2.host", "unknown key"),
 ])

@@ -1,7 +1,7 @@
 """The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
-# Over 500 lines: the sandbox server's whole life (install, start, users, tables, stop)
-# and the lab's previous-baseline check read the same sandbox folder. Its places on disk
-# and safe writes are in labdirs.py.
+# Near 600 lines: the sandbox server's whole life (install, start, users, tables, stop)
+# and the lab's previous-baseline check read the same sandbox folder. Its base options and
+# plugins are in lab_options.py, its places on disk and safe writes in labdirs.py.
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import contextlib
 import getpass
 import hashlib
 import os
-import re
 import secrets
 import shlex
 import shutil
@@ -21,6 +20,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from knobtop.lab_options import (
+    LAB_DEFAULTS,
+    OPTIONS_LINE,
+    Options,
+    check_known,
+    check_option,
+    configured_options,
+    configured_plugins,
+    missing_plugin,
+    options_text,
+    parse_option,
+    server_plugin_dir,
+)
 from knobtop.labdirs import (
     LABS,
     LabError,
@@ -36,11 +48,10 @@ from knobtop.labdirs import (
     write_new,
 )
 from knobtop.server.link import ConnectionInfo
+from knobtop.server.policy import normal
 
 LAB_USER = "knobtop"
 LAB_DB = "sbtest"
-# Server plugins the sandbox can load, and the Debian package that ships each.
-PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
 # The error log is appended to across starts (a failed start keeps its evidence) and
 # rotated to error.log.1 once it is this big.
 ERROR_LOG_ROTATE = 16 * 1024 * 1024
@@ -67,8 +78,9 @@ class Sandbox:
     # Server plugins to load at start, by library name ("ha_rocksdb" for MyRocks).
     plugins: tuple[str, ...] = ()
     # The sandbox's own base settings (my.cnf [mysqld] lines, e.g. a second sandbox with
-    # innodb_flush_log_at_trx_commit=2): checked for mariadbd's option-file reader.
-    options: tuple[tuple[str, str], ...] = ()
+    # innodb_flush_log_at_trx_commit=2), each exactly a performance variable of the
+    # server's (lab_options).
+    options: Options = ()
     # Where this start's lines begin in error.log (it is appended to, never deleted).
     log_start: int = 0
 
@@ -82,9 +94,11 @@ class Sandbox:
 
     @classmethod
     def existing(cls, root: Path) -> Sandbox:
-        """The sandbox in ``root`` with the plugins its my.cnf loads (for restarts)."""
-        return cls(root, plugins=configured_plugins(root / "my.cnf"),
-                   options=configured_options(root / "my.cnf"))
+        """The sandbox in ``root`` with the plugins and base options its my.cnf has (for
+        restarts and --stop; a start checks the options as a file's)."""
+        box = cls(root, plugins=configured_plugins(root / "my.cnf"))
+        box.options = configured_options(box.config)
+        return box
 
     @property
     def datadir(self) -> Path:
@@ -173,26 +187,37 @@ class Sandbox:
         sandbox_dirs(self.root)
         own_dir(self.dropin_dir)
         own_dir(self.tmpdir)
-        user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
-        mine = {key for key, _ in self.options}
-        tmpdir = "" if "tmpdir" in mine else f"tmpdir={self.tmpdir}\n"
+        mine = {normal(key) for key, _ in self.options}
         write_atomic(self.config, (
-            "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
+            "# Written by knobtop lab; knob changes go to conf.d/, not here. The lab's own\n"
+            "# settings (listener, port, socket, paths, plugin dir, logins) are on mariadbd's\n"
+            "# command line, which comes after this file and conf.d/: neither can move them.\n"
             "[mysqld]\n"
-            f"datadir={self.datadir}\n"
-            f"socket={self.socket}\n"
-            f"pid-file={self.pid_file}\n"
-            f"log-error={self.error_log}\n"
-            f"{tmpdir}"
-            "bind-address=127.0.0.1\n"
-            f"{user}"
             + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
-            + "skip-name-resolve\n"
             + "".join(f"plugin-load-add={name}.so\n" for name in self.plugins)
             + (f"{OPTIONS_LINE}\n" if self.options else "")
             + "".join(f"{key}={value}\n" for key, value in self.options)
             + f"!includedir {self.dropin_dir}\n"
         ))
+
+    def fixed_settings(self, plugin_dir: Path) -> list[str]:
+        """mariadbd's command line after ``--defaults-file``: the lab's own settings, which
+        no option file can then move (the command line is read after them)."""
+        args = [
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.pid_file}",
+            f"--log-error={self.error_log}",
+            f"--tmpdir={self.tmpdir}",  # not a shared one: see tmpdir
+            "--bind-address=127.0.0.1",
+            f"--port={self.port}",
+            f"--plugin-dir={plugin_dir}",  # the server's own: plugin-load-add loads from it
+            "--skip-name-resolve",
+            "--skip-grant-tables=0",  # every login needs its password, whatever conf.d says
+        ]
+        if os.geteuid() == 0:
+            args.append(f"--user={getpass.getuser()}")
+        return args
 
     def _install_db(self) -> None:
         install = find_program("mariadb-install-db", "mysql_install_db")
@@ -244,6 +269,16 @@ class Sandbox:
                 "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
             )
         self._check_plugin_files(server)
+        running = configured_options(self.config)
+        mine = self.options == running  # my.cnf's own (Sandbox.existing): a file's
+        try:  # before anything is written
+            check_known(self.options, server, self.plugins,
+                        f"{self.config}: base option" if mine else "base option")
+        except LabError as exc:
+            if not mine:
+                raise
+            raise LabError(f"{exc}; give the sandbox other base options (--option "
+                           "KEY=VALUE), or remove the line") from None
         sandbox_dirs(self.root)
         for path in (self.config, self.secret_file, self.error_log, self.pid_file,
                      self.port_file, self.socket):
@@ -251,11 +286,10 @@ class Sandbox:
                 raise refuse_link(path)
         pid = self.running_pid()
         if pid is not None:
-            running = configured_options(self.config)
             if self.options and running != self.options:
                 raise LabError(
                     f"the sandbox in {self.root} runs with other base options "
-                    f"({_options_text(running) or 'none'}, not {_options_text(self.options)}):"
+                    f"({options_text(running) or 'none'}, not {options_text(self.options)}):"
                     f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
@@ -268,12 +302,13 @@ class Sandbox:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self._install_db()
         self.port = self.port or free_port()
+        plugin_dir = server_plugin_dir(server)
         self._open_error_log()
         from knobtop.hosts.local import as_launched  # psutil: only where a server starts
 
         with open(os.devnull, "wb") as devnull:
             proc = subprocess.Popen(
-                [server, f"--defaults-file={self.config}", f"--port={self.port}"],
+                [server, f"--defaults-file={self.config}", *self.fixed_settings(plugin_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=devnull,
                 stderr=devnull,
@@ -517,99 +552,6 @@ def native_password_hash(password: str) -> str:
     return "*" + hashlib.sha1(inner).hexdigest().upper()
 
 
-def server_plugin_dir(server: str) -> Path:
-    """The plugin directory compiled into ``server`` (``--verbose --help`` prints it)."""
-    try:
-        proc = subprocess.run(
-            [server, "--no-defaults", "--verbose", "--help"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise LabError(f"{server} --verbose --help did not answer within 30 s") from None
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "plugin-dir" and value.strip():
-            return Path(value.strip())
-    raise LabError(f"{server} --verbose --help names no plugin-dir:\n{proc.stderr[-400:]}")
-
-
-def missing_plugin(name: str, plugin_dir: Path) -> str:
-    """What to do when a plugin's library is not in the server's plugin dir."""
-    package = PLUGIN_PACKAGES.get(name)
-    fix = (
-        f"install {package}: `sudo apt-get install -y {package}`"
-        if package
-        else "install the package that ships it for this server version"
-    )
-    return f"the server plugin {name}.so is not in {plugin_dir}; {fix}, then start again"
-
-
-# my.cnf: the sandbox's own base options follow this comment line, up to the drop-in dir.
-OPTIONS_LINE = "# base options (knobtop lab --option):"
-OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
-OPTION_VALUE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,256}")
-# What the lab writes itself: a base option may not move it.
-LAB_KEYS = frozenset({"datadir", "socket", "pid-file", "pid_file", "log-error", "log_error",
-                      "bind-address", "bind_address", "user", "port", "plugin-load-add",
-                      "plugin_load_add", "skip-name-resolve", "skip_name_resolve"})
-# The lab's defaults a base option may replace.
-LAB_DEFAULTS = (("innodb_buffer_pool_size", "128M"), ("innodb_log_file_size", "96M"),
-                ("max_connections", "300"))
-
-
-def check_option(key: str, value: str) -> None:
-    """A base option as mariadbd's option-file reader takes it: a plain name and a plain
-    value on one line (no spaces, quotes, '#' or line breaks), not one the lab sets."""
-    if not OPTION_NAME.fullmatch(key):
-        raise LabError(f"--option {key}={value}: {key!r} is not a server option name "
-                       "(lower case letters, digits, _ and -), e.g. "
-                       "innodb_flush_log_at_trx_commit")
-    if key in LAB_KEYS:
-        raise LabError(f"--option {key}: the lab sets {key} itself; change it with a knob in "
-                       "the session, or use a profile for a server of your own")
-    if not OPTION_VALUE.fullmatch(value):
-        raise LabError(f"--option {key}={value}: give a plain value (letters, digits and "
-                       "_ . , : / + -), e.g. 2 or O_DIRECT")
-
-
-def parse_option(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` from the command line, checked."""
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise LabError(f"--option {text}: write KEY=VALUE, e.g. "
-                       "innodb_flush_log_at_trx_commit=2")
-    key, value = key.strip(), value.strip()
-    check_option(key, value)
-    return key, value
-
-
-def _options_text(options: tuple[tuple[str, str], ...]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in options)
-
-
-def configured_options(config: Path) -> tuple[tuple[str, str], ...]:
-    """The base options a sandbox my.cnf sets (the lines after OPTIONS_LINE)."""
-    lines = (read_own(config) or "").splitlines()
-    if OPTIONS_LINE not in lines:
-        return ()
-    out = []
-    for line in lines[lines.index(OPTIONS_LINE) + 1:]:
-        key, sep, value = line.partition("=")
-        if not sep or not OPTION_NAME.fullmatch(key):
-            break
-        out.append((key, value))
-    return tuple(out)
-
-
-def configured_plugins(config: Path) -> tuple[str, ...]:
-    """The plugin libraries a sandbox my.cnf loads (its ``plugin-load-add=`` lines)."""
-    return tuple(
-        line.split("=", 1)[1].strip().removesuffix(".so")
-        for line in (read_own(config) or "").splitlines()
-        if line.startswith("plugin-load-add=")
-    )
-
-
 def _is_zombie(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -633,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# What other modules take from here (some defined beside it, in labdirs).
+# What other modules take from here (some defined beside it, in lab_options and labdirs).
 __all__ = ["LABS", "LAB_DB", "LAB_USER", "LabError", "Sandbox", "check_option",
            "configured_options", "configured_plugins", "default_lab_dir", "find_program",
            "free_port", "lab_dir_for", "missing_plugin", "native_password_hash",

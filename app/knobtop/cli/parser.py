@@ -359,7 +359,8 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
     base config."""
 
     def option(text: str) -> tuple[str, str]:
-        from knobtop.lab import LabError, parse_option  # only when given: start-up time
+        from knobtop.lab_options import parse_option  # only when given: start-up time
+        from knobtop.labdirs import LabError
 
         try:
             return parse_option(text)
@@ -372,9 +373,9 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
                    "that lab (a recipe's lab target NAME is there too)")
     p.add_argument("--option", dest="options", action="append", default=[], type=option,
                    metavar="KEY=VALUE",
-                   help="a base my.cnf option of the sandbox (repeatable), e.g. "
-                   "innodb_flush_log_at_trx_commit=2; a running sandbox with other options "
-                   "is refused")
+                   help="a base my.cnf option of the sandbox (repeatable), exactly a "
+                   "performance variable of its server, e.g. innodb_flush_log_at_trx_commit=2;"
+                   " a running sandbox with other options is refused")
 
 
 def add_session_options(
