@@ -79,8 +79,11 @@ class Sandbox:
     plugins: tuple[str, ...] = ()
     # The sandbox's own base settings (my.cnf [mysqld] lines, e.g. a second sandbox with
     # innodb_flush_log_at_trx_commit=2), each exactly a performance variable of the
-    # server's (lab_options).
+    # server's (lab_options). Empty asks for none: a start keeps those its my.cnf has, and
+    # sets this to them.
     options: Options = ()
+    # The base options a start replaced with others (None: it replaced none).
+    replaced: Options | None = None
     # Where this start's lines begin in error.log (it is appended to, never deleted).
     log_start: int = 0
 
@@ -262,7 +265,11 @@ class Sandbox:
         return pid if str(self.config) in cmdline else None
 
     def start(self, *, timeout: float = 60.0) -> ConnectionInfo:
-        """Start (or join) the sandbox server and return how to reach it."""
+        """Start (or join) the sandbox server and return how to reach it.
+
+        Without base options asked for, it keeps those its my.cnf has; asked-for ones that
+        differ replace them when the server is stopped (``replaced`` says which it had)
+        and are refused when it runs."""
         server = find_program("mariadbd", "mysqld")
         if server is None:
             raise LabError(
@@ -270,15 +277,8 @@ class Sandbox:
             )
         self._check_plugin_files(server)
         running = configured_options(self.config)
-        mine = self.options == running  # my.cnf's own (Sandbox.existing): a file's
-        try:  # before anything is written
-            check_known(self.options, server, self.plugins,
-                        f"{self.config}: base option" if mine else "base option")
-        except LabError as exc:
-            if not mine:
-                raise
-            raise LabError(f"{exc}; give the sandbox other base options (--option "
-                           "KEY=VALUE), or remove the line") from None
+        if self.options != running:  # asked-for ones: checked before anything is written
+            check_known(self.options, server, self.plugins, "base option")
         sandbox_dirs(self.root)
         for path in (self.config, self.secret_file, self.error_log, self.pid_file,
                      self.port_file, self.socket):
@@ -291,10 +291,21 @@ class Sandbox:
                     f"the sandbox in {self.root} runs with other base options "
                     f"({options_text(running) or 'none'}, not {options_text(self.options)}):"
                     f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
+            self.options = running
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
             self._check_plugins_active()
             return self.connection()
+        if not self.options:
+            self.options = running
+        elif running and running != self.options:
+            self.replaced = running
+        if self.options == running:  # kept from my.cnf: a file's, checked as the others
+            try:
+                check_known(running, server, self.plugins, f"{self.config}: base option")
+            except LabError as exc:
+                raise LabError(f"{exc}; give the sandbox other base options (--option "
+                               "KEY=VALUE replaces them all), or remove the line") from None
         own_dir(self.datadir)
         fresh = not os.path.lexists(self.ready_marker)
         self._write_config()

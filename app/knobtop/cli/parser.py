@@ -375,7 +375,8 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
                    metavar="KEY=VALUE",
                    help="a base my.cnf option of the sandbox (repeatable), exactly a "
                    "performance variable of its server, e.g. innodb_flush_log_at_trx_commit=2;"
-                   " a running sandbox with other options is refused")
+                   " replaces a stopped sandbox's options (without it a sandbox keeps its "
+                   "own); a running sandbox with other options is refused")
 
 
 def add_session_options(
