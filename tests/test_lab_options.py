@@ -26,7 +26,7 @@ from knobtop.lab import (
 @pytest.mark.parametrize(("text", "says"), [
     ("innodb_flush_log_at_trx_commit", "write KEY=VALUE"),
     ("Bad Key=1", "not a server option name"),
-    ("socket=/tmp/x.sock", "the lab sets socket itself"),
+    ("socket=/tmp/x.sock", "socket opens or moves the server's network listeners"),
     ("innodb_flush_method=O_DIRECT #x", "give a plain value"),
     ("sql_mode='ANSI'", "give a plain value"),
     ("init_file=/tmp/x\nskip-grant-tables", "give a plain value"),
@@ -40,10 +40,10 @@ def test_names_and_written_options(tmp_path: Path) -> None:
     assert parse_option(" innodb_buffer_pool_size = 256M ") == ("innodb_buffer_pool_size",
                                                                  "256M")
     assert lab_dir_for(None, None) == default_lab_dir()
-    assert lab_dir_for("trx2", None) == default_lab_dir().parent / "labs" / "trx2"
+    # a named sandbox lives inside its lab's directory (issue 36), also with --dir
+    assert lab_dir_for("trx2", None) == default_lab_dir() / "labs" / "trx2"
     assert lab_dir_for(None, tmp_path) == tmp_path
-    with pytest.raises(LabError, match="not both"):
-        lab_dir_for("trx2", tmp_path)
+    assert lab_dir_for("trx2", tmp_path) == tmp_path / "labs" / "trx2"
     with pytest.raises(LabError, match="up to 32 letters"):
         lab_dir_for("../etc", None)
 
@@ -103,12 +103,8 @@ async def test_a_sandbox_leaves_other_servers_temporary_tables_alone(tmp_path: P
     finally:
         box.stop()
         theirs.unlink(missing_ok=True)
-    # A base option may still choose it (a tmpfs, say): it replaces the lab's line.
-    mine = tmp_path / "fast"
-    box = Sandbox(tmp_path / "box", options=(("tmpdir", str(mine)),))
-    box._write_config()
-    lines = box.config.read_text().splitlines()
-    assert [ln for ln in lines if ln.startswith("tmpdir=")] == [f"tmpdir={mine}"]
-    plain = Sandbox(tmp_path / "plain")
-    plain._write_config()
-    assert f"tmpdir={plain.tmpdir}" in plain.config.read_text().splitlines()
+    # A base option may no longer choose it (issue 36: tmpdir names a path): the lab's
+    # own tmpdir is on mariadbd's command line, after my.cnf and conf.d/.
+    with pytest.raises(LabError, match="tmpdir names a file or directory"):
+        Sandbox(tmp_path / "box", options=(("tmpdir", str(tmp_path / "fast")),))
+    assert f"--tmpdir={box.tmpdir}" in box.fixed_settings(Path("/plugins"))

@@ -81,7 +81,7 @@ def test_arms_may_differ_only_in_the_server_they_run_on(tmp_path: Path) -> None:
     ("innodb_flush_log_at_trx_commit = 2", '"Bad Key" = 2', "targets.trx2.options.Bad Key",
      "not a server option name"),
     ("innodb_flush_log_at_trx_commit = 2", 'socket = "/tmp/x"', "targets.trx2.options.socket",
-     "the lab sets socket itself"),
+     "a lab sandbox's options may not set it"),
     ("[targets.trx2]", "[targets.\"a b\"]", 'targets.a b', "not a target name"),
     ("options = {", "host = 1\noptions = {", "targets.trx2.host", "unknown key"),
 ])
@@ -257,9 +257,9 @@ def test_two_sandboxes_with_different_base_configs_are_two_arms_of_one_journal(
     assert "| innodb_flush_log_at_trx_commit | 1 | 2 |" in report.stdout
     assert "| trx2 |" in report.stdout
     # nothing of the further server was written anywhere else, and both sandboxes stopped
-    assert not (tmp_path / "labs" / "trx2" / "journals").exists()
+    assert not (tmp_path / "lab" / "labs" / "trx2" / "journals").exists()
     assert Sandbox(tmp_path / "lab").running_pid() is None
-    assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None
+    assert Sandbox(tmp_path / "lab" / "labs" / "trx2").running_pid() is None
 
 
 def through_the_process(tmp_path: Path, mode: str) -> tuple[dict[str, object], Path]:
@@ -279,7 +279,7 @@ def test_the_live_screens_session_process_runs_every_target(tmp_path: Path,
     target's, serves calls to each by name, and closes them all; the screen's runner
     drives them through its handles (here without a screen)."""
     out, journal = through_the_process(tmp_path, "run")
-    assert out["targets"] == ["trx2"] and out["roots"] == [str(tmp_path / "labs" / "trx2")]
+    assert out["targets"] == ["trx2"] and out["roots"] == [str(tmp_path / "lab" / "labs" / "trx2")]
     h = JournalReader(journal).header
     assert out["target_ports"] == {"trx2": h.targets["trx2"]["server"]["port"]}
     assert sorted(out["steps"]) == ["trx1@", "trx1@", "trx2@trx2", "trx2@trx2"]  # type: ignore[arg-type]
@@ -287,7 +287,7 @@ def test_the_live_screens_session_process_runs_every_target(tmp_path: Path,
     assert events[-1].kind == "end"
     assert {e.target for e in events if isinstance(e, Sample)} == {"", "trx2"}
     assert Sandbox(tmp_path / "lab").running_pid() is None
-    assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None
+    assert Sandbox(tmp_path / "lab" / "labs" / "trx2").running_pid() is None
 
 
 @pytest.mark.integration
@@ -298,4 +298,4 @@ def test_a_killed_session_process_leaves_no_target_sandbox_running(tmp_path: Pat
     assert "was killed by signal 9" in str(out["lost"])
     assert journal.exists()  # the header and the first samples, as written
     assert Sandbox(tmp_path / "lab").running_pid() is None
-    assert Sandbox(tmp_path / "labs" / "trx2").running_pid() is None
+    assert Sandbox(tmp_path / "lab" / "labs" / "trx2").running_pid() is None

@@ -1,6 +1,7 @@
 """The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
-# Over 500 lines: the sandbox server's whole life (install, start, users, tables, stop)
-# and the lab's previous-baseline check read the same sandbox folder.
+# Near 600 lines: the sandbox server's whole life (install, start, users, tables, stop)
+# and the lab's previous-baseline check read the same sandbox folder. Its base options and
+# plugins are in lab_options.py, its places on disk and safe writes in labdirs.py.
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import contextlib
 import getpass
 import hashlib
 import os
-import re
 import secrets
 import shlex
 import shutil
@@ -20,40 +20,47 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from knobtop.errors import KnobtopError
+from knobtop.lab_options import (
+    LAB_DEFAULTS,
+    OPTIONS_LINE,
+    Options,
+    check_known,
+    check_option,
+    configured_options,
+    configured_plugins,
+    missing_plugin,
+    options_text,
+    parse_option,
+    server_plugin_dir,
+)
+from knobtop.labdirs import (
+    LABS,
+    LabError,
+    default_lab_dir,
+    find_program,
+    lab_dir_for,
+    open_append,
+    own_dir,
+    read_own,
+    refuse_link,
+    sandbox_dirs,
+    write_atomic,
+    write_new,
+)
 from knobtop.server.link import ConnectionInfo
+from knobtop.server.policy import normal
 
 LAB_USER = "knobtop"
 LAB_DB = "sbtest"
-# Server plugins the sandbox can load, and the Debian package that ships each.
-PLUGIN_PACKAGES = {"ha_rocksdb": "mariadb-plugin-rocksdb"}
 # The error log is appended to across starts (a failed start keeps its evidence) and
 # rotated to error.log.1 once it is this big.
 ERROR_LOG_ROTATE = 16 * 1024 * 1024
-
-
-class LabError(KnobtopError, RuntimeError):
-    """The sandbox could not start; the message names the step and the fix."""
-
-
-def default_lab_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "knobtop" / "lab"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def find_program(*names: str) -> str | None:
-    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/local/sbin"
-    for name in names:
-        found = shutil.which(name, path=path)
-        if found:
-            return found
-    return None
 
 
 @dataclass
@@ -71,8 +78,12 @@ class Sandbox:
     # Server plugins to load at start, by library name ("ha_rocksdb" for MyRocks).
     plugins: tuple[str, ...] = ()
     # The sandbox's own base settings (my.cnf [mysqld] lines, e.g. a second sandbox with
-    # innodb_flush_log_at_trx_commit=2): checked for mariadbd's option-file reader.
-    options: tuple[tuple[str, str], ...] = ()
+    # innodb_flush_log_at_trx_commit=2), each exactly a performance variable of the
+    # server's (lab_options). Empty asks for none: a start keeps those its my.cnf has, and
+    # sets this to them.
+    options: Options = ()
+    # The base options a start replaced with others (None: it replaced none).
+    replaced: Options | None = None
     # Where this start's lines begin in error.log (it is appended to, never deleted).
     log_start: int = 0
 
@@ -86,9 +97,11 @@ class Sandbox:
 
     @classmethod
     def existing(cls, root: Path) -> Sandbox:
-        """The sandbox in ``root`` with the plugins its my.cnf loads (for restarts)."""
-        return cls(root, plugins=configured_plugins(root / "my.cnf"),
-                   options=configured_options(root / "my.cnf"))
+        """The sandbox in ``root`` with the plugins and base options its my.cnf has (for
+        restarts and --stop; a start checks the options as a file's)."""
+        box = cls(root, plugins=configured_plugins(root / "my.cnf"))
+        box.options = configured_options(box.config)
+        return box
 
     @property
     def datadir(self) -> Path:
@@ -131,22 +144,35 @@ class Sandbox:
         """Written once the datadir has the lab user: a half-made datadir is redone."""
         return self.root / "data" / ".knobtop-ready"
 
+    @property
+    def port_file(self) -> Path:
+        return self.root / "port"
+
     # -- set-up ---------------------------------------------------------------
 
     def wipe(self) -> None:
+        """``--fresh``: everything of this sandbox's goes, but not the named sandboxes
+        inside it (``labs/``)."""
         if self.running_pid() is not None:
             raise LabError(f"the sandbox in {self.root} is running; stop it before --fresh")
-        shutil.rmtree(self.root, ignore_errors=True)
+        sandbox_dirs(self.root)  # never through a link: what goes is the sandbox's own
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in os.scandir(self.root):
+                if entry.name == LABS:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
 
     def password(self) -> str:
-        if not self.secret_file.exists():
-            self.root.mkdir(parents=True, exist_ok=True)
+        text = read_own(self.secret_file)
+        if text is None:
+            sandbox_dirs(self.root)
             pw = secrets.token_urlsafe(18)
-            fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(f"[client]\nuser={LAB_USER}\npassword={pw}\n")
+            write_new(self.secret_file, f"[client]\nuser={LAB_USER}\npassword={pw}\n")
             return pw
-        for line in self.secret_file.read_text().splitlines():
+        for line in text.splitlines():
             if line.startswith("password="):
                 return line.split("=", 1)[1]
         raise LabError(f"{self.secret_file} has no password= line; remove the lab with --fresh")
@@ -161,28 +187,40 @@ class Sandbox:
         )
 
     def _write_config(self) -> None:
-        self.dropin_dir.mkdir(parents=True, exist_ok=True)
-        self.tmpdir.mkdir(mode=0o700, exist_ok=True)
-        user = f"user={getpass.getuser()}\n" if os.geteuid() == 0 else ""
-        mine = {key for key, _ in self.options}
-        tmpdir = "" if "tmpdir" in mine else f"tmpdir={self.tmpdir}\n"
-        self.config.write_text(
-            "# Written by knobtop lab; knob changes go to conf.d/, not here.\n"
+        sandbox_dirs(self.root)
+        own_dir(self.dropin_dir)
+        own_dir(self.tmpdir)
+        mine = {normal(key) for key, _ in self.options}
+        write_atomic(self.config, (
+            "# Written by knobtop lab; knob changes go to conf.d/, not here. The lab's own\n"
+            "# settings (listener, port, socket, paths, plugin dir, logins) are on mariadbd's\n"
+            "# command line, which comes after this file and conf.d/: neither can move them.\n"
             "[mysqld]\n"
-            f"datadir={self.datadir}\n"
-            f"socket={self.socket}\n"
-            f"pid-file={self.pid_file}\n"
-            f"log-error={self.error_log}\n"
-            f"{tmpdir}"
-            "bind-address=127.0.0.1\n"
-            f"{user}"
             + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
-            + "skip-name-resolve\n"
             + "".join(f"plugin-load-add={name}.so\n" for name in self.plugins)
             + (f"{OPTIONS_LINE}\n" if self.options else "")
             + "".join(f"{key}={value}\n" for key, value in self.options)
             + f"!includedir {self.dropin_dir}\n"
-        )
+        ))
+
+    def fixed_settings(self, plugin_dir: Path) -> list[str]:
+        """mariadbd's command line after ``--defaults-file``: the lab's own settings, which
+        no option file can then move (the command line is read after them)."""
+        args = [
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.pid_file}",
+            f"--log-error={self.error_log}",
+            f"--tmpdir={self.tmpdir}",  # not a shared one: see tmpdir
+            "--bind-address=127.0.0.1",
+            f"--port={self.port}",
+            f"--plugin-dir={plugin_dir}",  # the server's own: plugin-load-add loads from it
+            "--skip-name-resolve",
+            "--skip-grant-tables=0",  # every login needs its password, whatever conf.d says
+        ]
+        if os.geteuid() == 0:
+            args.append(f"--user={getpass.getuser()}")
+        return args
 
     def _install_db(self) -> None:
         install = find_program("mariadb-install-db", "mysql_install_db")
@@ -190,7 +228,7 @@ class Sandbox:
             raise LabError(
                 "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
             )
-        self.datadir.mkdir(parents=True, exist_ok=True)
+        own_dir(self.datadir)
         args = [
             install,
             "--no-defaults",
@@ -217,8 +255,8 @@ class Sandbox:
     def running_pid(self) -> int | None:
         """The pid of a server already running on this datadir, if any."""
         try:
-            pid = int(self.pid_file.read_text().strip())
-        except (FileNotFoundError, ValueError):
+            pid = int((read_own(self.pid_file) or "").strip())
+        except (ValueError, LabError):  # not a pid; a link, which start refuses
             return None
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -227,39 +265,61 @@ class Sandbox:
         return pid if str(self.config) in cmdline else None
 
     def start(self, *, timeout: float = 60.0) -> ConnectionInfo:
-        """Start (or join) the sandbox server and return how to reach it."""
+        """Start (or join) the sandbox server and return how to reach it.
+
+        Without base options asked for, it keeps those its my.cnf has; asked-for ones that
+        differ replace them when the server is stopped (``replaced`` says which it had)
+        and are refused when it runs."""
         server = find_program("mariadbd", "mysqld")
         if server is None:
             raise LabError(
                 "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
             )
         self._check_plugin_files(server)
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
+        running = configured_options(self.config)
+        if self.options != running:  # asked-for ones: checked before anything is written
+            check_known(self.options, server, self.plugins, "base option")
+        sandbox_dirs(self.root)
+        for path in (self.config, self.secret_file, self.error_log, self.pid_file,
+                     self.port_file, self.socket):
+            if path.is_symlink():  # planted: knobtop would write (or read) through it
+                raise refuse_link(path)
         pid = self.running_pid()
         if pid is not None:
-            running = configured_options(self.config)
             if self.options and running != self.options:
                 raise LabError(
                     f"the sandbox in {self.root} runs with other base options "
-                    f"({_options_text(running) or 'none'}, not {_options_text(self.options)}):"
+                    f"({options_text(running) or 'none'}, not {options_text(self.options)}):"
                     f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
+            self.options = running
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
             self._check_plugins_active()
             return self.connection()
-        fresh = not self.ready_marker.exists()
+        if not self.options:
+            self.options = running
+        elif running and running != self.options:
+            self.replaced = running
+        if self.options == running:  # kept from my.cnf: a file's, checked as the others
+            try:
+                check_known(running, server, self.plugins, f"{self.config}: base option")
+            except LabError as exc:
+                raise LabError(f"{exc}; give the sandbox other base options (--option "
+                               "KEY=VALUE replaces them all), or remove the line") from None
+        own_dir(self.datadir)
+        fresh = not os.path.lexists(self.ready_marker)
         self._write_config()
         if fresh:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self._install_db()
         self.port = self.port or free_port()
+        plugin_dir = server_plugin_dir(server)
         self._open_error_log()
         from knobtop.hosts.local import as_launched  # psutil: only where a server starts
 
         with open(os.devnull, "wb") as devnull:
             proc = subprocess.Popen(
-                [server, f"--defaults-file={self.config}", f"--port={self.port}"],
+                [server, f"--defaults-file={self.config}", *self.fixed_settings(plugin_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=devnull,
                 stderr=devnull,
@@ -267,12 +327,12 @@ class Sandbox:
                 preexec_fn=as_launched,  # not a session process's raised priority
             )
         self.started_here = True
-        (self.root / "port").write_text(str(self.port))
         try:
+            write_atomic(self.port_file, str(self.port))
             self._wait_ready(timeout, proc.pid, proc)
             if fresh:
                 self._create_lab_user()
-                self.ready_marker.write_text("")
+                write_new(self.ready_marker, "")
             self._check_plugins_active()
         except BaseException:
             # Never leave a half-started server behind for the next run to trip over.
@@ -321,8 +381,8 @@ class Sandbox:
 
     def _port_of_running(self) -> int:
         try:
-            return int((self.root / "port").read_text())
-        except (FileNotFoundError, ValueError):
+            return int(read_own(self.port_file) or "")
+        except ValueError:
             raise LabError(
                 f"a sandbox server runs in {self.root} but its port is unknown; stop it "
                 f"(kill $(cat {self.pid_file})) and start again"
@@ -373,14 +433,14 @@ class Sandbox:
         """Keep earlier starts' lines (rotating a big log once) and remember where this
         start's lines begin, behind a line saying which start they belong to."""
         with contextlib.suppress(FileNotFoundError):
-            if self.error_log.stat().st_size > ERROR_LOG_ROTATE:
+            if os.lstat(self.error_log).st_size > ERROR_LOG_ROTATE:
                 self.error_log.replace(self.error_log.with_name(self.error_log.name + ".1"))
         self.log_start = self._log_line("server start")
 
     def _log_line(self, what: str) -> int:
         """A line of knobtop's own in the server's error log (what it did, and when); the
         log's size after it."""
-        with open(self.error_log, "a", encoding="utf-8") as fh:
+        with open_append(self.error_log) as fh:
             fh.write(f"---- knobtop lab: {what} at {time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
             return fh.tell()
 
@@ -446,7 +506,7 @@ class Sandbox:
         pid = self.running_pid()
         if pid is None:
             return
-        with contextlib.suppress(OSError):  # who stopped it, beside its "Normal shutdown"
+        with contextlib.suppress(OSError, LabError):  # who stopped it, beside "Normal shutdown"
             self._log_line(f"server stop (SIGTERM to pid {pid})")
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -503,120 +563,6 @@ def native_password_hash(password: str) -> str:
     return "*" + hashlib.sha1(inner).hexdigest().upper()
 
 
-def server_plugin_dir(server: str) -> Path:
-    """The plugin directory compiled into ``server`` (``--verbose --help`` prints it)."""
-    try:
-        proc = subprocess.run(
-            [server, "--no-defaults", "--verbose", "--help"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise LabError(f"{server} --verbose --help did not answer within 30 s") from None
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "plugin-dir" and value.strip():
-            return Path(value.strip())
-    raise LabError(f"{server} --verbose --help names no plugin-dir:\n{proc.stderr[-400:]}")
-
-
-def missing_plugin(name: str, plugin_dir: Path) -> str:
-    """What to do when a plugin's library is not in the server's plugin dir."""
-    package = PLUGIN_PACKAGES.get(name)
-    fix = (
-        f"install {package}: `sudo apt-get install -y {package}`"
-        if package
-        else "install the package that ships it for this server version"
-    )
-    return f"the server plugin {name}.so is not in {plugin_dir}; {fix}, then start again"
-
-
-# my.cnf: the sandbox's own base options follow this comment line, up to the drop-in dir.
-OPTIONS_LINE = "# base options (knobtop lab --option):"
-OPTION_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
-OPTION_VALUE = re.compile(r"[A-Za-z0-9_.,:/+-]{1,256}")
-# What the lab writes itself: a base option may not move it.
-LAB_KEYS = frozenset({"datadir", "socket", "pid-file", "pid_file", "log-error", "log_error",
-                      "bind-address", "bind_address", "user", "port", "plugin-load-add",
-                      "plugin_load_add", "skip-name-resolve", "skip_name_resolve"})
-# The lab's defaults a base option may replace.
-LAB_DEFAULTS = (("innodb_buffer_pool_size", "128M"), ("innodb_log_file_size", "96M"),
-                ("max_connections", "300"))
-
-
-def check_option(key: str, value: str) -> None:
-    """A base option as mariadbd's option-file reader takes it: a plain name and a plain
-    value on one line (no spaces, quotes, '#' or line breaks), not one the lab sets."""
-    if not OPTION_NAME.fullmatch(key):
-        raise LabError(f"--option {key}={value}: {key!r} is not a server option name "
-                       "(lower case letters, digits, _ and -), e.g. "
-                       "innodb_flush_log_at_trx_commit")
-    if key in LAB_KEYS:
-        raise LabError(f"--option {key}: the lab sets {key} itself; change it with a knob in "
-                       "the session, or use a profile for a server of your own")
-    if not OPTION_VALUE.fullmatch(value):
-        raise LabError(f"--option {key}={value}: give a plain value (letters, digits and "
-                       "_ . , : / + -), e.g. 2 or O_DIRECT")
-
-
-def parse_option(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` from the command line, checked."""
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise LabError(f"--option {text}: write KEY=VALUE, e.g. "
-                       "innodb_flush_log_at_trx_commit=2")
-    key, value = key.strip(), value.strip()
-    check_option(key, value)
-    return key, value
-
-
-def _options_text(options: tuple[tuple[str, str], ...]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in options)
-
-
-def configured_options(config: Path) -> tuple[tuple[str, str], ...]:
-    """The base options a sandbox my.cnf sets (the lines after OPTIONS_LINE)."""
-    try:
-        lines = config.read_text().splitlines()
-    except FileNotFoundError:
-        return ()
-    if OPTIONS_LINE not in lines:
-        return ()
-    out = []
-    for line in lines[lines.index(OPTIONS_LINE) + 1:]:
-        key, sep, value = line.partition("=")
-        if not sep or not OPTION_NAME.fullmatch(key):
-            break
-        out.append((key, value))
-    return tuple(out)
-
-
-def lab_dir_for(name: str | None, where: Path | None) -> Path:
-    """A sandbox's directory: ``--dir``, or ``--name NAME`` (side by side with the
-    default one, under ``labs/``), or the default."""
-    if where is not None and name is not None:
-        raise LabError("give --dir or --name, not both")
-    if where is not None:
-        return where
-    if name is None:
-        return default_lab_dir()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}", name):
-        raise LabError(f"--name {name!r}: up to 32 letters, digits, _ and -")
-    return default_lab_dir().parent / "labs" / name
-
-
-def configured_plugins(config: Path) -> tuple[str, ...]:
-    """The plugin libraries a sandbox my.cnf loads (its ``plugin-load-add=`` lines)."""
-    try:
-        lines = config.read_text().splitlines()
-    except FileNotFoundError:
-        return ()
-    return tuple(
-        line.split("=", 1)[1].strip().removesuffix(".so")
-        for line in lines
-        if line.startswith("plugin-load-add=")
-    )
-
-
 def _is_zombie(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -639,6 +585,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return 0
 
+
+# What other modules take from here (some defined beside it, in lab_options and labdirs).
+__all__ = ["LABS", "LAB_DB", "LAB_USER", "LabError", "Sandbox", "check_option",
+           "configured_options", "configured_plugins", "default_lab_dir", "find_program",
+           "free_port", "lab_dir_for", "missing_plugin", "native_password_hash",
+           "parse_option", "previous_baseline", "server_plugin_dir", "stop_lab"]
 
 if __name__ == "__main__":
     sys.exit(main())

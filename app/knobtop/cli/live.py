@@ -114,7 +114,8 @@ def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
 def run_lab(args: argparse.Namespace) -> int:
     console = stderr_console()
     if args.stop:
-        from knobtop.lab import lab_dir_for, stop_lab
+        from knobtop.lab import stop_lab
+        from knobtop.labdirs import lab_dir_for
 
         with console.status("Stopping the sandbox server ..."):
             said = stop_lab(lab_dir_for(args.name, args.dir))
@@ -124,13 +125,27 @@ def run_lab(args: argparse.Namespace) -> int:
 
 
 def lab_place(args: argparse.Namespace) -> LabPlace:
-    """Where `knobtop lab` goes: the sandbox in --dir, maybe --fresh, with --driver."""
-    from knobtop.lab import lab_dir_for
+    """Where `knobtop lab` goes: the sandbox in --dir (or the named one in it), maybe
+    --fresh, with --driver and its --option base options."""
+    from knobtop.labdirs import lab_dir_for
     from knobtop.session.options import LabPlace
 
+    options = tuple(args.options)
+    check_sandbox_options(options, (), "--option")
     return LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=args.fresh,
-                    keep_running=args.keep_running, driver=args.driver,
-                    options=tuple(args.options))
+                    keep_running=args.keep_running, driver=args.driver, options=options)
+
+
+def check_sandbox_options(options: tuple[tuple[str, str], ...], plugins: tuple[str, ...],
+                          where: str) -> None:
+    """Each base option is exactly a performance variable of the lab's server (with its
+    plugins): said now, before a server starts for the run. The sandbox checks again."""
+    from knobtop.lab_options import check_known
+    from knobtop.labdirs import find_program
+
+    server = find_program("mariadbd", "mysqld")
+    if options and server is not None:  # no server: the sandbox's start says how to get one
+        check_known(options, server, plugins, where)
 
 
 def run_connect(args: argparse.Namespace) -> int:
@@ -200,8 +215,9 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
     where: LabPlace | ServerPlace
     if args.lab:
-        from knobtop.lab import lab_dir_for
+        from knobtop.labdirs import lab_dir_for
 
+        check_sandbox_options(tuple(args.options), recipe_plugins(recipe), "--option")
         where = LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=False,
                          keep_running=False, driver=args.driver,
                          plugins=recipe_plugins(recipe), options=tuple(args.options))
@@ -232,9 +248,10 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
 
 def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
                  main: LabPlace | ServerPlace) -> LabPlace | ServerPlace:
-    """Where a recipe's further target is (issue 19): a profile's server, or with --lab a
-    sandbox of the target's name beside the run's own, with the target's base options."""
-    from knobtop.lab import lab_dir_for
+    """Where a recipe's further target is (issue 19): a profile's server, or with --lab
+    the named sandbox of the target's name inside the lab's directory (--dir's, else the
+    default one), with the target's base options."""
+    from knobtop.labdirs import lab_dir_for
     from knobtop.session.options import LabPlace, ServerPlace
 
     if target.profile:
@@ -245,8 +262,9 @@ def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
         raise BadValue(f"target {target.name} of recipe {recipe.name} is a lab sandbox (it "
                        "has options, no profile): run it with --lab, or give "
                        f"[targets.{target.name}] profile = \"PROFILE\"")
-    place = (lab_dir_for(target.name, None) if args.dir is None
-             else args.dir.parent / "labs" / target.name)
+    check_sandbox_options(target.options, main.plugins,
+                          f"{recipe.path}: [targets.{target.name}] options:")
+    place = lab_dir_for(target.name, args.dir)
     if main.dir is not None and place.resolve() == main.dir.resolve():
         raise BadValue(f"target {target.name} would be the run's own sandbox ({place}): give "
                        "the run another --name, or rename the target")

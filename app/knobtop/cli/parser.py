@@ -363,10 +363,12 @@ def add_allow_reach(p: argparse.ArgumentParser, which: str) -> None:
 
 
 def add_lab_identity(p: argparse.ArgumentParser) -> None:
-    """--name and --option: sandboxes side by side, each with its own base config."""
+    """--name and --option: named sandboxes inside the lab's directory, each with its own
+    base config."""
 
     def option(text: str) -> tuple[str, str]:
-        from knobtop.lab import LabError, parse_option  # only when given: start-up time
+        from knobtop.lab_options import parse_option  # only when given: start-up time
+        from knobtop.labdirs import LabError
 
         try:
             return parse_option(text)
@@ -374,13 +376,15 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     p.add_argument("--name", metavar="NAME",
-                   help="a named sandbox beside the default one (its own datadir, port and "
-                   "base config), e.g. --name trx2")
+                   help="a named sandbox inside the lab's directory, LAB/labs/NAME (its own "
+                   "datadir, port and base config), e.g. --name trx2; with --dir, inside "
+                   "that lab (a recipe's lab target NAME is there too)")
     p.add_argument("--option", dest="options", action="append", default=[], type=option,
                    metavar="KEY=VALUE",
-                   help="a base my.cnf option of the sandbox (repeatable), e.g. "
-                   "innodb_flush_log_at_trx_commit=2; a running sandbox with other options "
-                   "is refused")
+                   help="a base my.cnf option of the sandbox (repeatable), exactly a "
+                   "performance variable of its server, e.g. innodb_flush_log_at_trx_commit=2;"
+                   " replaces a stopped sandbox's options (without it a sandbox keeps its "
+                   "own); a running sandbox with other options is refused")
 
 
 def add_session_options(

@@ -1328,8 +1328,11 @@ class _Reader(Reader):
         return tuple(targets)
 
     def target_options(self, raw: object, p: str) -> tuple[tuple[str, str], ...]:
-        """A lab target's base my.cnf options, as mariadbd's option-file reader takes them."""
-        from knobtop.lab import LabError, check_option
+        """A lab target's base my.cnf options, as mariadbd's option-file reader takes them;
+        never a reach variable (the lab checks each against its server's own variables when
+        it builds the sandbox)."""
+        from knobtop.lab_options import check_option, option_reach
+        from knobtop.labdirs import LabError
 
         if not isinstance(raw, dict):
             raise self.wrong_type(p, "a table", raw,
@@ -1343,6 +1346,12 @@ class _Reader(Reader):
             else:
                 raise self.wrong_type(f"{p}.{key}", "a string, number or boolean", value,
                                       f'write {key} = "VALUE"')
+            risk = option_reach(key)
+            if risk is not None:
+                raise self.error(f"{p}.{key}", f"{risk.name} {risk.what}, so a lab sandbox's "
+                                 "options may not set it", "remove it: the lab sets its own "
+                                 "listener, paths, plugins and logins; give performance "
+                                 "variables only, or a profile for a server of your own")
             try:
                 check_option(key, text)
             except LabError as exc:

@@ -32,6 +32,7 @@ from knobtop.connect import (
 )
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
 from knobtop.lab import LAB_DB, Sandbox, default_lab_dir, find_program, previous_baseline
+from knobtop.lab_options import options_text
 from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
 from knobtop.load.prepare import prepare_all
@@ -212,7 +213,12 @@ def _lab_session(options: SessionOptions, place: LabPlace,
         sandbox.wipe()
     with feedback.status(f"Starting the sandbox server in {sandbox.root} ..."):
         info = sandbox.start()
-    feedback.say(f"Sandbox server on 127.0.0.1:{info.port} (socket {sandbox.socket})")
+    base = options_text(sandbox.options) or "none (the lab's defaults)"
+    feedback.say(f"Sandbox server on 127.0.0.1:{info.port} (socket {sandbox.socket}); "
+                 f"base options: {base}")
+    if sandbox.replaced is not None:
+        feedback.say(f"Its base options were {options_text(sandbox.replaced)}: --option "
+                     "replaced them (my.cnf says the new ones)")
     if not sandbox.started_here:
         feedback.say("It was already running, so it stays up when this session ends.")
     try:
