@@ -87,6 +87,10 @@ def test_every_variable_of_a_dangerous_shape_is_reach_or_vetted(mariadb: Sandbox
     ("innodb_log_file_size", ""), ("innodb_file_per_table", ""), ("sort_buffer_size", ""),
     ("innodb_doublewrite", ""), ("innodb_buffer_pool_size", ""), ("max_connections", ""),
     ("innodb_adaptive_hash_index", ""), ("open_files_limit", ""),
+    # mariadbd's option prefixes name the same option
+    ("loose-skip-grant-tables", "auth"), ("loose_bind_address", "network"),
+    ("skip-general-log", "files"), ("maximum-init-connect", "sql"), ("loose-sort-buffer-size", ""),
+    ("gdb", "files"), ("wsrep_new_cluster", "network"),
 ])
 def test_risk_classes(name: str, kind: str) -> None:
     risk = risk_of(name)

@@ -62,10 +62,11 @@ REACH_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # the network
         (r"^bind_address$|^port$|^socket$|^skip_networking$|^extra_port$|_address$|_port$"
          r"|_socket$|^report_host$|^wsrep_provider(_options)?$|^wsrep_cluster_name$"
-         r"|^wsrep_on$|^wsrep_sst_donor$|^mysqlx_", "network"),
+         r"|^wsrep_on$|^wsrep_sst_donor$|^wsrep_new_cluster$|^mysqlx_", "network"),
         # switches that start writing files
         (r"^general_log$|^slow_query_log$|^log_slow_query$|^log_output$|^core_file$|^debug"
-         r"|_dbug|^log_slave_updates$|^log_replica_updates$|^binlog_encryption$",
+         r"|_dbug|^log_slave_updates$|^log_replica_updates$|^binlog_encryption$|^gdb$"
+         r"|^stack_trace$|^wsrep_recover$",
          "files"),
         # files and directories
         (r"(_file|_dir|_path|_directory|_filename|_basename|_index_file)$|^(data|base|tmp"
@@ -177,14 +178,23 @@ def normal(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
+# Prefixes mariadbd's option reader takes before an option's name (``loose-bind-address``,
+# ``skip-general-log``): a name with one is as risky as the option it names.
+OPTION_PREFIXES = ("loose_", "maximum_", "enable_", "disable_", "skip_")
+
+
 def risk_of(name: str) -> Risk:
-    """The risk class of server variable ``name`` (any case, ``-`` or ``_``)."""
+    """The risk class of server variable ``name`` (any case, ``-`` or ``_``, with or
+    without an option prefix)."""
     key = normal(name)
     if key in NOT_REACH:
         return Risk(key)
     for pattern, kind in REACH_RULES:
         if pattern.search(key):
             return Risk(key, kind)
+    for prefix in OPTION_PREFIXES:
+        if key.startswith(prefix) and (inner := risk_of(key[len(prefix):])).reach:
+            return Risk(key, inner.kind)
     return Risk(key)
 
 
