@@ -17,6 +17,11 @@ reaches further than the server's speed (REACH_RULES, first match wins):
 * ``files``: switching it on starts writing files (``general_log``, ``slow_query_log``,
   ``log_bin``, ``log_output``, ``core_file``, ``debug*`` ...).
 
+The allow-lists built on this table are where their readers are: a sandbox's base options
+(``knobtop.lab_options``: exact names of the lab server's own variables, no reach ones) and
+a load's sysbench options (``knobtop.load.sysbench_options``: the workload's own). Where the
+table applies is listed in SECURITY.md.
+
 A name of a suspicious shape (SUSPECT: a word such as ``file``, ``dir``, ``host`` or
 ``user`` among its ``_``-separated words) that is nevertheless a performance variable is
 listed in NOT_REACH with the reason; tests/unit hold both tables against the server's own
