@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from conftest import kept_globals, show_global
+from harness.served import served_session
 from harness.sshd import SshServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
@@ -47,41 +48,42 @@ async def test_flipping_a_knob_by_keys_draws_a_marker_on_every_graph(
         journal = tmp_path / "ui.knobtop.jsonl"
         config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
                                interval=0.2)
-        app = KnobtopApp(Session(config, LocalHost(), driver=None))
-        async with app.run_test(size=(160, 48)) as pilot:
-            await until(pilot, lambda: app.board is not None and app.board.samples >= 3)
-            panel = app.live.query_one(KnobPanel)
-            await until(pilot, lambda: "innodb_flush_log_at_trx_commit" in panel.values)
-            before = panel.values["innodb_flush_log_at_trx_commit"]
-            assert before == kept["innodb_flush_log_at_trx_commit"]
-            target = "2" if before != "2" else "0"
-            for _ in range(panel.row_count):
-                if panel.highlighted_knob == "innodb_flush_log_at_trx_commit":
-                    break
-                await pilot.press("down")
-            assert panel.highlighted_knob == "innodb_flush_log_at_trx_commit"
-            await pilot.press("enter")
-            assert isinstance(app.screen, PromptScreen)
-            app.screen.query_one(Input).value = ""
-            await pilot.press("enter")  # an empty value is not a silent cancel
-            assert isinstance(app.screen, PromptScreen)
-            assert any("no value given" in str(n.message) for n in app._notifications)
-            await pilot.press(*target, "enter")
-            await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
-            assert panel.values["innodb_flush_log_at_trx_commit"] == target
-            # Let the next paint happen, then every graph shows the marker column.
-            version = app.board.version
-            await until(pilot, lambda: app._painted >= version)
-            graphs = list(app.live.query("#page-overview MetricGraph").results(MetricGraph))
-            assert len(graphs) == 9
-            for graph in graphs:
-                rows = graph_text(graph)[1:]
-                assert any("│" in row for row in rows), graph.id
-            await pilot.press("q")
-        changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
-        assert [(c.knob, c.old, c.new, c.result) for c in changes] == [
-            ("innodb_flush_log_at_trx_commit", before, target, "ok")
-        ]
+        with served_session(config) as session:
+            app = KnobtopApp(session)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until(pilot, lambda: app.board is not None and app.board.samples >= 3)
+                panel = app.live.query_one(KnobPanel)
+                await until(pilot, lambda: "innodb_flush_log_at_trx_commit" in panel.values)
+                before = panel.values["innodb_flush_log_at_trx_commit"]
+                assert before == kept["innodb_flush_log_at_trx_commit"]
+                target = "2" if before != "2" else "0"
+                for _ in range(panel.row_count):
+                    if panel.highlighted_knob == "innodb_flush_log_at_trx_commit":
+                        break
+                    await pilot.press("down")
+                assert panel.highlighted_knob == "innodb_flush_log_at_trx_commit"
+                await pilot.press("enter")
+                assert isinstance(app.screen, PromptScreen)
+                app.screen.query_one(Input).value = ""
+                await pilot.press("enter")  # an empty value is not a silent cancel
+                assert isinstance(app.screen, PromptScreen)
+                assert any("no value given" in str(n.message) for n in app._notifications)
+                await pilot.press(*target, "enter")
+                await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
+                assert panel.values["innodb_flush_log_at_trx_commit"] == target
+                # Let the next paint happen, then every graph shows the marker column.
+                version = app.board.version
+                await until(pilot, lambda: app._painted >= version)
+                graphs = list(app.live.query("#page-overview MetricGraph").results(MetricGraph))
+                assert len(graphs) == 9
+                for graph in graphs:
+                    rows = graph_text(graph)[1:]
+                    assert any("│" in row for row in rows), graph.id
+                await pilot.press("q")
+            changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
+            assert [(c.knob, c.old, c.new, c.result) for c in changes] == [
+                ("innodb_flush_log_at_trx_commit", before, target, "ok")
+            ]
 
 
 @pytest.mark.integration
@@ -90,25 +92,27 @@ async def test_refused_value_is_shown_and_journaled(
 ) -> None:
     journal = tmp_path / "ui.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    async with kept_globals(mariadb_info, "innodb_io_capacity") as kept:
-        async with app.run_test(size=(80, 24)) as pilot:
-            panel = app.live.query_one(KnobPanel)
-            await until(pilot, lambda: "innodb_io_capacity" in panel.values)
-            while panel.highlighted_knob != "innodb_io_capacity":
-                await pilot.press("down")
-            await pilot.press("enter")
-            app.screen.query_one(Input).value = ""
-            await pilot.press(*"10", "enter")
-            await until(
-                pilot, lambda: any("not changed" in (n.title or "") for n in app._notifications)
-            )
-            assert not any(m.kind == "change" for m in app.board.markers)
-            await pilot.press("q")
-        # The refused value never reached the server.
-        assert await show_global(mariadb_info, "innodb_io_capacity") == kept["innodb_io_capacity"]
-    refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
-    assert refused[0].result == "refused" and "out of range" in refused[0].message
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        async with kept_globals(mariadb_info, "innodb_io_capacity") as kept:
+            async with app.run_test(size=(80, 24)) as pilot:
+                panel = app.live.query_one(KnobPanel)
+                await until(pilot, lambda: "innodb_io_capacity" in panel.values)
+                while panel.highlighted_knob != "innodb_io_capacity":
+                    await pilot.press("down")
+                await pilot.press("enter")
+                app.screen.query_one(Input).value = ""
+                await pilot.press(*"10", "enter")
+                await until(
+                    pilot, lambda: any("not changed" in (n.title or "") for n in app._notifications)
+                )
+                assert not any(m.kind == "change" for m in app.board.markers)
+                await pilot.press("q")
+            # The refused value never reached the server.
+            assert await show_global(mariadb_info, "innodb_io_capacity") == \
+                kept["innodb_io_capacity"]
+        refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
+        assert refused[0].result == "refused" and "out of range" in refused[0].message
 
 
 @pytest.fixture(scope="module")
@@ -129,24 +133,25 @@ async def test_load_keys_start_change_threads_note_and_stop(
     journal = tmp_path / "load.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
                            load=SMALL)
-    app = KnobtopApp(Session(config, LocalHost(), sbtables))
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None)
-        await pilot.press("l")
-        await until(pilot, lambda: app.board.series["load_tps"].last is not None)
-        await pilot.press("plus")
-        await until(pilot, lambda: app.board.load_label == "oltp_point_select x2")
-        await until(pilot, lambda: app.board.series["load_tps"].last is not None)
-        await pilot.press("n")
-        await pilot.press(*"doubled", "enter")
-        await pilot.press("l")
-        await until(pilot, lambda: not app.board.load_running)
-        await pilot.press("q")
-    events = list(JournalReader(journal))
-    phases = [(e.action, e.threads) for e in events if isinstance(e, Phase)]
-    assert phases == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)]
-    assert [e.text for e in events if isinstance(e, Note)] == ["doubled"]
-    assert any(e.kind == "load" for e in events)
+    with served_session(config, sysbench=sbtables) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None)
+            await pilot.press("l")
+            await until(pilot, lambda: app.board.series["load_tps"].last is not None)
+            await pilot.press("plus")
+            await until(pilot, lambda: app.board.load_label == "oltp_point_select x2")
+            await until(pilot, lambda: app.board.series["load_tps"].last is not None)
+            await pilot.press("n")
+            await pilot.press(*"doubled", "enter")
+            await pilot.press("l")
+            await until(pilot, lambda: not app.board.load_running)
+            await pilot.press("q")
+        events = list(JournalReader(journal))
+        phases = [(e.action, e.threads) for e in events if isinstance(e, Phase)]
+        assert phases == [("start", 1), ("stop", 1), ("start", 2), ("stop", 2)]
+        assert [e.text for e in events if isinstance(e, Note)] == ["doubled"]
+        assert any(e.kind == "load" for e in events)
 
 
 def recorded_app() -> KnobtopApp:
@@ -209,44 +214,45 @@ async def test_static_knob_by_keys_restarts_and_baseline_brings_it_back(tmp_path
                       dropin_path=sandbox.dropin_file)
     config = SessionConfig(profile="lab", connection=info, interval=0.3, nodes=(node,),
                            journal_path=tmp_path / "s.knobtop.jsonl")
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    try:
-        async with app.run_test(size=(160, 48)) as pilot:
-            await until(pilot, lambda: app.knob_catalog is not None and app.board is not None)
-            # The knob picker: Ctrl+P, type, Enter opens the edit dialog for that variable.
-            await pilot.press("ctrl+p")
-            await until(pilot, lambda: isinstance(app.screen, CommandPalette)
-                        and bool(app.screen.query(CommandList)))
-            await pilot.press(*"doublewrite")
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        try:
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until(pilot, lambda: app.knob_catalog is not None and app.board is not None)
+                # The knob picker: Ctrl+P, type, Enter opens the edit dialog for that variable.
+                await pilot.press("ctrl+p")
+                await until(pilot, lambda: isinstance(app.screen, CommandPalette)
+                            and bool(app.screen.query(CommandList)))
+                await pilot.press(*"doublewrite")
 
-            def first_hit() -> str:
-                option = app.screen.query_one(CommandList).get_option_at_index(0)
-                return str(option.prompt)
+                def first_hit() -> str:
+                    option = app.screen.query_one(CommandList).get_option_at_index(0)
+                    return str(option.prompt)
 
-            await until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0
-                        and "innodb_doublewrite" in first_hit())
-            await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, PromptScreen))
-            assert "static" in app.screen.title_text
-            app.screen.query_one(Input).value = ""
-            await pilot.press(*"OFF", "enter")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            assert "restarts lab once" in app.screen.details
-            await pilot.press("y")
-            await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "OFF",
-                        timeout=60)
-            # The static change and the restart it caused are one marker now, tagged with
-            # the restart sign (issue 14 item 4; this asserted a separate restart marker).
-            assert any(m.kind == "change" and m.tag == "doublewrite=OFF ⟳"
-                       for m in app.board.markers)
-            await pilot.press("b")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            await pilot.press("y")
-            await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "ON",
-                        timeout=60)
-            await pilot.press("q")
-    finally:
-        sandbox.stop()
-    steps = [(e.step, e.result) for e in JournalReader(tmp_path / "s.knobtop.jsonl")
-             if isinstance(e, Restart)]
-    assert steps.count(("restart", "ok")) == 2 and steps.count(("verify", "ok")) == 2
+                await until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0
+                            and "innodb_doublewrite" in first_hit())
+                await pilot.press("enter")
+                await until(pilot, lambda: isinstance(app.screen, PromptScreen))
+                assert "static" in app.screen.title_text
+                app.screen.query_one(Input).value = ""
+                await pilot.press(*"OFF", "enter")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                assert "restarts lab once" in app.screen.details
+                await pilot.press("y")
+                await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "OFF",
+                            timeout=60)
+                # The static change and the restart it caused are one marker now, tagged with
+                # the restart sign (issue 14 item 4; this asserted a separate restart marker).
+                assert any(m.kind == "change" and m.tag == "doublewrite=OFF ⟳"
+                           for m in app.board.markers)
+                await pilot.press("b")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                await pilot.press("y")
+                await until(pilot, lambda: app.board.knob_values.get("innodb_doublewrite") == "ON",
+                            timeout=60)
+                await pilot.press("q")
+        finally:
+            sandbox.stop()
+        steps = [(e.step, e.result) for e in JournalReader(tmp_path / "s.knobtop.jsonl")
+                 if isinstance(e, Restart)]
+        assert steps.count(("restart", "ok")) == 2 and steps.count(("verify", "ok")) == 2
