@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.served import served_session
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Phase
@@ -40,19 +41,20 @@ async def test_minus_at_one_thread_keeps_the_phase_and_says_so(
     journal = tmp_path / "minus.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
                            load=ONE)
-    app = KnobtopApp(Session(config, LocalHost(), tables))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.board is not None)
-        await pilot.press("l")
-        await until(pilot, lambda: app.board.series["load_tps"].last is not None)
-        await pilot.press("minus")
-        await until(pilot, lambda: any("already at 1 thread" in str(n.message)
-                                       for n in app._notifications), timeout=5)
-        await pilot.press("l")
-        await until(pilot, lambda: not app.board.load_running)
-        await pilot.press("q")
-    phases = [(e.action, e.threads) for e in JournalReader(journal) if isinstance(e, Phase)]
-    assert phases == [("start", 1), ("stop", 1)]
+    with served_session(config, sysbench=tables) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.board is not None)
+            await pilot.press("l")
+            await until(pilot, lambda: app.board.series["load_tps"].last is not None)
+            await pilot.press("minus")
+            await until(pilot, lambda: any("already at 1 thread" in str(n.message)
+                                           for n in app._notifications), timeout=5)
+            await pilot.press("l")
+            await until(pilot, lambda: not app.board.load_running)
+            await pilot.press("q")
+        phases = [(e.action, e.threads) for e in JournalReader(journal) if isinstance(e, Phase)]
+        assert phases == [("start", 1), ("stop", 1)]
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)])

@@ -20,6 +20,7 @@ from textual.widgets import Button, Input
 
 from conftest import show_global
 from harness.binaries import require_binary
+from harness.served import served_session
 from harness.tmux import TmuxServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
@@ -68,7 +69,7 @@ async def set_through(app: KnobtopApp, knob: str, value: str) -> None:
 
 async def open_and_set(pilot: Pilot[object], app: KnobtopApp, value: str) -> None:
     """Wait for the session's journal to open, then set KNOB to ``value`` through it."""
-    await until(pilot, lambda: app.session is not None and app.session.journal is not None)
+    await until(pilot, lambda: app.board is not None)  # the session is open
     await set_through(app, KNOB, value)
 
 
@@ -84,33 +85,34 @@ async def test_lab_quit_lists_the_changed_knob_and_reverts_by_default(
     before = await show_global(mariadb_info, KNOB)
     journal = tmp_path / "q.knobtop.jsonl"
     config = SessionConfig(profile="lab", connection=mariadb_info, journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    try:
-        async with app.run_test(size=size) as pilot:
-            await open_and_set(pilot, app, other(before))
-            await pilot.press("q")
-            await until(pilot, lambda: isinstance(app.screen, QuitScreen))
-            screen = app.screen
-            assert isinstance(screen, QuitScreen)
-            assert f"{KNOB}: {other(before)} → {before}" in screen.details
-            # Only a dynamic knob differs: it goes back live, nothing restarts.
-            assert "Nothing restarts" in screen.details and "downtime" not in screen.details
-            assert "restart in progress" not in screen.details
-            assert screen.focused is not None and screen.focused.id == "revert"
-            for button in screen.query(Button):
-                assert fully_visible(app, button), (button.id, button.region, size)
-            await pilot.press("enter")  # the lab's default: revert
-            await until(pilot, lambda: app.return_code is not None, timeout=30)
-    finally:
-        await set_global(mariadb_info, KNOB, before)
-    assert app.return_code == 0
-    events = list(JournalReader(journal))
-    reverts = [(e.knob, e.new, e.result) for e in events
-               if isinstance(e, Change) and e.reason == "revert to baseline"]
-    assert reverts == [(KNOB, before, "ok")]
-    assert notes(journal) == [
-        f"quit: reverted to the baseline: {KNOB}={other(before)} (baseline {before})"]
-    assert events[-1].kind == "end"
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        try:
+            async with app.run_test(size=size) as pilot:
+                await open_and_set(pilot, app, other(before))
+                await pilot.press("q")
+                await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+                screen = app.screen
+                assert isinstance(screen, QuitScreen)
+                assert f"{KNOB}: {other(before)} → {before}" in screen.details
+                # Only a dynamic knob differs: it goes back live, nothing restarts.
+                assert "Nothing restarts" in screen.details and "downtime" not in screen.details
+                assert "restart in progress" not in screen.details
+                assert screen.focused is not None and screen.focused.id == "revert"
+                for button in screen.query(Button):
+                    assert fully_visible(app, button), (button.id, button.region, size)
+                await pilot.press("enter")  # the lab's default: revert
+                await until(pilot, lambda: app.return_code is not None, timeout=30)
+        finally:
+            await set_global(mariadb_info, KNOB, before)
+        assert app.return_code == 0
+        events = list(JournalReader(journal))
+        reverts = [(e.knob, e.new, e.result) for e in events
+                   if isinstance(e, Change) and e.reason == "revert to baseline"]
+        assert reverts == [(KNOB, before, "ok")]
+        assert notes(journal) == [
+            f"quit: reverted to the baseline: {KNOB}={other(before)} (baseline {before})"]
+        assert events[-1].kind == "end"
 
 
 @pytest.mark.integration
@@ -120,28 +122,29 @@ async def test_profile_quit_asks_enter_stays_and_keep_leaves_the_value(
     before = await show_global(mariadb_info, KNOB)
     journal = tmp_path / "k.knobtop.jsonl"
     config = SessionConfig(profile="prod", connection=mariadb_info, journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    try:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await open_and_set(pilot, app, other(before))
-            await pilot.press("q")
-            await until(pilot, lambda: isinstance(app.screen, QuitScreen))
-            # A profile's server: nothing is chosen for the person; Enter is Cancel.
-            assert app.screen.focused is not None and app.screen.focused.id == "cancel"
-            await pilot.press("enter")
-            await until(pilot, lambda: not isinstance(app.screen, QuitScreen))
-            assert app.return_code is None  # still running
-            await pilot.press("q")
-            await until(pilot, lambda: isinstance(app.screen, QuitScreen))
-            await pilot.press("k")
-            await until(pilot, lambda: app.return_code is not None, timeout=30)
-        assert await show_global(mariadb_info, KNOB) == other(before)
-    finally:
-        await set_global(mariadb_info, KNOB, before)
-    assert notes(journal) == [
-        f"quit: kept on the server: {KNOB}={other(before)} (baseline {before})"]
-    assert not [e for e in JournalReader(journal)
-                if isinstance(e, Change) and e.reason == "revert to baseline"]
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        try:
+            async with app.run_test(size=(80, 24)) as pilot:
+                await open_and_set(pilot, app, other(before))
+                await pilot.press("q")
+                await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+                # A profile's server: nothing is chosen for the person; Enter is Cancel.
+                assert app.screen.focused is not None and app.screen.focused.id == "cancel"
+                await pilot.press("enter")
+                await until(pilot, lambda: not isinstance(app.screen, QuitScreen))
+                assert app.return_code is None  # still running
+                await pilot.press("q")
+                await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+                await pilot.press("k")
+                await until(pilot, lambda: app.return_code is not None, timeout=30)
+            assert await show_global(mariadb_info, KNOB) == other(before)
+        finally:
+            await set_global(mariadb_info, KNOB, before)
+        assert notes(journal) == [
+            f"quit: kept on the server: {KNOB}={other(before)} (baseline {before})"]
+        assert not [e for e in JournalReader(journal)
+                    if isinstance(e, Change) and e.reason == "revert to baseline"]
 
 
 @pytest.mark.integration
@@ -150,12 +153,13 @@ async def test_quit_without_changes_asks_nothing(
 ) -> None:
     config = SessionConfig(profile="lab", connection=mariadb_info,
                            journal_path=tmp_path / "n.knobtop.jsonl")
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.session is not None and app.session.journal is not None)
-        await pilot.press("q")
-        await until(pilot, lambda: app.return_code is not None, timeout=30)
-    assert notes(tmp_path / "n.knobtop.jsonl") == []
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.board is not None)  # the session is open
+            await pilot.press("q")
+            await until(pilot, lambda: app.return_code is not None, timeout=30)
+        assert notes(tmp_path / "n.knobtop.jsonl") == []
 
 
 @pytest.mark.integration
@@ -166,24 +170,25 @@ async def test_revert_dialog_for_dynamic_knobs_promises_no_restart(
     config = SessionConfig(profile="lab", connection=mariadb_info,
                            nodes=(lab_node(mariadb, mariadb_info),),
                            journal_path=tmp_path / "r.knobtop.jsonl")
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    try:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await open_and_set(pilot, app, other(before))
-            await pilot.press("b")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            details = app.screen.details  # type: ignore[attr-defined]
-            assert f"Back live with SET GLOBAL, no restart: {KNOB}." in details
-            assert "Nothing restarts" in details
-            assert "restart" not in details.replace("no restart", "").replace(
-                "Nothing restarts", "")
-            await pilot.press("y")
-            await until(pilot, lambda: app.board is not None
-                        and app.board.knob_values.get(KNOB) == before)
-            await pilot.press("q")  # back at the baseline: no quit question
-            await until(pilot, lambda: app.return_code is not None, timeout=30)
-    finally:
-        await set_global(mariadb_info, KNOB, before)
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        try:
+            async with app.run_test(size=(80, 24)) as pilot:
+                await open_and_set(pilot, app, other(before))
+                await pilot.press("b")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                details = app.screen.details  # type: ignore[attr-defined]
+                assert f"Back live with SET GLOBAL, no restart: {KNOB}." in details
+                assert "Nothing restarts" in details
+                assert "restart" not in details.replace("no restart", "").replace(
+                    "Nothing restarts", "")
+                await pilot.press("y")
+                await until(pilot, lambda: app.board is not None
+                            and app.board.knob_values.get(KNOB) == before)
+                await pilot.press("q")  # back at the baseline: no quit question
+                await until(pilot, lambda: app.return_code is not None, timeout=30)
+        finally:
+            await set_global(mariadb_info, KNOB, before)
 
 
 def test_revert_plan_names_the_restart_only_for_static_knobs() -> None:
@@ -271,40 +276,42 @@ async def test_page_size_is_marked_in_the_palette_and_refused_before_a_restart(
     journal = tmp_path / "p.knobtop.jsonl"
     config = SessionConfig(profile="lab", connection=info, nodes=(lab_node(sandbox, info),),
                            journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), None))
-    try:
-        pid = sandbox.running_pid()
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: app.knob_catalog is not None)
-            app.edit_knob("innodb_page_size")
-            await until(pilot, lambda: isinstance(app.screen, PromptScreen)
-                        and bool(app.screen.query(Input)))
-            assert "fixed by the existing datadir" in app.screen.title_text  # type: ignore[attr-defined]
-            app.screen.query_one(Input).value = ""
-            await pilot.press(*"8192", "enter")
-            # Refused with the reason; no restart dialog, no restart.
-            await until(pilot, lambda: any("not changed" in (n.title or "")
-                                           for n in app._notifications))
-            assert not isinstance(app.screen, ConfirmScreen)
-            await pilot.press("q")
-            await until(pilot, lambda: app.return_code is not None, timeout=30)
-        # Headless --set confirms restarts up front: refused all the same, no restart.
-        headless = Session(dataclasses.replace(config, journal_path=tmp_path / "h.jsonl"),
-                           LocalHost(), None)
-        await headless.open()
+    with served_session(config) as session:
+        app = KnobtopApp(session)
         try:
-            change = await headless.set_knob("innodb_page_size", "65536", restart_ok=True)
+            pid = sandbox.running_pid()
+            async with app.run_test(size=(80, 24)) as pilot:
+                await until(pilot, lambda: app.knob_catalog is not None)
+                app.edit_knob("innodb_page_size")
+                await until(pilot, lambda: isinstance(app.screen, PromptScreen)
+                            and bool(app.screen.query(Input)))
+                assert "fixed by the existing datadir" in app.screen.title_text  # type: ignore[attr-defined]
+                app.screen.query_one(Input).value = ""
+                await pilot.press(*"8192", "enter")
+                # Refused with the reason; no restart dialog, no restart.
+                await until(pilot, lambda: any("not changed" in (n.title or "")
+                                               for n in app._notifications))
+                assert not isinstance(app.screen, ConfirmScreen)
+                await pilot.press("q")
+                await until(pilot, lambda: app.return_code is not None, timeout=30)
+            # Headless --set confirms restarts up front: refused all the same, no restart.
+            headless = Session(dataclasses.replace(config, journal_path=tmp_path / "h.jsonl"),
+                               LocalHost(), None)
+            await headless.open()
+            try:
+                change = await headless.set_knob("innodb_page_size", "65536", restart_ok=True)
+            finally:
+                await headless.close()
+            assert change.result == "refused" and "existing datadir" in change.message
+            assert sandbox.running_pid() == pid
         finally:
-            await headless.close()
-        assert change.result == "refused" and "existing datadir" in change.message
-        assert sandbox.running_pid() == pid
-    finally:
-        sandbox.stop()
-    refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
-    assert [(c.knob, c.result) for c in refused] == [("innodb_page_size", "refused")]
-    assert "cannot change on an existing datadir" in refused[0].message
-    assert not [e for e in JournalReader(journal) if e.kind == "restart"]
-    assert not sandbox.dropin_file.exists() or "page_size" not in sandbox.dropin_file.read_text()
+            sandbox.stop()
+        refused = [e for e in JournalReader(journal) if isinstance(e, Change)]
+        assert [(c.knob, c.result) for c in refused] == [("innodb_page_size", "refused")]
+        assert "cannot change on an existing datadir" in refused[0].message
+        assert not [e for e in JournalReader(journal) if e.kind == "restart"]
+        assert not sandbox.dropin_file.exists() or \
+            "page_size" not in sandbox.dropin_file.read_text()
 
 
 @pytest.mark.integration
