@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from conftest import EventCollector, show_global, show_tables
 from harness.procs import device_of, sysbench_processes
+from harness.served import served_session
 from harness.ui import until, widget_text
 from knobtop.analysis.power import detectable
 from knobtop.analysis.results import build, collect, results_csv, results_markdown
@@ -27,6 +29,7 @@ from knobtop.recipes.runner import RecipeRunner, RunAborted
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig
+from knobtop.session.remote import RemoteSession
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 
@@ -57,7 +60,8 @@ def report(journal: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
-def session_for(lab: tuple[Sandbox, ConnectionInfo], journal: Path) -> Session:
+def lab_config(lab: tuple[Sandbox, ConnectionInfo], journal: Path
+               ) -> tuple[SessionConfig, Sysbench]:
     sandbox, info = lab
     driver = Sysbench(LocalHost(), mysql_socket=str(sandbox.socket), user=info.user,
                       password=info.password, database="sbtest")
@@ -65,7 +69,19 @@ def session_for(lab: tuple[Sandbox, ConnectionInfo], journal: Path) -> Session:
                       restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file)
     config = SessionConfig(profile="lab", connection=info, journal_path=journal,
                            interval=0.5, nodes=(node,))
+    return config, driver
+
+
+def session_for(lab: tuple[Sandbox, ConnectionInfo], journal: Path) -> Session:
+    config, driver = lab_config(lab, journal)
     return Session(config, LocalHost(), driver)
+
+
+def served_for(lab: tuple[Sandbox, ConnectionInfo],
+               journal: Path) -> contextlib.AbstractContextManager[RemoteSession]:
+    """The same session in a process of its own, as the live screen holds one."""
+    config, driver = lab_config(lab, journal)
+    return served_session(config, sysbench=driver)
 
 
 def test_doublewrite_recipe_runs_headless_on_the_lab_and_prints_the_table(
@@ -477,36 +493,37 @@ async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
     recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), calibrate=1, replicates=2)
     recipe = dataclasses.replace(recipe, arms=recipe.arms[:2])
     journal = tmp_path / "tui.knobtop.jsonl"
-    app = KnobtopApp(session_for(lab, journal), recipe=recipe)
-    seen: list[str] = []
-    async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.live.query_one(RecipePanel)
+    with served_for(lab, journal) as session:
+        app = KnobtopApp(session, recipe=recipe)
+        seen: list[str] = []
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = app.live.query_one(RecipePanel)
 
-        def progress_shown() -> bool:
-            text = "\n".join(widget_text(panel))
-            if "step 1/" in text:
-                seen.append(text)
-            return bool(seen)
+            def progress_shown() -> bool:
+                text = "\n".join(widget_text(panel))
+                if "step 1/" in text:
+                    seen.append(text)
+                return bool(seen)
 
-        await until(pilot, progress_shown, timeout=120)
-        # issue 17: the calibration's finding pops up before the arms run (markup-free)
-        await until(pilot, lambda: any(str(n.message).startswith("calibration: ")
-                                       for n in app._notifications), timeout=120)
-        await until(pilot, lambda: app.recipe_results is not None, timeout=300)
-        assert app.recipe_results is not None and app.recipe_results.outcome == "end"
+            await until(pilot, progress_shown, timeout=120)
+            # issue 17: the calibration's finding pops up before the arms run (markup-free)
+            await until(pilot, lambda: any(str(n.message).startswith("calibration: ")
+                                           for n in app._notifications), timeout=120)
+            await until(pilot, lambda: app.recipe_results is not None, timeout=300)
+            assert app.recipe_results is not None and app.recipe_results.outcome == "end"
 
-        def results_shown() -> bool:
-            text = "\n".join(widget_text(panel))
-            return all(arm.name in text for arm in recipe.arms) and "baseline" in text
+            def results_shown() -> bool:
+                text = "\n".join(widget_text(panel))
+                return all(arm.name in text for arm in recipe.arms) and "baseline" in text
 
-        await until(pilot, results_shown, timeout=10)
-        # ... and stay: a progress message posted before the end must not paint over them
-        await pilot.pause()
-        assert results_shown()
-        await pilot.press("q")
-    assert f"arm {recipe.baseline.name}" in seen[0]  # the calibration step comes first
-    steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]
-    assert len(steps) == len(recipe.calibration_schedule()) + len(recipe.schedule())
+            await until(pilot, results_shown, timeout=10)
+            # ... and stay: a progress message posted before the end must not paint over them
+            await pilot.pause()
+            assert results_shown()
+            await pilot.press("q")
+        assert f"arm {recipe.baseline.name}" in seen[0]  # the calibration step comes first
+        steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]
+        assert len(steps) == len(recipe.calibration_schedule()) + len(recipe.schedule())
 
 
 async def test_quitting_the_screen_mid_recipe_aborts_it_and_restores_the_baseline(
@@ -517,19 +534,20 @@ async def test_quitting_the_screen_mid_recipe_aborts_it_and_restores_the_baselin
     info = lab[1]
     baseline = await show_global(info, "sort_buffer_size")
     journal = tmp_path / "quit.knobtop.jsonl"
-    app = KnobtopApp(session_for(lab, journal), recipe=recipe)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None and app.board.load_running,
-                    timeout=120)
-        assert await show_global(info, "sort_buffer_size") == str(256 * 1024)
-        # the load and the knobs belong to the recipe: their keys are off while it runs
-        assert not any(app.check_action(a, ()) for a in ("toggle_load", "undo", "threads"))
-        assert app.check_action("note", ())
-        await pilot.press("q")
-    assert await show_global(info, "sort_buffer_size") == baseline
-    runs = [e for e in JournalReader(journal) if isinstance(e, RecipeRun)]
-    assert [e.action for e in runs] == ["start", "aborted"]
-    assert not sysbench_processes(str(lab[0].socket))
+    with served_for(lab, journal) as session:
+        app = KnobtopApp(session, recipe=recipe)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None and app.board.load_running,
+                        timeout=120)
+            assert await show_global(info, "sort_buffer_size") == str(256 * 1024)
+            # the load and the knobs belong to the recipe: their keys are off while it runs
+            assert not any(app.check_action(a, ()) for a in ("toggle_load", "undo", "threads"))
+            assert app.check_action("note", ())
+            await pilot.press("q")
+        assert await show_global(info, "sort_buffer_size") == baseline
+        runs = [e for e in JournalReader(journal) if isinstance(e, RecipeRun)]
+        assert [e.action for e in runs] == ["start", "aborted"]
+        assert not sysbench_processes(str(lab[0].socket))
 
 
 TIMELINE = """

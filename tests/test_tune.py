@@ -19,7 +19,7 @@ from conftest import show_global
 from faults.helpers import (
     knobtop_process,
     knobtop_run,
-    lab_session,
+    served_lab_session,
     wait_sysbench_gone,
     wait_until,
 )
@@ -108,70 +108,71 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
     search = load_search(search_file(tmp_path, COMMIT))
     search = dataclasses.replace(search, load=search.load._replace(duration=2, warmup=0))
     journal = tmp_path / "commit.knobtop.jsonl"
-    app = KnobtopApp(lab_session(sandbox, journal), tune=search)
-    async with app.run_test(size=(80, 24)) as pilot:
-        panel = app.live.query_one(RecipePanel)
+    with served_lab_session(sandbox, journal) as session:
+        app = KnobtopApp(session, tune=search)
+        async with app.run_test(size=(80, 24)) as pilot:
+            panel = app.live.query_one(RecipePanel)
 
-        def shown() -> str:
-            return "\n".join(widget_text(panel))
+            def shown() -> str:
+                return "\n".join(widget_text(panel))
 
-        # the second trial under way: it is named with its values, the first is the best
-        await until(pilot, lambda: app.tuner is not None
-                    and "trial t2: innodb_flush_log_at_trx_commit=" in shown(), timeout=120)
-        assert app.tuner is not None
-        text = shown()
-        best = best_trials(app.tuner.spec, app.tuner.trials, 1)[0]
-        assert f"best so far {best.arm}: {best.objective:,.0f}" in text
-        band = baseline_band(app.tuner.trials)
-        assert band is not None and f"baseline {band[0]:,.0f}-{band[1]:,.0f}" in text
-        # a asks before it aborts (restoring the baseline); n lets the search go on
-        assert "a: abort (restores the baseline)" in panel.border_subtitle
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("n")
-        await until(pilot, lambda: app.recipe_results is not None, timeout=300)
-        # what the tune concluded, apart from whether the screen shows it (each failure
-        # names its own cause: the tune's end, its runs, or the panel)
-        verification = app.tuner.outcome.verification
-        assert verification is not None, f"the tune ended before its verification:\n{shown()}"
-        assert verification.recommended is not None, (
-            f"{verification.line()}; runs: "
-            f"{[(s.arm, s.replicate, s.avg_tps) for s in verification.results.steps]}")
-        await until(pilot, lambda: "tune: recommend t" in shown(), timeout=10, shown=shown)
-        await pilot.press("q")
-    events = list(JournalReader(journal))
-    trials = [e for e in events if isinstance(e, Trial)]
-    # the baseline (the server's own values) twice, its noise band, then two trials, each
-    # its own values
-    assert [t.number for t in trials] == [0, 0, 1, 2]
-    assert trials[0].knobs == trials[1].knobs == before and trials[0].arm == BASE
-    assert len({tuple(sorted(t.knobs.items())) for t in trials}) == 3
-    steps = {s.index: s for s in events if isinstance(s, StepResult)}
-    for t in trials:  # each trial is the recipe step it names, with that step's TPS
-        assert t.state == "done" and t.objective == round(steps[t.step].avg_tps or 0, 3)
-        assert t.feasible == (steps[t.step].err == 0)
-    # the verification: the baseline and the best candidate, 4 counterbalanced rounds each
-    rest = [s for i, s in steps.items() if i not in {t.step for t in trials}]
-    assert sorted((s.arm, s.replicate) for s in rest if s.arm == BASE) == \
-        [(BASE, r) for r in range(1, 5)]
-    assert len(rest) == 8
-    assert [e.action for e in events if isinstance(e, RecipeRun)] == ["start", "end"]
-    tune, = collect_tunes(events)
-    assert tune.outcome == "end" and tune.verification is not None
-    chosen = tune.verification.recommended
-    assert chosen is not None, tune.verification.line()
-    knobs = tune.verification.knobs[chosen]
-    assert knobs["innodb_flush_log_at_trx_commit"] in ("0", "2")
-    assert tune.verification.verdict(chosen) == "higher"
-    assert app.tuner.outcome.verification is not None
-    assert app.tuner.outcome.verification.line() == tune.verification.line()
-    # the server ends on its baseline values
-    assert {k: await show_global(info, k) for k in names} == before
-    # the report prints the trials and the verification table
-    report = knobtop_run("report", str(journal))
-    assert report.returncode == 0, report.stderr
-    assert "## Tune commit" in report.stdout and f"tune: recommend {chosen}" in report.stdout
-    assert "### Verification against the baseline" in report.stdout
+            # the second trial under way: it is named with its values, the first is the best
+            await until(pilot, lambda: app.tuner is not None
+                        and "trial t2: innodb_flush_log_at_trx_commit=" in shown(), timeout=120)
+            assert app.tuner is not None
+            text = shown()
+            best = best_trials(app.tuner.spec, app.tuner.trials, 1)[0]
+            assert f"best so far {best.arm}: {best.objective:,.0f}" in text
+            band = baseline_band(app.tuner.trials)
+            assert band is not None and f"baseline {band[0]:,.0f}-{band[1]:,.0f}" in text
+            # a asks before it aborts (restoring the baseline); n lets the search go on
+            assert "a: abort (restores the baseline)" in panel.border_subtitle
+            await pilot.press("a")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("n")
+            await until(pilot, lambda: app.recipe_results is not None, timeout=300)
+            # what the tune concluded, apart from whether the screen shows it (each failure
+            # names its own cause: the tune's end, its runs, or the panel)
+            verification = app.tuner.outcome.verification
+            assert verification is not None, f"the tune ended before its verification:\n{shown()}"
+            assert verification.recommended is not None, (
+                f"{verification.line()}; runs: "
+                f"{[(s.arm, s.replicate, s.avg_tps) for s in verification.results.steps]}")
+            await until(pilot, lambda: "tune: recommend t" in shown(), timeout=10, shown=shown)
+            await pilot.press("q")
+        events = list(JournalReader(journal))
+        trials = [e for e in events if isinstance(e, Trial)]
+        # the baseline (the server's own values) twice, its noise band, then two trials, each
+        # its own values
+        assert [t.number for t in trials] == [0, 0, 1, 2]
+        assert trials[0].knobs == trials[1].knobs == before and trials[0].arm == BASE
+        assert len({tuple(sorted(t.knobs.items())) for t in trials}) == 3
+        steps = {s.index: s for s in events if isinstance(s, StepResult)}
+        for t in trials:  # each trial is the recipe step it names, with that step's TPS
+            assert t.state == "done" and t.objective == round(steps[t.step].avg_tps or 0, 3)
+            assert t.feasible == (steps[t.step].err == 0)
+        # the verification: the baseline and the best candidate, 4 counterbalanced rounds each
+        rest = [s for i, s in steps.items() if i not in {t.step for t in trials}]
+        assert sorted((s.arm, s.replicate) for s in rest if s.arm == BASE) == \
+            [(BASE, r) for r in range(1, 5)]
+        assert len(rest) == 8
+        assert [e.action for e in events if isinstance(e, RecipeRun)] == ["start", "end"]
+        tune, = collect_tunes(events)
+        assert tune.outcome == "end" and tune.verification is not None
+        chosen = tune.verification.recommended
+        assert chosen is not None, tune.verification.line()
+        knobs = tune.verification.knobs[chosen]
+        assert knobs["innodb_flush_log_at_trx_commit"] in ("0", "2")
+        assert tune.verification.verdict(chosen) == "higher"
+        assert app.tuner.outcome.verification is not None
+        assert app.tuner.outcome.verification.line() == tune.verification.line()
+        # the server ends on its baseline values
+        assert {k: await show_global(info, k) for k in names} == before
+        # the report prints the trials and the verification table
+        report = knobtop_run("report", str(journal))
+        assert report.returncode == 0, report.stderr
+        assert "## Tune commit" in report.stdout and f"tune: recommend {chosen}" in report.stdout
+        assert "### Verification against the baseline" in report.stdout
 
 
 AA = """\

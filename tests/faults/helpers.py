@@ -4,6 +4,7 @@ a disk that can be filled."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import resource
@@ -15,12 +16,14 @@ from pathlib import Path
 
 from harness.binaries import require_binary
 from harness.procs import sysbench_processes
+from harness.served import served_session
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session.core import Session, SessionConfig
+from knobtop.session.remote import RemoteSession
 
 SMALL = LoadSpec(workload="oltp_point_select", threads=2, tables=1, table_size=1000)
 
@@ -37,6 +40,14 @@ def lab_session(sandbox: Sandbox, journal: Path, interval: float = 0.25) -> Sess
     config = SessionConfig(profile="fault", connection=sandbox.connection(),
                            journal_path=journal, interval=interval, load=SMALL)
     return Session(config, LocalHost(), sysbench_on(sandbox))
+
+
+def served_lab_session(sandbox: Sandbox, journal: Path, interval: float = 0.25
+                       ) -> contextlib.AbstractContextManager[RemoteSession]:
+    """The same session in a process of its own, as the live screen holds one."""
+    config = SessionConfig(profile="fault", connection=sandbox.connection(),
+                           journal_path=journal, interval=interval, load=SMALL)
+    return served_session(config, sysbench=sysbench_on(sandbox))
 
 
 async def global_variables(info: ConnectionInfo) -> dict[str, str]:

@@ -23,6 +23,7 @@ from faults.helpers import (
     knobtop_run,
     lab_session,
     mount_tmpfs,
+    served_lab_session,
     unmount,
     wait_sysbench_gone,
     wait_until,
@@ -180,26 +181,26 @@ async def test_disk_full_mid_run_stops_the_session(
 async def test_disk_full_in_the_live_screen_is_shown(
     sandbox: Sandbox, small_disk: SmallDisk
 ) -> None:
-    app = KnobtopApp(lab_session(sandbox, small_disk.path / "ui.knobtop.jsonl"),
-                     start_load=True)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None
-                    and app.board.series["load_tps"].last is not None, timeout=60)
-        small_disk.fill()
-        pane = app.live.query_one(JournalPane)
+    with served_lab_session(sandbox, small_disk.path / "ui.knobtop.jsonl") as session:
+        app = KnobtopApp(session, start_load=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None
+                        and app.board.series["load_tps"].last is not None, timeout=60)
+            small_disk.fill()
+            pane = app.live.query_one(JournalPane)
 
-        def shown() -> str:
-            return " ".join(" ".join(line.text for line in pane.lines).split())
+            def shown() -> str:
+                return " ".join(" ".join(line.text for line in pane.lines).split())
 
-        await until(pilot, lambda: "journal: cannot write the journal" in shown(), timeout=30)
-        await until(pilot, lambda: app.board is not None and not app.board.load_running,
-                    timeout=30)
-        assert app.is_running and app.return_code is None
-        assert "load stop" in shown()
-        assert "NOT RECORDING" in app._state  # the status bar says it too, and a notice
-        assert any(n.title == "journal" and n.severity == "error" for n in app._notifications)
-        await pilot.press("q")
-    assert app.return_code == 0
+            await until(pilot, lambda: "journal: cannot write the journal" in shown(), timeout=30)
+            await until(pilot, lambda: app.board is not None and not app.board.load_running,
+                        timeout=30)
+            assert app.is_running and app.return_code is None
+            assert "load stop" in shown()
+            assert "NOT RECORDING" in app._state  # the status bar says it too, and a notice
+            assert any(n.title == "journal" and n.severity == "error" for n in app._notifications)
+            await pilot.press("q")
+        assert app.return_code == 0
 
 
 def test_disk_full_ends_a_headless_run_cleanly(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EventCollector
-from faults.helpers import in_thread, lab_session
+from faults.helpers import in_thread, lab_session, served_lab_session
 from harness.procs import sysbench_processes
 from harness.ui import until
 from knobtop.journal import End, Error, JournalReader, Load, Phase, Sample
@@ -125,24 +125,25 @@ async def test_kill_9_of_the_server_under_load(
 
 async def test_kill_9_of_the_server_in_the_live_screen(sandbox: Sandbox, tmp_path: Path) -> None:
     journal = tmp_path / "screen.knobtop.jsonl"
-    app = KnobtopApp(lab_session(sandbox, journal), start_load=True)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None
-                    and app.board.series["load_tps"].last is not None, timeout=60)
-        crash(sandbox)
-        await until(pilot, lambda: any(m.kind == "gap" for m in app.board.markers), timeout=30)
-        await until(pilot, lambda: not app.board.load_running, timeout=60)
-        seen = app.board.samples
-        await in_thread(sandbox.start)
-        await until(pilot, lambda: app.board.samples >= seen + 3, timeout=60)
-        # Still running, and the journal pane lists the gap and the failed load.
-        assert app.is_running and app.return_code is None
-        pane = app.live.query_one(JournalPane)
-        text = "\n".join(line.text for line in pane.lines)
-        assert "sampler: sampling paused" in text and "sampling resumed" in text
-        assert "load failed" in text
-        await pilot.press("q")
-    assert app.return_code == 0
-    events = list(JournalReader(journal))
-    assert any(isinstance(e, Error) and e.gap for e in events)
-    assert isinstance(events[-1], End)
+    with served_lab_session(sandbox, journal) as session:
+        app = KnobtopApp(session, start_load=True)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None
+                        and app.board.series["load_tps"].last is not None, timeout=60)
+            crash(sandbox)
+            await until(pilot, lambda: any(m.kind == "gap" for m in app.board.markers), timeout=30)
+            await until(pilot, lambda: not app.board.load_running, timeout=60)
+            seen = app.board.samples
+            await in_thread(sandbox.start)
+            await until(pilot, lambda: app.board.samples >= seen + 3, timeout=60)
+            # Still running, and the journal pane lists the gap and the failed load.
+            assert app.is_running and app.return_code is None
+            pane = app.live.query_one(JournalPane)
+            text = "\n".join(line.text for line in pane.lines)
+            assert "sampler: sampling paused" in text and "sampling resumed" in text
+            assert "load failed" in text
+            await pilot.press("q")
+        assert app.return_code == 0
+        events = list(JournalReader(journal))
+        assert any(isinstance(e, Error) and e.gap for e in events)
+        assert isinstance(events[-1], End)
