@@ -1,5 +1,5 @@
 """Run by tests/harness/served.py in a fresh interpreter: one session, built from the pickled
-SessionConfig, served over the inherited socket with the app's own server (what the child of
+Session arguments, served over the inherited socket with the app's own server (what the child of
 `knobtop lab` runs after building its session)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from knobtop.hosts.local import LocalHost
-from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session
@@ -25,13 +24,14 @@ from knobtop.session.served import _PR_SET_PDEATHSIG, _prctl, _Server
 def main() -> int:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the test's process gone: this one goes too
     conn = Connection(int(sys.argv[1]))
-    config, nodes, sysbench = pickle.loads(Path(sys.argv[2]).read_bytes())
+    config, nodes, args = pickle.loads(Path(sys.argv[2]).read_bytes())
     config = dataclasses.replace(config, nodes=tuple(
         ServerNode(name=n["name"], host=LocalHost(), link=partial(ServerLink, n["info"]),
                    restart_command=n["restart_command"], dropin_path=n["dropin_path"])
         for n in nodes))
-    driver = None if sysbench is None else Sysbench(LocalHost(), **sysbench)
-    server = _Server(Session(config, LocalHost(), driver), conn)
+    session = Session(config, args["host"], args["driver"], clients=args["clients"],
+                      via=args["via"])
+    server = _Server(session, conn)
     server.ready = Ready(config.journal_path, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # keys belong to the screen (as the child's)
     asyncio.run(server.serve())

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EventCollector, show_tables
+from harness.served import served_session
 from harness.sshd import SshServer
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
@@ -521,41 +522,40 @@ async def test_p_on_the_screen_loads_the_linkbench_graph(tmp_path: Path,
     info = mariadb.connection()
     spec = LoadSpec(workload="linkbench", threads=2, table_size=300)
     journal = tmp_path / "p.knobtop.jsonl"
-    session = Session(SessionConfig(profile="test", connection=info, journal_path=journal,
-                                    load=spec), LocalHost(),
-                      BuiltinDriver(info, database="lb_keys"))
+    config = SessionConfig(profile="test", connection=info, journal_path=journal, load=spec)
     link = ServerLink(info)
     await link.connect()
     try:
         await link.query("DROP DATABASE IF EXISTS lb_keys")
         await link.query("CREATE DATABASE lb_keys")
-        app = KnobtopApp(session)
+        with served_session(config, BuiltinDriver(info, database="lb_keys")) as session:
+            app = KnobtopApp(session)
 
-        def said(text: str) -> bool:
-            return any(text in str(n.message) for n in app._notifications)
+            def said(text: str) -> bool:
+                return any(text in str(n.message) for n in app._notifications)
 
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: app.board is not None)
-            await pilot.press("l")
-            await until(pilot, lambda: any(isinstance(e, Phase) and e.action == "failed"
-                                           for e in JournalReader(journal)), timeout=30)
-            await pilot.press("P")
-            await until(pilot, lambda: said("the LinkBench graph of 300 nodes: ready"),
-                        timeout=60)
-            assert said("preparing the LinkBench graph of 300 nodes ...")
-            await pilot.press("l")
-            await until(pilot, lambda: app.board.series["load_tps"].last is not None,
-                        timeout=30)
-            await pilot.press("l")
-            await until(pilot, lambda: not app.board.load_running, timeout=30)
-            await pilot.press("q")
-        # the graph P loaded (requests add nodes and links, never delete a link row)
-        comment = (await link.query("SELECT TABLE_COMMENT FROM information_schema.TABLES "
-                                    "WHERE TABLE_SCHEMA='lb_keys' AND "
-                                    "TABLE_NAME='nodetable'"))[0][0]
-        assert comment == lb.LOADED.format(maxid1=300)
-        links = (await link.query("SELECT COUNT(*) FROM lb_keys.linktable"))[0][0]
-        assert int(links) >= lb.expected_links(300)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await until(pilot, lambda: app.board is not None)
+                await pilot.press("l")
+                await until(pilot, lambda: any(isinstance(e, Phase) and e.action == "failed"
+                                               for e in JournalReader(journal)), timeout=30)
+                await pilot.press("P")
+                await until(pilot, lambda: said("the LinkBench graph of 300 nodes: ready"),
+                            timeout=60)
+                assert said("preparing the LinkBench graph of 300 nodes ...")
+                await pilot.press("l")
+                await until(pilot, lambda: app.board.series["load_tps"].last is not None,
+                            timeout=30)
+                await pilot.press("l")
+                await until(pilot, lambda: not app.board.load_running, timeout=30)
+                await pilot.press("q")
+            # the graph P loaded (requests add nodes and links, never delete a link row)
+            comment = (await link.query("SELECT TABLE_COMMENT FROM information_schema.TABLES "
+                                        "WHERE TABLE_SCHEMA='lb_keys' AND "
+                                        "TABLE_NAME='nodetable'"))[0][0]
+            assert comment == lb.LOADED.format(maxid1=300)
+            links = (await link.query("SELECT COUNT(*) FROM lb_keys.linktable"))[0][0]
+            assert int(links) >= lb.expected_links(300)
     finally:
         await link.query("DROP DATABASE IF EXISTS lb_keys")
         await link.close()

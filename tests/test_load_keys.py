@@ -17,7 +17,7 @@ from knobtop.load.base import WORKLOADS, LoadSpec
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo
-from knobtop.session.core import Session, SessionConfig
+from knobtop.session.core import SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.choice import ChoiceScreen
 
@@ -64,23 +64,23 @@ async def test_w_opens_a_workload_picker_and_changes_once(
     journal = tmp_path / "w.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal,
                            load=ONE)
-    session = Session(config, LocalHost(), tables)
-    app = KnobtopApp(session)
-    async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: app.board is not None)
-        await pilot.press("w")
-        assert isinstance(app.screen, ChoiceScreen)
-        shown = "\n".join(app.screen.query_one("OptionList").render_line(y).text
-                          for y in range(app.screen.query_one("OptionList").size.height))
-        assert all(w in shown for w in WORKLOADS) and "oltp_point_select  (now)" in shown
-        await pilot.press("escape")  # keeps the workload
-        assert not isinstance(app.screen, ChoiceScreen)
-        await pilot.press("w")
-        target = WORKLOADS.index("oltp_read_only") - WORKLOADS.index("oltp_point_select")
-        await pilot.press(*(["down"] * target if target > 0 else ["up"] * -target), "enter")
-        await until(pilot, lambda: any("next load: oltp_read_only x1" in str(n.message)
-                                       for n in app._notifications), timeout=10)
-        await pilot.press("q")
-    # The load was stopped throughout: choosing remembers the workload, starts no phase.
-    assert not [e for e in JournalReader(journal) if isinstance(e, Phase)]
-    assert session.load_spec is not None and session.load_spec.workload == "oltp_read_only"
+    with served_session(config, tables) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, lambda: app.board is not None)
+            await pilot.press("w")
+            assert isinstance(app.screen, ChoiceScreen)
+            shown = "\n".join(app.screen.query_one("OptionList").render_line(y).text
+                              for y in range(app.screen.query_one("OptionList").size.height))
+            assert all(w in shown for w in WORKLOADS) and "oltp_point_select  (now)" in shown
+            await pilot.press("escape")  # keeps the workload
+            assert not isinstance(app.screen, ChoiceScreen)
+            await pilot.press("w")
+            target = WORKLOADS.index("oltp_read_only") - WORKLOADS.index("oltp_point_select")
+            await pilot.press(*(["down"] * target if target > 0 else ["up"] * -target), "enter")
+            await until(pilot, lambda: any("next load: oltp_read_only x1" in str(n.message)
+                                           for n in app._notifications), timeout=10)
+            await pilot.press("q")
+        # The load was stopped throughout: choosing remembers the workload, starts no phase.
+        assert not [e for e in JournalReader(journal) if isinstance(e, Phase)]
+        assert session.state().load.workload == "oltp_read_only"  # the port's reading

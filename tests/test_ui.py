@@ -22,7 +22,7 @@ from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
-from knobtop.session.core import Session, SessionConfig
+from knobtop.session.core import SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -188,21 +188,22 @@ async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
                                                      socket=str(mariadb.socket)),
                            journal_path=tmp_path / "h.knobtop.jsonl")
     target = host(ssh_target, "db-host")
-    session = Session(config, target, None, clients=(host(ssh_client, "app-host"),), via=target)
-    app = KnobtopApp(session)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await until(pilot, lambda: app.board is not None
-                    and {"db-host", "app-host"} <= set(app.board.hosts)
-                    and app.board.hosts["db-host"].get("cpu") is not None)
-        version = app.board.version
-        await until(pilot, lambda: app._painted >= version)
-        text = "\n".join(app.live.query_one(HostPanel).render_line(y).text
-                         for y in range(app.live.query_one(HostPanel).size.height))
-        assert "db-host" in text and "app-host" in text
-        assert app.board.hosts["app-host"]["mem_used_pct"] is not None
-        status = app.live.query_one(StatusBar).render_line(0).text
-        assert "db-host" in status and "via ssh" in status
-        await pilot.press("q")
+    with served_session(config, host=target, clients=(host(ssh_client, "app-host"),),
+                        via=target) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: app.board is not None
+                        and {"db-host", "app-host"} <= set(app.board.hosts)
+                        and app.board.hosts["db-host"].get("cpu") is not None)
+            version = app.board.version
+            await until(pilot, lambda: app._painted >= version)
+            text = "\n".join(app.live.query_one(HostPanel).render_line(y).text
+                             for y in range(app.live.query_one(HostPanel).size.height))
+            assert "db-host" in text and "app-host" in text
+            assert app.board.hosts["app-host"]["mem_used_pct"] is not None
+            status = app.live.query_one(StatusBar).render_line(0).text
+            assert "db-host" in status and "via ssh" in status
+            await pilot.press("q")
 
 
 @pytest.mark.integration

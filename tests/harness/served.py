@@ -2,11 +2,16 @@
 
 The live screen never holds a Session: it holds a RemoteSession whose calls, results, events
 and state cross a socket to the session's process (knobtop.session.served).  A screen test
-drives the same: ``served_session(config)`` starts a fresh interpreter (tests/served_script.py)
-that builds ``Session(config, LocalHost(), driver)``, serves it with the app's own server
-class on one end of a socket pair, and yields the RemoteSession on the other end, exactly as
+drives the same: ``served_session(config, driver, host=..., clients=..., via=...)`` takes
+``Session``'s own arguments, starts a fresh interpreter (tests/served_script.py) that builds
+that Session and serves it with the app's own server class on one end of a socket pair, and
+yields the RemoteSession on the other end, exactly as
 ``knobtop.session.process.session_process`` does after its fork.  So every change, undo and
 event of a pilot test crosses the process boundary by value, as users' do.
+
+The host and driver objects are sent as they are (pickled, unconnected); the server nodes
+of a static change, whose ``link`` is a function, are sent as their connection and built
+again there.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from knobtop.load.sysbench import Sysbench
+from knobtop.hosts.base import Host
+from knobtop.hosts.local import LocalHost
+from knobtop.load.base import LoadDriver
+from knobtop.server.link import Tunnel
 from knobtop.session.core import SessionConfig
 from knobtop.session.process import _hang_up, _wait_ready
 from knobtop.session.remote import RemoteSession
@@ -34,14 +42,19 @@ EXIT_DEADLINE = 60.0
 
 
 @contextlib.contextmanager
-def served_session(config: SessionConfig, *, sysbench: Sysbench | None = None,
+def served_session(config: SessionConfig, driver: LoadDriver | None = None, *,
+                   sysbench: LoadDriver | None = None, host: Host | None = None,
+                   clients: tuple[Host, ...] = (), via: Tunnel | None = None,
                    ) -> Iterator[RemoteSession]:
-    """A RemoteSession on ``config``'s session, built and served in its own process
-    (``sysbench``: a local Sysbench driver, rebuilt there with the same settings)."""
+    """A RemoteSession on ``Session(config, host, driver, clients=, via=)``, built and served
+    in its own process (``sysbench``: another name for ``driver``; ``host``: this machine
+    when None)."""
     ours, theirs = socket.socketpair()
+    session_args = {"host": host or LocalHost(), "driver": driver or sysbench,
+                    "clients": clients, "via": via}
     with tempfile.NamedTemporaryFile("wb", suffix=".pickle", delete=False) as fh:
-        pickle.dump((dataclasses.replace(config, nodes=()), _node_args(config),
-                     None if sysbench is None else _driver_args(sysbench)), fh)
+        pickle.dump((dataclasses.replace(config, nodes=()), _node_args(config), session_args),
+                    fh)
         spec = Path(fh.name)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (
         str(SCRIPT.parent), os.environ.get("PYTHONPATH", ""))))}
@@ -61,14 +74,6 @@ def served_session(config: SessionConfig, *, sysbench: Sysbench | None = None,
             proc.kill()
             proc.wait()
         spec.unlink(missing_ok=True)
-
-
-def _driver_args(driver: Sysbench) -> dict[str, Any]:
-    """The keyword arguments that build ``driver`` again (its host is this machine)."""
-    mysql_host, mysql_port, mysql_socket = driver._address
-    return {"mysql_host": mysql_host, "mysql_port": mysql_port, "mysql_socket": mysql_socket,
-            "user": driver._user, "password": driver._password, "database": driver.database,
-            "binary": driver.binary}
 
 
 def _node_args(config: SessionConfig) -> list[dict[str, Any]]:
