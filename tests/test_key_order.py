@@ -14,11 +14,11 @@ from textual.command import CommandInput, CommandPalette
 from textual.widgets import Input
 
 from conftest import show_global
+from harness.served import served_session
 from harness.ui import until
-from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
 from knobtop.server.link import ConnectionInfo, ServerLink
-from knobtop.session.core import Session, SessionConfig
+from knobtop.session.core import SessionConfig
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.screens.prompt import PromptScreen
@@ -61,43 +61,44 @@ async def test_knob_dialog_applies_the_typed_burst_and_shows_what_it_will_apply(
     journal = tmp_path / "keys.knobtop.jsonl"
     before = await show_global(mariadb_info, "innodb_io_capacity")
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    try:
-        async with app.run_test(size=size) as pilot:
-            panel = app.live.query_one(KnobPanel)
-            await until(pilot, lambda: "innodb_io_capacity" in panel.values)
-            while panel.highlighted_knob != "innodb_io_capacity":
-                await pilot.press("down")
-            await pilot.press("enter")
-            assert isinstance(app.screen, PromptScreen)
-            field = app.screen.query_one(Input)
-            preview = app.screen.query_one("#prompt-preview")
-            # The field opens with the current value selected, as the user saw it:
-            # BSpace clears the selection, then 1000. Out of order it would be 100.
-            assert field.selection.end - field.selection.start == len(field.value) > 0
-            burst(app, "BSpace", "1", "0", "0", "0")
-            await until(pilot, lambda: field.value == "1000", timeout=5)
-            assert "applies innodb_io_capacity = 1000" in str(preview.render())
-            field.value = "99"
-            await pilot.pause()
-            assert "out of range" in str(preview.render())  # said before Enter, not after
-            field.value = ""
-            await pilot.pause()
-            field.value = "1000"
-            await pilot.press("enter")
-            await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
-            await pilot.press("q")
-        assert await show_global(mariadb_info, "innodb_io_capacity") == "1000"
-        changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
-        assert [(c.knob, c.new, c.result) for c in changes] == [
-            ("innodb_io_capacity", "1000", "ok")]
-    finally:
-        link = ServerLink(mariadb_info)
-        await link.connect()
+    with served_session(config) as session:
+        app = KnobtopApp(session)
         try:
-            await link.query("SET GLOBAL innodb_io_capacity = %s", (int(before),))
+            async with app.run_test(size=size) as pilot:
+                panel = app.live.query_one(KnobPanel)
+                await until(pilot, lambda: "innodb_io_capacity" in panel.values)
+                while panel.highlighted_knob != "innodb_io_capacity":
+                    await pilot.press("down")
+                await pilot.press("enter")
+                assert isinstance(app.screen, PromptScreen)
+                field = app.screen.query_one(Input)
+                preview = app.screen.query_one("#prompt-preview")
+                # The field opens with the current value selected, as the user saw it:
+                # BSpace clears the selection, then 1000. Out of order it would be 100.
+                assert field.selection.end - field.selection.start == len(field.value) > 0
+                burst(app, "BSpace", "1", "0", "0", "0")
+                await until(pilot, lambda: field.value == "1000", timeout=5)
+                assert "applies innodb_io_capacity = 1000" in str(preview.render())
+                field.value = "99"
+                await pilot.pause()
+                assert "out of range" in str(preview.render())  # said before Enter, not after
+                field.value = ""
+                await pilot.pause()
+                field.value = "1000"
+                await pilot.press("enter")
+                await until(pilot, lambda: any(m.kind == "change" for m in app.board.markers))
+                await pilot.press("q")
+            assert await show_global(mariadb_info, "innodb_io_capacity") == "1000"
+            changes = [e for e in JournalReader(journal) if isinstance(e, Change)]
+            assert [(c.knob, c.new, c.result) for c in changes] == [
+                ("innodb_io_capacity", "1000", "ok")]
         finally:
-            await link.close()
+            link = ServerLink(mariadb_info)
+            await link.connect()
+            try:
+                await link.query("SET GLOBAL innodb_io_capacity = %s", (int(before),))
+            finally:
+                await link.close()
 
 
 @pytest.mark.integration
@@ -107,18 +108,19 @@ async def test_note_dialog_and_palette_keep_the_order(
 ) -> None:
     journal = tmp_path / "note.knobtop.jsonl"
     config = SessionConfig(profile="test", connection=mariadb_info, journal_path=journal)
-    app = KnobtopApp(Session(config, LocalHost(), driver=None))
-    async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: app.board is not None and app.board.samples >= 1)
-        await pilot.press("n")
-        assert isinstance(app.screen, PromptScreen)
-        burst(app, "a", "b", "BSpace", "c", " ", "x", "y", "BSpace", "BSpace", "z", "Enter")
-        await until(pilot, lambda: not isinstance(app.screen, PromptScreen), timeout=5)
-        await pilot.press("ctrl+p")
-        await until(pilot, lambda: isinstance(app.screen, CommandPalette), timeout=5)
-        palette_field = app.screen.query_one(CommandInput)
-        burst(app, "s", "o", "r", "x", "BSpace", "t", "_", "b")
-        await until(pilot, lambda: palette_field.value == "sort_b", timeout=5)
-        await pilot.press("escape")
-        await pilot.press("q")
-    assert [e.text for e in JournalReader(journal) if isinstance(e, Note)] == ["ac z"]
+    with served_session(config) as session:
+        app = KnobtopApp(session)
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, lambda: app.board is not None and app.board.samples >= 1)
+            await pilot.press("n")
+            assert isinstance(app.screen, PromptScreen)
+            burst(app, "a", "b", "BSpace", "c", " ", "x", "y", "BSpace", "BSpace", "z", "Enter")
+            await until(pilot, lambda: not isinstance(app.screen, PromptScreen), timeout=5)
+            await pilot.press("ctrl+p")
+            await until(pilot, lambda: isinstance(app.screen, CommandPalette), timeout=5)
+            palette_field = app.screen.query_one(CommandInput)
+            burst(app, "s", "o", "r", "x", "BSpace", "t", "_", "b")
+            await until(pilot, lambda: palette_field.value == "sort_b", timeout=5)
+            await pilot.press("escape")
+            await pilot.press("q")
+        assert [e.text for e in JournalReader(journal) if isinstance(e, Note)] == ["ac z"]
