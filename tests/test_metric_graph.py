@@ -221,7 +221,7 @@ async def test_pilot_ramp_with_marker_at_40x6() -> None:
     app = GraphApp()
     async with app.run_test(size=(40, 6)) as pilot:
         graph = app.query_one(MetricGraph)
-        graph.set_data(RAMP, [(50.0, "innodb_io_capacity=2000")], 0.0, 100.0)
+        graph.set_data(RAMP, [(50.0, "io_cap=2000")], 0.0, 100.0)
         await pilot.pause()
         assert graph.size == (40, 6)
         lines = rendered_lines(graph)
@@ -234,14 +234,16 @@ async def test_pilot_ramp_with_marker_at_40x6() -> None:
         assert title.endswith("0\u20131.00K")
         assert NEWEST_GLYPH not in title and MARKER_GLYPH not in title
         marker_x = MARGIN + 17  # t=50 of [0, 100] on 34 plot cells
-        tag_rows = [row for row in plot if "innodb_io_cap" in row]
+        tag_rows = [row for row in plot if "io_cap=2000" in row]
         assert len(tag_rows) == 1
-        assert tag_rows[0][marker_x + 1:].startswith("innodb_io_cap")  # right of its line
+        assert tag_rows[0][marker_x + 1:].startswith("io_cap=2000")  # right of its line
 
-        # The marker: same column in every plot row, and nowhere else.
-        for row in plot:
-            assert row[marker_x] == MARKER_GLYPH
-            assert row.count(MARKER_GLYPH) == 1
+        # The marker: same column in every plot row, under the line (the row where the ramp
+        # crosses it shows the ramp's dots), and nowhere else.
+        column = [row[marker_x] for row in plot]
+        assert all(ch == MARKER_GLYPH or is_braille(ch) for ch in column), column
+        assert column.count(MARKER_GLYPH) >= len(plot) - 1
+        assert all(row.count(MARKER_GLYPH) == (row[marker_x] == MARKER_GLYPH) for row in plot)
 
         # Left margin: y max on the top plot row, 0 on the bottom one.
         assert plot[0][:MARGIN].strip() == "1.00K"
@@ -251,20 +253,26 @@ async def test_pilot_ramp_with_marker_at_40x6() -> None:
         last_col = [row[-1] for row in plot]
         first_col = [row[MARGIN] for row in plot]
         assert is_braille(last_col[0]), last_col
-        assert all(ch in " …" for ch in last_col[1:]), last_col  # "…": the tag's end
+        assert all(ch == " " for ch in last_col[1:]), last_col
         assert is_braille(first_col[-1]) and all(ch == " " for ch in first_col[:-1]), first_col
-        # The line is continuous: every plot column except the marker's (and the tag's, which
-        # sits on the row where it hides the fewest dots) carries dots.
-        tag_end = marker_x + 1 + len(tag_rows[0][marker_x + 1:].rstrip())
+        # The line is continuous, and neither the marker nor its tag hides a dot of it:
+        # every plot column carries dots.
         for x in range(MARGIN, 40):
-            if x != marker_x and not marker_x < x < tag_end:
-                assert any(is_braille(row[x]) for row in plot), f"column {x} empty"
+            assert any(is_braille(row[x]) for row in plot), f"column {x} empty"
 
         # The marker is drawn in the marker component style, not the line style.
-        strip = graph.render_line(2)
+        y = 1 + next(r for r, row in enumerate(plot) if row[marker_x] == MARKER_GLYPH
+                     and row[marker_x + 1] != "i")
+        strip = graph.render_line(y)
         styles = [seg.style for seg in strip for _ in seg.text]
         assert styles[marker_x] == graph.get_component_rich_style("metric-graph--marker")
         assert styles[marker_x + 1] == graph.get_component_rich_style("metric-graph--line")
+
+        # A tag with no room for it whole on either side of its line is left out, not cut.
+        graph.set_data(RAMP, [(50.0, "innodb_io_capacity=2000")], 0.0, 100.0)
+        await pilot.pause()
+        plot = rendered_lines(graph)[1:]
+        assert not any("innodb" in row or "…" in row for row in plot), plot
 
 
 async def test_pilot_narrow_and_short_is_still_readable() -> None:
@@ -278,7 +286,10 @@ async def test_pilot_narrow_and_short_is_still_readable() -> None:
         assert lines[0].startswith("tps 1.00K/s")
         assert lines[1][:MARGIN].strip() == "1.00K"
         assert lines[2][:MARGIN].strip() == "0"
-        assert lines[1][MARGIN + 16] == MARKER_GLYPH == lines[2][MARGIN + 16]
+        # The marker under the line: the ramp's dots where it crosses, the line elsewhere.
+        column = lines[1][MARGIN + 16] + lines[2][MARGIN + 16]
+        assert MARKER_GLYPH in column and all(
+            ch == MARKER_GLYPH or is_braille(ch) for ch in column), column
         assert is_braille(lines[1][-1]) and is_braille(lines[2][MARGIN])
 
 
@@ -439,9 +450,15 @@ async def test_every_size_renders_full_width_lines(size: tuple[int, int]) -> Non
                 assert graph.render_line(y).cell_length == width
 
 
+def under_the_line(ch: str) -> bool:
+    """A marker's cell: its glyph, or the line's dots where the line crosses it."""
+    return ch == MARKER_GLYPH or is_braille(ch)
+
+
 async def test_marker_tags_beside_their_lines_never_overlapping() -> None:
     # Each full-height marker is tagged in the plot: right of its line when there is room
-    # before the next line, else left of it, cut with "…"; no tag covers a line or another tag.
+    # before the next line, else left of it, whole or not at all; no tag covers a line,
+    # another tag or a dot of the data.
     app = GraphApp()
     async with app.run_test(size=(60, 6)) as pilot:
         graph = app.query_one(MetricGraph)
@@ -449,16 +466,16 @@ async def test_marker_tags_beside_their_lines_never_overlapping() -> None:
         await pilot.pause()
         plot = rendered_lines(graph)[1:]
         first, second = MARGIN + 5, MARGIN + 16  # t=10 and t=30 of [0, 100] on 54 cells
-        assert all(row[first] == row[second] == MARKER_GLYPH for row in plot)
+        assert all(under_the_line(row[first]) and under_the_line(row[second]) for row in plot)
         assert any(row[first + 1:].startswith("old=1 ") for row in plot)
         assert any(row[second + 1:].startswith("io_capacity=2000") for row in plot)
-        # Two lines 3 cells apart: no room right of the first, so its tag ends at its line.
+        # Two lines 3 cells apart: no room right of the first, and 5 cells left of it for
+        # a 25-cell tag: it is left out (it was cut to "flush…" before); b=1 fits.
         graph.set_data(RAMP, [(10.0, "flush_log_at_trx_commit=2"), (15.0, "b=1")], 0.0, 100.0)
         await pilot.pause()
         plot = rendered_lines(graph)[1:]
         a, b = MARGIN + 5, MARGIN + 8
-        assert all(row[a] == row[b] == MARKER_GLYPH for row in plot)
-        left = [row[MARGIN:a] for row in plot if "…" in row[MARGIN:a]]
-        assert left and left[0].endswith("…"), plot
+        assert all(under_the_line(row[a]) and under_the_line(row[b]) for row in plot)
+        assert not any("…" in row or "fl" in row for row in plot), plot
         assert any(row[b + 1:].startswith("b=1") for row in plot)
-        assert all(row.count(MARKER_GLYPH) == 2 for row in plot)
+        assert all(row.count(MARKER_GLYPH) <= 2 for row in plot)

@@ -27,7 +27,7 @@ from knobtop.ui.keynames import answer_known_keys
 from knobtop.ui.keyorder import keep_key_order
 from knobtop.ui.leanstrips import lean_strip_caches
 from knobtop.ui.look import apply_look
-from knobtop.ui.screens.help import HelpScreen
+from knobtop.ui.screens.help import GRAPHS_NOTE, HelpScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.widgets.graph_grid import GRAPHS, PAGES, WINDOWS, GraphGrid, graph_id
 from knobtop.ui.widgets.knob_panel import KnobPanel
@@ -145,7 +145,7 @@ class KnobtopBase(ScreenApp):
         if isinstance(self.screen, HelpScreen):
             return
         self.push_screen(HelpScreen(self.key_bindings(), self.config.keys,
-                                    f"{self.title}: keys"))
+                                    f"{self.title}: keys", note=GRAPHS_NOTE))
 
     def palette_actions(self) -> list[PaletteEntry]:
         out = binding_actions(self, self.key_bindings(), self.config.keys)

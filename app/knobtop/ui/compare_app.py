@@ -481,7 +481,8 @@ class WindowedScreen(Screen[None]):
         """The grid of overlaid graphs (the last ones on a wide screen only)."""
         with Grid(id="graphs"):
             for i, spec in enumerate(COMPARE_GRAPHS):
-                yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, labels=labels,
+                yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit,
+                                  axis_fmt=spec.axis_fmt, labels=labels,
                                   id=f"graph-{spec.metric}",
                                   classes="wide-only" if i >= NARROW_GRAPHS else None)
 

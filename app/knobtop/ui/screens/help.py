@@ -19,6 +19,10 @@ SECTIONS = {
 
 HINT = ('Remap a key in ~/.config/knobtop/config.toml, e.g. [keys] "load.toggle" = "L". '
         "Ctrl+P finds every action by name. Arrows, PgUp/PgDn or the wheel scroll. Esc closes.")
+#: How to read the graphs' change markers (the screens with graphs pass it as ``note``).
+GRAPHS_NOTE = ("Graphs: a line marks a knob change, restart, note or mark, also on the time "
+               "axis under the plot; a small tick marks a load phase or a gap. A line's "
+               "label shows only where it fits whole: the Journal pane lists every change.")
 #: The box around the table: border and padding across, border and title down.
 BOX_WIDTH, BOX_HEIGHT, BOX_MAX_WIDTH = 4, 3, 90
 
@@ -53,17 +57,19 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark,f1", "close", "Close", id="help.close")]
 
-    def __init__(self, bindings: Iterable[Binding], keymap: dict[str, str], title: str) -> None:
+    def __init__(self, bindings: Iterable[Binding], keymap: dict[str, str], title: str,
+                 note: str = "") -> None:
         super().__init__()
         self.bindings = [b for b in bindings if b.id and b.description]
         self.keymap = keymap
         self.title_text = title
+        self.hint = f"{note} {HINT}" if note else HINT
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self.title_text, classes="help-title", markup=False)
             yield DataTable(cursor_type="row", zebra_stripes=True, id="help-keys")
-            yield Static(HINT, classes="help-hint", markup=False)
+            yield Static(self.hint, classes="help-hint", markup=False)
 
     def keys_of(self, binding: Binding) -> str:
         keys = self.keymap.get(binding.id or "", binding.key)
@@ -86,7 +92,7 @@ class HelpScreen(ModalScreen[None]):
         """The table gets the rows the screen has left after the title and the hint, so
         the hint's last line always shows and the table scrolls for the rest."""
         width = max(10, min(BOX_MAX_WIDTH, self.size.width) - BOX_WIDTH)
-        hint_lines = len(Text(HINT).wrap(self.app.console, width))
+        hint_lines = len(Text(self.hint).wrap(self.app.console, width))
         room = self.size.height - BOX_HEIGHT - hint_lines
         self.query_one(DataTable).styles.max_height = max(3, room)
 

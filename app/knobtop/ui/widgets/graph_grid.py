@@ -11,31 +11,41 @@ from textual.containers import Container, Grid
 
 from knobtop.metrics.board import MetricBoard
 from knobtop.ui.widgets.incident_page import IncidentPage
-from knobtop.ui.widgets.metric_graph import MetricGraph, default_fmt
-
-
-def _pct(value: float) -> str:
-    return f"{value:.1f}"
+from knobtop.ui.widgets.metric_graph import MetricGraph
+from knobtop.ui.widgets.units import unit_of
 
 
 @dataclass(frozen=True)
 class GraphSpec:
+    """One graph of a page: its metric and title; how its values read comes from the
+    metric's unit (``units.UNITS``)."""
+
     metric: str
     title: str
-    unit: str = ""
-    fmt: Callable[[float], str] = default_fmt
+
+    @property
+    def unit(self) -> str:
+        return unit_of(self.metric).suffix
+
+    @property
+    def fmt(self) -> Callable[[float], str]:
+        return unit_of(self.metric).fmt
+
+    @property
+    def axis_fmt(self) -> Callable[[float], str]:
+        return unit_of(self.metric).axis
 
 
 GRAPHS: tuple[GraphSpec, ...] = (
     GraphSpec("tps", "Server TPS"),
     GraphSpec("qps", "Server QPS"),
     GraphSpec("load_tps", "sysbench TPS"),
-    GraphSpec("load_p95", "sysbench p95", " ms"),
-    GraphSpec("hit_ratio", "BP hit ratio", "%", _pct),
-    GraphSpec("dirty_pct", "Dirty pages", "%", _pct),
+    GraphSpec("load_p95", "sysbench p95"),
+    GraphSpec("hit_ratio", "BP hit ratio"),
+    GraphSpec("dirty_pct", "Dirty pages"),
     GraphSpec("history_len", "History length"),
-    GraphSpec("checkpoint_age", "Checkpoint age", "B"),
-    GraphSpec("cpu", "Host CPU", "%", _pct),
+    GraphSpec("checkpoint_age", "Checkpoint age"),
+    GraphSpec("cpu", "Host CPU"),
 )
 
 
@@ -43,35 +53,35 @@ GRAPHS: tuple[GraphSpec, ...] = (
 PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
     "overview": ("Overview", GRAPHS),
     "innodb": ("InnoDB", (
-        GraphSpec("hit_ratio", "BP hit ratio", "%", _pct),
-        GraphSpec("dirty_pct", "Dirty pages", "%", _pct),
+        GraphSpec("hit_ratio", "BP hit ratio"),
+        GraphSpec("dirty_pct", "Dirty pages"),
         GraphSpec("history_len", "History length"),
-        GraphSpec("checkpoint_pct", "Checkpoint age/max", "%", _pct),
-        GraphSpec("row_lock_waits", "Row lock waits", "/s"),
-        GraphSpec("pages_flushed", "Pages flushed", "/s"),
-        GraphSpec("data_reads", "Data reads", "/s"),
-        GraphSpec("log_waits", "Log waits", "/s"),
+        GraphSpec("checkpoint_pct", "Checkpoint age/max"),
+        GraphSpec("row_lock_waits", "Row lock waits"),
+        GraphSpec("pages_flushed", "Pages flushed"),
+        GraphSpec("data_reads", "Data reads"),
+        GraphSpec("log_waits", "Log waits"),
         GraphSpec("threads_running", "Threads running"),
     )),
     "myrocks": ("MyRocks", (
-        GraphSpec("rocks_hit_ratio", "Block cache hit", "%", _pct),
-        GraphSpec("rocks_stalls", "Write stalls", "/s"),
-        GraphSpec("rocks_stall_ms", "Stall time", " ms/s"),
+        GraphSpec("rocks_hit_ratio", "Block cache hit"),
+        GraphSpec("rocks_stalls", "Write stalls"),
+        GraphSpec("rocks_stall_ms", "Stall time"),
         GraphSpec("load_tps", "sysbench TPS"),
-        GraphSpec("load_p95", "sysbench p95", " ms"),
-        GraphSpec("cpu", "Host CPU", "%", _pct),
+        GraphSpec("load_p95", "sysbench p95"),
+        GraphSpec("cpu", "Host CPU"),
     )),
     # The built-in LinkBench (issue 20): requests/s, then the post's four operations
     "linkbench": ("LinkBench", (
         GraphSpec("load_tps", "Requests"),
-        GraphSpec("lb_gl_ops", "getlinklist", "/s"),
-        GraphSpec("lb_gl_p99", "getlinklist p99", " ms"),
-        GraphSpec("lb_gn_ops", "getnode", "/s"),
-        GraphSpec("lb_gn_p99", "getnode p99", " ms"),
-        GraphSpec("lb_ul_p99", "updatelink p99", " ms"),
-        GraphSpec("lb_un_ops", "updatenode", "/s"),
-        GraphSpec("lb_un_p99", "updatenode p99", " ms"),
-        GraphSpec("cpu", "Host CPU", "%", _pct),
+        GraphSpec("lb_gl_ops", "getlinklist"),
+        GraphSpec("lb_gl_p99", "getlinklist p99"),
+        GraphSpec("lb_gn_ops", "getnode"),
+        GraphSpec("lb_gn_p99", "getnode p99"),
+        GraphSpec("lb_ul_p99", "updatelink p99"),
+        GraphSpec("lb_un_ops", "updatenode"),
+        GraphSpec("lb_un_p99", "updatenode p99"),
+        GraphSpec("cpu", "Host CPU"),
     )),
 }
 
@@ -110,8 +120,9 @@ class GraphPage(Grid):
 
     def compose(self) -> ComposeResult:
         for spec in self.specs:
-            yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, time_axis=True,
-                              sliding=True, id=graph_id(self.page, spec.metric))
+            yield MetricGraph(spec.title, fmt=spec.fmt, unit=spec.unit, axis_fmt=spec.axis_fmt,
+                              time_axis=True, sliding=True,
+                              id=graph_id(self.page, spec.metric))
 
     def on_mount(self) -> None:
         self._ready = True

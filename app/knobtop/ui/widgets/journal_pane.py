@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from typing import Any
 
@@ -25,8 +26,31 @@ from knobtop.ui.widgets.richlog import RichLog
 MAX_ENTRIES = 1000
 
 
+def is_no_op(event: Event) -> bool:
+    """A change that changed nothing (``io_capacity_max=10000 (was 10000)``: a revert
+    putting back a value the server already held): journaled, not listed."""
+    return isinstance(event, Change) and event.result == "ok" and event.old == event.new
+
+
+def order_key(event: Event) -> tuple[float, int]:
+    """Where an event goes in the pane: by time, a change before what else happened at the
+    same moment.  A change is journaled when it is done, stamped with its start, so what
+    it caused (``sampling paused`` for its restart, the load stopped for it) arrives first
+    and is listed after it."""
+    return event.t, 0 if isinstance(event, Change) else 1
+
+
+def starts_a_journal(event: Event) -> bool:
+    """The follower moved to a newer (or rotated) journal: its times start again at 0, and
+    its events are listed after the last one's, not among them."""
+    return isinstance(event, Error) and event.source == "follow" and event.gap
+
+
 def describe(event: Event) -> Text | None:
-    """A short line for the pane, or None for events that are not listed (samples, loads)."""
+    """A short line for the pane, or None for events that are not listed (samples, loads,
+    changes that changed nothing)."""
+    if is_no_op(event):
+        return None
     stamp = f"{int(event.t) // 60:02d}:{int(event.t) % 60:02d} "
     # The pane wraps (and re-wraps on a resize), and the essential part comes first: a
     # change reads "knob=new" before the old value, so the new value shows at any width.
@@ -86,6 +110,8 @@ def describe(event: Event) -> Text | None:
 
 
 class JournalPane(RichLog):
+    """The listed events in time order (``order_key``), newest last."""
+
     DEFAULT_CSS = """
     JournalPane {
         height: 1fr;
@@ -104,31 +130,68 @@ class JournalPane(RichLog):
         super().__init__(max_lines=MAX_ENTRIES, wrap=True, markup=False, auto_scroll=True,
                          min_width=1, **kwargs)
         self.border_title = "Journal"
-        # The entries as written: a RichLog wraps at the width it had when each was
-        # written, so a resize writes them again at the new width.
+        # The entries as written, in order, with the key that placed them: a RichLog wraps
+        # at the width it had when each was written, so a resize writes them again at the
+        # new width, and so does an event that belongs above the last one.
         self.entries: deque[Text] = deque(maxlen=MAX_ENTRIES)
+        self._keys: deque[tuple[int, float, int]] = deque(maxlen=MAX_ENTRIES)
+        self._journals = 0  # journals followed before this one (starts_a_journal)
         self._wrapped_at = 0
 
-    def _add(self, line: Text) -> None:
-        self.entries.append(line)
-        self.write(line)
+    def _add(self, line: Text, key: tuple[int, float, int]) -> None:
+        if not self._keys or key >= self._keys[-1]:
+            self.entries.append(line)
+            self._keys.append(key)
+            self.write(line)
+            return
+        # Late (a change journaled after what it caused): in its place, then written again.
+        at = bisect.bisect_right(self._keys, key)
+        if len(self.entries) == MAX_ENTRIES:  # a full deque refuses an insert: the oldest goes
+            if at == 0:
+                return  # older than all the pane keeps
+            self.entries.popleft()
+            self._keys.popleft()
+            at -= 1
+        self.entries.insert(at, line)
+        self._keys.insert(at, key)
+        self._rewrite()
+
+    def _key(self, event: Event) -> tuple[int, float, int]:
+        if starts_a_journal(event):
+            self._journals += 1
+        return self._journals, *order_key(event)
 
     def add_event(self, event: Event) -> None:
+        key = self._key(event)
         line = describe(event)
         if line is not None:
-            self._add(line)
+            self._add(line, key)
 
     def show_list(self, events: list[Event], current: int | None) -> None:
-        """Replay: exactly ``events``, with the one at ``current`` highlighted."""
+        """Replay: exactly ``events`` (those listed), in time order, with the one at
+        ``current`` highlighted."""
         self.clear()
         self.entries.clear()
+        self._keys.clear()
+        self._journals = 0
+        listed: list[tuple[tuple[int, float, int], Text]] = []
         for i, event in enumerate(events):
+            key = self._key(event)
             line = describe(event)
             if line is None:
                 continue
             if i == current:
                 line.stylize("reverse")
-            self._add(line)
+            listed.append((key, line))
+        for key, line in sorted(listed, key=lambda kl: kl[0]):  # stable: ties as journaled
+            self._add(line, key)
+
+    def _rewrite(self) -> None:
+        at_end = self.is_vertical_scroll_end
+        keep = list(self.entries)
+        self.clear()
+        for line in keep:
+            self.write(line, scroll_end=at_end)
 
     def on_resize(self, event: events.Resize) -> None:
         # (RichLog's own handler runs after this one: it writes what waited for a size.)
@@ -139,8 +202,4 @@ class JournalPane(RichLog):
         self._wrapped_at = width
         if first:
             return
-        at_end = self.is_vertical_scroll_end
-        keep = list(self.entries)
-        self.clear()
-        for line in keep:
-            self.write(line, scroll_end=at_end)
+        self._rewrite()

@@ -11,8 +11,11 @@ phase change at 20 s)::
         0 ⣀⠤⠔⠒⠊⠉⠁    │             │           <- ... and the y minimum (usually 0) at the bottom
 
 Full-height lines are for what a person did (``markers``); load phases and gaps are ``ticks``.
-Each line's tag goes right of it, or left when there is no room, on the plot row where it
-hides the fewest dots, newest first, never over another line or tag (``place_tags``).
+Data first: lines and ticks are drawn under the series (a cell holding dots shows the dots),
+and repeated on the time axis below the plot where there is one.  Each line's tag goes right
+of it, or left when there is no room, whole, on a plot row where it hides no dot, newest
+first, never over another line or tag (``place_tags``); a tag with no such place is left
+out, never cut (the journal pane lists every change).
 
 Everything the widget shows is computed by the pure module-level helpers below
 (``column_means`` -> ``y_range`` -> ``rasterize`` -> braille text), so they can be tested
@@ -34,7 +37,7 @@ N journals), each in a colour of its own; ``show_only`` draws one of them alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import ClassVar, NamedTuple
 
 from rich.cells import cell_len, set_cell_size
@@ -56,7 +59,7 @@ OVERLAY_MARKER_GLYPH = "┆"  # a marker of the overlaid series B: dashed, so it
 SHARED_MARKER_GLYPH = "║"  # A and B both have a marker in this column
 NEWEST_GLYPH = "▼"  # compare's overlay: the newest marker, in the title's free gap
 TICK_GLYPH = "╷"  # a light marker (a load phase change, a gap): top plot row only
-MIN_TAG = 4  # fewer free cells than this beside a marker: its tag is left out
+FRAME_TICK_GLYPH = "╵"  # a light marker again, on the time axis below the plot
 RANGE_SEP = "\u2013"  # en dash between the y range labels, "0-1.50K"
 NO_VALUE = "\u2013"  # the latest point is a gap (e.g. the load was stopped)
 BRAILLE_BASE = 0x2800
@@ -160,15 +163,20 @@ def y_range(values: Sequence[float]) -> tuple[float, float]:
     (a 99.2-99.9 % hit ratio, a steady 950-1000 tps) would a 0 baseline squash the line into
     the top row; then the axis is zoomed to whole tick steps around [min, max], and the bottom
     label (and the "lo-hi" range in the title row) shows that minimum instead of 0, so the
-    zoom is never hidden.  Data below 0 get a nice floor below 0.
+    zoom is never hidden.  A series flat to three significant digits (a steady 1 qps with a
+    sampler's jitter) is not zoomed: "1.00-1.00" told nothing, "0-1" shows its level.  A
+    zoom's step is at least one unit of the top's third digit, so its two ends never read
+    alike.  Data below 0 get a nice floor below 0.
     """
     if not values:
         return 0.0, 1.0
     lo, hi = min(values), max(values)
     if lo >= 0:
         if hi > lo > hi / 2:
-            step = nice_step((hi - lo) / 4)
-            return math.floor(lo / step) * step, math.ceil(hi / step) * step
+            digit = 10.0 ** (math.floor(math.log10(hi)) - 2)  # hi's third significant digit
+            if hi - lo >= digit * (1.0 - 1e-9):
+                step = max(nice_step((hi - lo) / 4), digit)
+                return math.floor(lo / step) * step, math.ceil(hi / step) * step
         return 0.0, nice_max(hi)
     if hi <= 0:
         return -nice_max(-lo), 0.0
@@ -342,16 +350,6 @@ def cells_text(masks: bytes | bytearray) -> str:
     return "".join([_CELL_TEXT[mask] for mask in masks])
 
 
-MIN_LABEL = 6  # fewer free cells than this: the newest marker shows its ▼ only
-
-
-def fit_label(label: str, cells: int) -> str:
-    """``label`` cut to ``cells`` (with an ellipsis) for the title line."""
-    if cell_len(label) <= cells:
-        return label
-    return set_cell_size(label, max(cells - 1, 0)) + "…"
-
-
 def span_label(seconds: float) -> str:
     """A time offset for the x axis: "now", "-30s", "-2m", "-1h30m"."""
     s = round(abs(seconds))
@@ -366,9 +364,11 @@ def span_label(seconds: float) -> str:
     return f"{sign}{h}h" + (f"{m}m" if m else "")
 
 
-def time_axis_text(cols: int, t_start: float, t_end: float) -> str:
+def time_axis_text(cols: int, t_start: float, t_end: float,
+                   keep_clear: Collection[int] = ()) -> str:
     """One row of ``cols`` cells: the window's start at the left, its middle, "now" at the
-    right (times relative to ``t_end``); labels that would collide are left out."""
+    right (times relative to ``t_end``); labels that would collide are left out, and so is
+    a label over a column of ``keep_clear`` (a marker's, drawn on this row instead)."""
     if cols <= 0:
         return ""
     row = [" "] * cols
@@ -382,6 +382,8 @@ def time_axis_text(cols: int, t_start: float, t_end: float) -> str:
     if len(left) + len(right) + 1 > cols:
         placed = [(cols - len(right), right)] if len(right) <= cols else []
     for at, text in placed:
+        if any(at <= col < at + len(text) for col in keep_clear):
+            continue
         for i, ch in enumerate(text):
             if 0 <= at + i < cols:
                 row[at + i] = ch
@@ -409,17 +411,20 @@ def latest_value(points: Sequence[Point]) -> float | None:
 
 
 def place_tags(
-    markers: Sequence[tuple[int, str]], obstacles: Sequence[int], cols: int
+    markers: Sequence[tuple[int, str]], obstacles: Sequence[int], cols: int,
+    fits: Callable[[int, int], bool] | None = None,
 ) -> list[tuple[int, str]]:
     """Where each marker's tag goes on a row of ``cols`` cells: ``(start, text)`` runs.
 
     ``markers`` are (column, tag) sorted by column (oldest first); ``obstacles`` are other
     columns that must stay visible.  The newest marker is placed first (a change just made,
     at "now", is the one a person looks for), then older ones in the cells left.  A tag goes
-    right of its line when it fits there (keeping one blank before the next line or tag),
-    else left of its line when it fits there; else it is cut with "…" to fit the right (or
-    the left, with fewer than ``MIN_TAG`` free cells on the right); with fewer than that on
-    either side it is left out.  Tags never overlap each other, a line or an obstacle.
+    right of its line when it fits there whole (keeping one blank before the next line or
+    tag), else left of its line when it fits there whole; else it is left out.  A tag is
+    never cut ("io_c…" named nothing): it is whole or absent, and the journal pane lists
+    every change whatever the graph had room for.  ``fits(start, end)`` may refuse a place
+    (no plot row is free of the line's dots there): then the other side is tried.  Tags
+    never overlap each other, a line or an obstacle.
     """
     busy = bytearray(cols)
     for col in [*obstacles, *(col for col, _ in markers)]:
@@ -438,16 +443,12 @@ def place_tags(
             start -= 1
         left = col - start - (1 if start > 0 else 0)
         whole = cell_len(tag)
-        if right >= whole or (left < whole and right >= MIN_TAG):
-            text = fit_label(tag, right)
-            at = col + 1
-        elif left >= MIN_TAG:
-            text = fit_label(tag, left)
-            at = col - cell_len(text)
-        else:
-            continue
-        busy[at:at + cell_len(text)] = b"\x02" * cell_len(text)
-        out.append((at, text))
+        spots = [at for at, room in ((col + 1, right), (col - whole, left)) if room >= whole]
+        for at in spots:
+            if fits is None or fits(at, at + whole):
+                busy[at:at + whole] = b"\x02" * whole
+                out.append((at, tag))
+                break
     out.sort()
     return out
 
@@ -579,6 +580,7 @@ class MetricGraph(Widget):
         *,
         fmt: Callable[[float], str] = default_fmt,
         unit: str = "",
+        axis_fmt: Callable[[float], str] | None = None,  # the y labels' (default: fmt)
         labels: tuple[str, ...] = ("A", "B"),
         time_axis: bool = False,
         sliding: bool = False,  # a window that moves with each sample: see cell_aligned
@@ -590,6 +592,7 @@ class MetricGraph(Widget):
         self._graph_title = title
         self._fmt = fmt
         self._unit = unit
+        self._axis_fmt = fmt if axis_fmt is None else axis_fmt
         self._labels = labels
         self._time_axis = time_axis
         self._sliding = sliding
@@ -783,41 +786,49 @@ class MetricGraph(Widget):
         columns = column_means(self._points, t0, t1, cols * 2)
         lo, hi = value_range(columns, latest_value(self._points))
         masks = rasterize(columns, lo, hi, cols, plot_rows)
-        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+        hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
 
         # Full-height markers (the newest tag wins a shared column), then ticks where no
-        # marker is; tags on the top plot row, beside their line, clear of every other mark.
+        # marker is; tags on a plot row beside their line, clear of every other mark.  All
+        # of them go under the line: a cell holding dots shows the dots, so a graph dense
+        # with markers still shows every data column.
         tag_at: dict[int, str] = {}
         for t, tag in sorted(self._markers):
             col = time_to_col(t, t0, t1, cols)
             if col is not None:
                 tag_at[col] = tag
-        tick_cols = {
+        all_ticks = {
             col for t, _tag in self._ticks
             if (col := time_to_col(t, t0, t1, cols)) is not None and col not in tag_at
         }
+        tick_cols = {col for col in all_ticks if plot_rows and not masks[0][col]}
         marker_seg = Segment(MARKER_GLYPH, s_marker)
         tick_seg = Segment(TICK_GLYPH, s_marker)
-        every_row = [(col, marker_seg, 1) for col in tag_at]
-        # A tag goes on the plot row where it hides the fewest dots of the line and ticks
-        # (the top row on a tie); there it may cover a tick (a person's change outranks a
-        # load phase), never a line.
-        rows_extra: list[list[tuple[int, Segment, int]]] = [[] for _ in range(plot_rows)]
+        rows_extra: list[list[tuple[int, Segment, int]]] = [
+            [(col, marker_seg, 1) for col in tag_at if not masks[r][col]]
+            for r in range(plot_rows)]
+
+        def free_rows(at: int, end: int) -> list[int]:
+            return [r for r in range(plot_rows) if masks[r].count(0, at, end) == end - at]
+
+        # A tag goes on a plot row where it hides no dot of the line (the one hiding the
+        # fewest ticks, then the top one); there it may cover a tick (a person's change
+        # outranks a load phase).  With no such row on either side of its line it is left
+        # out.  A one-row graph has no plot rows (its title only): no tags to place.
         covered: set[int] = set()
-        # a one-row graph has no plot rows (its title only): no tags to place
-        placed = place_tags(sorted(tag_at.items()), (), cols) if tag_at and plot_rows else ()
+        placed = place_tags(sorted(tag_at.items()), (), cols,
+                            lambda at, end: bool(free_rows(at, end))) \
+            if tag_at and plot_rows else ()
         for at, text in placed:
             end = at + cell_len(text)
             hidden_ticks = sum(1 for col in tick_cols if at <= col < end)
-            row = min(range(plot_rows), key=lambda r: (
-                end - at - masks[r].count(0, at, end) + (hidden_ticks if r == 0 else 0), r))
+            row = min(free_rows(at, end), key=lambda r: (hidden_ticks if r == 0 else 0, r))
             rows_extra[row].append((at, Segment(text, s_marker), end - at))
             if row == 0:
                 covered.update(range(at, end))
         if plot_rows:
             rows_extra[0].extend((col, tick_seg, 1) for col in tick_cols if col not in covered)
-        every_row.sort()
-        row_runs = [sorted(every_row + extra) if extra else every_row for extra in rows_extra]
+        row_runs = [sorted(extra) for extra in rows_extra]
 
         strips = [self._title_strip(width, [Segment(self._latest_text(), styles.value)],
                                     lo_label, hi_label, -1, styles)]
@@ -839,8 +850,22 @@ class MetricGraph(Widget):
                 segments.append(Segment(text[pos:], s_line))
             strips.append(Strip(segments, width))
         if axis:
-            axis_row = (" " * margin) + time_axis_text(cols, t0, t1)
-            strips.append(Strip([Segment(axis_row, s_axis)], width))
+            # The frame below the plot repeats every marker (a time label over one is left
+            # out) and every tick where the labels leave room, so a change stays visible
+            # where the line's dots cover its column.
+            axis_text = time_axis_text(cols, t0, t1, tag_at)
+            frame = sorted({**{col: FRAME_TICK_GLYPH for col in all_ticks},
+                            **dict.fromkeys(tag_at, MARKER_GLYPH)}.items())
+            segments = [Segment(" " * margin, s_axis)] if margin else []
+            pos = 0
+            for col, glyph in frame:
+                if axis_text[col] != " ":
+                    continue
+                segments.append(Segment(axis_text[pos:col], s_axis))
+                segments.append(Segment(glyph, s_marker))
+                pos = col + 1
+            segments.append(Segment(axis_text[pos:], s_axis))
+            strips.append(Strip(segments, width))
         return strips
 
     def _build_overlay(self, width: int, height: int, overlay: Sequence[Point]) -> list[Strip]:
@@ -856,7 +881,7 @@ class MetricGraph(Widget):
         lo, hi = y_range([value for _, value, _ in (*columns_a, *columns_b)] + latest)
         masks_a = rasterize(columns_a if show_a else [], lo, hi, cols, plot_rows)
         masks_b = rasterize(columns_b if show_b else [], lo, hi, cols, plot_rows)
-        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+        hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
 
         # Marker glyph per plot column: A's solid, B's dashed, both at once doubled.
         marker_glyphs: dict[int, str] = {}
@@ -892,8 +917,9 @@ class MetricGraph(Widget):
                     rows: list[tuple[str, bytes]], marker_glyphs: dict[int, str],
                     owner_style: dict[int, Style], styles: _Styles) -> list[Strip]:
         """The plot rows of several series: each row's cells (``rows``: its text and whose
-        dots each cell holds) in its owner's style, the markers over them, the y labels in
-        the margin."""
+        dots each cell holds) in its owner's style, the markers under them (in the cells
+        no series has dots in: a column full of markers still shows every series' data),
+        the y labels in the margin."""
         hi_label, lo_label = labels
         cols = width - margin
         markers = sorted(marker_glyphs)
@@ -906,7 +932,7 @@ class MetricGraph(Widget):
                 pad = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
                 segments.append(Segment(pad, styles.axis))
             pos = 0
-            for col in [*markers, cols]:
+            for col in [*(c for c in markers if owners[c] == EMPTY), cols]:
                 for start, end, owner in owner_runs(owners, pos, col):
                     segments.append(Segment(text[start:end], owner_style[owner]))
                 if col < cols:
@@ -932,7 +958,7 @@ class MetricGraph(Widget):
         lo, hi = y_range([value for cs in columns for _, value, _ in cs] + latest)
         masks = [rasterize(cs if show else [], lo, hi, cols, plot_rows)
                  for cs, show in zip(columns, shown, strict=True)]
-        hi_label, lo_label = axis_label(hi, self._fmt), axis_label(lo, self._fmt)
+        hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
         marker_glyphs: dict[int, str] = {}
         for i, (_, side_markers) in enumerate(series):
             if not shown[i]:
@@ -993,17 +1019,18 @@ class MetricGraph(Widget):
         hi_label: str,
         newest_x: int,
         styles: _Styles,
-        newest_label: str = "",
     ) -> Strip:
         base, s_title = styles.base, styles.title
         s_axis, s_marker = styles.axis, styles.marker
         title = self._graph_title
         value_w = sum(cell_len(segment.text) for segment in value_segments)
         left_w = cell_len(title) + 1 + value_w
-        # Right-hand y range, shortened or dropped before the title is truncated.
+        # Right-hand y range, shortened or dropped before the title is truncated; never
+        # "x-x" (y_range keeps the two ends apart; this holds for any fmt).
         right = ""
-        for candidate in (f"{lo_label}{RANGE_SEP}{hi_label}", hi_label):
-            if left_w + 1 + cell_len(candidate) <= width:
+        ranges = [f"{lo_label}{RANGE_SEP}{hi_label}"] if lo_label != hi_label else []
+        for candidate in (*ranges, hi_label):
+            if left_w + 2 + cell_len(candidate) <= width:  # two blanks: "C 3.9%  0-15"
                 right = candidate
                 break
         right_w = cell_len(right)
@@ -1015,30 +1042,14 @@ class MetricGraph(Widget):
 
         segments = [Segment(title, s_title), Segment(" ", base)] if title else []
         segments.extend(value_segments)
-        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there,
-        # with its label (what changed) after it, or before it when the ▼ is far right.
+        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there.
         # Two blanks at least between a ▼ and the range text, so the arrow never reads as
         # part of the range ("18.1K ▼ 16.0K" looked like a falling trend).
         gap_end = width - right_w - 3 if right else width - 1
         if left_w + 1 <= newest_x <= gap_end:
-            after = gap_end - newest_x - 1  # cells for a label after "▼ "
-            before = newest_x - left_w - 2  # cells for a label before " ▼" (after a space)
-            if newest_label and after >= MIN_LABEL:
-                label = fit_label(newest_label, after)
-                segments.append(Segment(" " * (newest_x - left_w), base))
-                segments.append(Segment(NEWEST_GLYPH, s_marker))
-                segments.append(Segment(" " + label, s_marker))
-                left_w = newest_x + 1 + 1 + cell_len(label)
-            elif newest_label and before >= MIN_LABEL:
-                label = fit_label(newest_label, before)
-                segments.append(Segment(" " * (newest_x - left_w - cell_len(label) - 1), base))
-                segments.append(Segment(label + " ", s_marker))
-                segments.append(Segment(NEWEST_GLYPH, s_marker))
-                left_w = newest_x + 1
-            else:
-                segments.append(Segment(" " * (newest_x - left_w), base))
-                segments.append(Segment(NEWEST_GLYPH, s_marker))
-                left_w = newest_x + 1
+            segments.append(Segment(" " * (newest_x - left_w), base))
+            segments.append(Segment(NEWEST_GLYPH, s_marker))
+            left_w = newest_x + 1
         if right:
             segments.append(Segment(" " * max(0, width - right_w - left_w), base))
             segments.append(Segment(right, s_axis))
