@@ -1,13 +1,18 @@
 """Changes made outside knobtop (issue 37, finding 4 and item 5): the session reads its
 watched knobs on a slow schedule of its own and journals a value it did not set as
 ``changed outside knobtop`` with the window it happened in; the panel, the graphs, revert,
-undo and quit account for it. On a real sandbox; the screen ones in a real tmux pane
-against the real screen and session processes (``knobtop lab``)."""
+undo and quit account for it; a second knobtop session on one sandbox is refused by the
+lock the lab holds. On a real sandbox; the screen ones in a real tmux pane against the real
+screen and session processes (``knobtop lab``)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +20,14 @@ from pathlib import Path
 import pytest
 
 from conftest import show_global
+from faults.helpers import knobtop_run
 from harness.binaries import require_binary
 from harness.tmux import TmuxServer
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
 from knobtop.journal.events import Event, OutsideChange
 from knobtop.lab import Sandbox
+from knobtop.labdirs import SESSION_LOCK
 from knobtop.server.knobs import KnobError
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
@@ -307,3 +314,49 @@ def test_the_live_screen_journals_shows_and_quits_with_an_outside_change(
     finally:
         asyncio.run(set_outside(info, IO, int(base)))
 
+
+def test_a_second_session_on_the_sandbox_is_refused_by_the_labs_lock(
+        lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, tmux: TmuxServer) -> None:
+    sandbox, _ = lab
+    where = sandbox.root
+    first = tmp_path / "first.knobtop.jsonl"
+    pane = open_lab(tmux, where, first, tmp_path)
+    holder = json.loads((where / SESSION_LOCK).read_text())
+    pid = holder["pid"]
+    assert Path(f"/proc/{pid}").exists() and pid != os.getpid()
+    message = (f"the sandbox in {where} is in use by another knobtop session (pid {pid}: "
+               "knobtop lab")
+    fix = f"Quit that one first (q on its screen, or kill {pid}), or use another sandbox"
+    second = knobtop_run("lab", "--dir", str(where), "--headless", "--duration", "1",
+                         "--load", "none", "--keep-running", "--journal",
+                         str(tmp_path / "second.knobtop.jsonl"), timeout=120)
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('name = "r"\ndescription = "d"\n[load]\nworkload = "oltp_point_select"'
+                      '\nthreads = [1]\nduration = 5\nwarmup = 0\ntables = 1\ntable_size = 100'
+                      '\n[run]\nreplicates = 1\n[[arm]]\nname = "A"\nknobs = { '
+                      'sort_buffer_size = "1M" }\n[[arm]]\nname = "B"\nknobs = { '
+                      'sort_buffer_size = "2M" }\n')
+    run = knobtop_run("run", str(recipe), "--lab", "--dir", str(where), "--journal",
+                      str(tmp_path / "run.knobtop.jsonl"), timeout=120)
+    for refused in (second, run):
+        assert refused.returncode != 0
+        said = " ".join(refused.stderr.split())
+        assert message in said and fix in said, refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "second.knobtop.jsonl").exists()
+    assert not (tmp_path / "run.knobtop.jsonl").exists()
+    assert json.loads((where / SESSION_LOCK).read_text())["pid"] == pid  # still the first's
+    assert not any(isinstance(e, Change) for e in events(first))  # nothing changed under it
+    tmux.run("send-keys", "-t", pane, "q")
+    assert tmux.exit_status(pane, timeout=120) == "0"
+    assert not (where / SESSION_LOCK).exists()
+    # A lock whose process is gone is stale: the next session takes it over.
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (where / SESSION_LOCK).write_text(json.dumps({"pid": gone.pid, "start": "1",
+                                                  "command": "knobtop lab"}) + "\n")
+    after = knobtop_run("lab", "--dir", str(where), "--headless", "--duration", "1",
+                        "--load", "none", "--keep-running", "--journal",
+                        str(tmp_path / "after.knobtop.jsonl"), timeout=120)
+    assert after.returncode == 0, after.stderr
+    assert not (where / SESSION_LOCK).exists()
