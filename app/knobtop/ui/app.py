@@ -715,6 +715,9 @@ class KnobtopApp(KnobtopBase):
             if failed:
                 for change in failed:
                     self._report(change)
+            elif not changes:  # only knobs changed outside knobtop differ, and they stay
+                self.notify("none of knobtop's changes to put back; the knobs changed "
+                            "outside knobtop stay as they are")
             else:
                 self.notify(f"back to baseline: {len(changes)} knob(s) restored")
 
