@@ -9,15 +9,19 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harness.ui import until
 from knobtop.analysis.journaldata import load_journal
 from knobtop.analysis.replay import MARKER_KINDS, Replay
 from knobtop.analysis.report import markdown_report, report_warnings
+from knobtop.cli import following_app
 from knobtop.headless import describe as headless_line
 from knobtop.journal import JournalFormatError, JournalReader, OutsideChange
 from knobtop.journal.events import to_dict
 from knobtop.journal.index import JournalIndex
 from knobtop.metrics.board import MetricBoard
+from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.journal_pane import describe as pane_line
+from knobtop.ui.widgets.knob_panel import KnobPanel
 
 RECORDED = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
 # innodb_io_capacity is 1000 from 00:25 (knobtop's change); someone sets 300 at about 00:38
@@ -107,3 +111,25 @@ def test_a_journal_without_one_reads_and_reports_as_before() -> None:
     assert data.outside == []
     md = markdown_report(data)
     assert "outside knobtop" not in md and "Warning" not in md
+
+
+async def test_follow_shows_one_before_its_window_and_one_appended(tmp_path: Path) -> None:
+    """Follow's knob panel starts from every knob value of the journal (an outside change
+    before the history window included), and a change made outside knobtop appended later
+    reaches the panel and the pane."""
+    path = with_outside(tmp_path)
+    app = following_app(path, history=5)  # the outside change at 00:40 is before the window
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = app.live.query_one(KnobPanel)
+        await until(pilot, lambda: app._live_ready)
+        await until(pilot, lambda: panel.values.get("innodb_io_capacity") == "300")
+        later = OutsideChange(t=81.0, wall=1795307648.6, knob="sort_buffer_size",
+                              old="2097152", new="4194304", since=76.0)
+        with path.open("ab") as fh:  # the writer goes on
+            fh.write(orjson.dumps(to_dict(later)) + b"\n")
+        await until(pilot, lambda: panel.values.get("sort_buffer_size") == "4194304")
+        pane = app.live.query_one(JournalPane)
+        await until(pilot, lambda: any("sort_buffer_size=4194304 changed outside knobtop"
+                                       in line.plain for line in pane.entries))
+        await pilot.press("q")
+    assert app.return_code == 0
