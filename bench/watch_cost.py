@@ -43,6 +43,7 @@ from common import (
     tree_cpu,
 )
 from knobtop.analysis.stats import compare_runs
+from knobtop.session.drift import DRIFT_INTERVAL
 
 ARMS = ("none", "k1", "k10", "dolphie")
 COUNTERS = ("Questions", "Bytes_sent", "Bytes_received", "Created_tmp_tables")
@@ -186,7 +187,8 @@ def per_sample_cost(server: BenchServer, cleanup: Cleanup, tmp: Path,
                     seconds: float) -> dict[str, Any]:
     """Statements, bytes and temporary tables each watcher costs the idle server: the
     deltas of global status over ``seconds`` minus those of the same window with no watcher
-    (the probe's own statement included in both)."""
+    (the probe's own statement included in both). ``seconds`` should be a whole number of
+    knobtop's DRIFT_INTERVAL, so its drift reads count in the average as they come."""
     deltas: dict[str, dict[str, float]] = {}
     for arm in ARMS:
         journal = tmp / f"{arm}-probe.knobtop.jsonl"
@@ -215,6 +217,12 @@ def per_sample_cost(server: BenchServer, cleanup: Cleanup, tmp: Path,
         out[arm] = {
             k: max(0.0, deltas[arm][k] - deltas["none"][k]) / per for k in COUNTERS
         } | {"samples_per_second": deltas[arm]["per_second"]}
+        if arm != "dolphie":
+            # Of the statements, the session's read of its watched knobs (changes made
+            # outside knobtop): one every DRIFT_INTERVAL s (or per sample when samples are
+            # further apart), counted in Questions like every other, averaged per sample.
+            every = max(DRIFT_INTERVAL, 1 / per)
+            out[arm]["drift_reads"] = 1 / every / per
         log(f"per sample {arm:8} {out[arm]['Questions']:.1f} statements, "
             f"{out[arm]['Bytes_sent'] / 1024:.1f} KB sent, "
             f"{out[arm]['Created_tmp_tables']:.1f} tmp tables "

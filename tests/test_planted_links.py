@@ -173,3 +173,24 @@ def test_write_new_and_open_append_never_follow_a_link(tmp_path: Path) -> None:
     assert write_new(tmp_path, "y.svg", b"1") == tmp_path / "y.svg"
     assert write_new(tmp_path, "y.svg", b"2") == tmp_path / "y-2.svg"
     assert (tmp_path / "y.svg").read_bytes() == b"1"
+
+
+def test_the_sandbox_lock_is_never_taken_through_a_link_and_garbage_is_stale(
+        tmp_path: Path) -> None:
+    """session.lock (one knobtop session per sandbox, issue 37): a link planted at its name
+    is refused, never written through; a file that is not a lock knobtop wrote is stale."""
+    from knobtop.labdirs import SESSION_LOCK, LabError, session_lock
+
+    root = tmp_path / "lab"
+    root.mkdir(mode=0o700)
+    victim, lock = tmp_path / "victim.txt", root / SESSION_LOCK
+    plant(lock, victim)
+    refused = pytest.raises(LabError, match=r"session\.lock is a symbolic link")
+    with refused, session_lock(root):
+        pass
+    untouched(victim, tmp_path / "nowhere")
+    lock.unlink()
+    lock.write_text("not a lock \x1b]0;title\x07\n")
+    with session_lock(root):
+        assert f'"pid": {os.getpid()}' in lock.read_text()
+    assert not lock.exists()

@@ -18,7 +18,17 @@ from rich.console import Console
 from rich.text import Text
 
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Change, End, Error, Event, Phase, Restart, Sample, target_of
+from knobtop.journal.events import (
+    Change,
+    End,
+    Error,
+    Event,
+    OutsideChange,
+    Phase,
+    Restart,
+    Sample,
+    target_of,
+)
 from knobtop.printable import printable
 from knobtop.server.policy import reach_names
 
@@ -115,6 +125,8 @@ def describe(event: Event) -> str | None:
     if isinstance(event, Change):
         text = f"change {event.knob}: {event.old} -> {event.new} [{event.result}]"
         return f"{text} {event.message}".rstrip()
+    if isinstance(event, OutsideChange):
+        return f"{event.text} (between {event.since:.2f}s and {event.t:.2f}s)"
     if isinstance(event, Phase):
         return f"load {event.action}: {event.load_text} {event.message}".rstrip()
     if isinstance(event, Error):

@@ -35,6 +35,7 @@ from knobtop.lab_options import (
 )
 from knobtop.labdirs import (
     LABS,
+    SESSION_LOCK,
     LabError,
     default_lab_dir,
     find_program,
@@ -44,6 +45,7 @@ from knobtop.labdirs import (
     read_own,
     refuse_link,
     sandbox_dirs,
+    session_lock,
     write_atomic,
     write_new,
 )
@@ -152,13 +154,13 @@ class Sandbox:
 
     def wipe(self) -> None:
         """``--fresh``: everything of this sandbox's goes, but not the named sandboxes
-        inside it (``labs/``)."""
+        inside it (``labs/``) nor the lock of the session that asked."""
         if self.running_pid() is not None:
             raise LabError(f"the sandbox in {self.root} is running; stop it before --fresh")
         sandbox_dirs(self.root)  # never through a link: what goes is the sandbox's own
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             for entry in os.scandir(self.root):
-                if entry.name == LABS:
+                if entry.name in (LABS, SESSION_LOCK):  # named sandboxes; this session's hold
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)
@@ -590,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = ["LABS", "LAB_DB", "LAB_USER", "LabError", "Sandbox", "check_option",
            "configured_options", "configured_plugins", "default_lab_dir", "find_program",
            "free_port", "lab_dir_for", "missing_plugin", "native_password_hash",
-           "parse_option", "previous_baseline", "server_plugin_dir", "stop_lab"]
+           "parse_option", "previous_baseline", "server_plugin_dir", "session_lock", "stop_lab"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import pwd
 import re
 import secrets
 import shutil
 import stat
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -26,6 +30,8 @@ from knobtop.errors import KnobtopError
 
 # Named sandboxes (``--name``, a recipe's lab targets) are folders of this one in a lab's dir.
 LABS = "labs"
+# The knobtop session using a sandbox holds this file in the sandbox's own directory.
+SESSION_LOCK = "session.lock"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 
 
@@ -189,3 +195,94 @@ def read_own(path: Path) -> str | None:
 def open_append(path: Path) -> IO[str]:
     """``path`` opened for appending (created 0600 if missing), never through a link."""
     return os.fdopen(_open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8")
+
+
+# -- one knobtop session per sandbox ----------------------------------------------------------
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), None
+    when there is no such process or it has exited (a zombie): with the pid it names one
+    process, not a later one given the same pid."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _holder(text: str) -> dict[str, object]:
+    """The lock file's record ({} when it is not one knobtop wrote)."""
+    with contextlib.suppress(ValueError):
+        found = json.loads(text)
+        if isinstance(found, dict):
+            return found
+    return {}
+
+
+def _alive(holder: dict[str, object]) -> bool:
+    pid = holder.get("pid")
+    return type(pid) is int and pid > 0 and _start_time(pid) == holder.get("start")
+
+
+def _in_use(root: Path, holder: dict[str, object]) -> LabError:
+    from knobtop.printable import printable
+
+    pid = holder.get("pid")
+    what = printable(str(holder.get("command") or "knobtop"), newlines=False)
+    since = holder.get("since")
+    when = (f", since {time.strftime('%H:%M:%S', time.localtime(since))}"
+            if isinstance(since, int | float) else "")
+    return LabError(
+        f"the sandbox in {root} is in use by another knobtop session (pid {pid}: {what}"
+        f"{when}); two sessions on one sandbox would change its knobs and reload its tables "
+        f"under each other. Quit that one first (q on its screen, or kill {pid}), or use "
+        "another sandbox (--name NAME, or another --dir)")
+
+
+@contextlib.contextmanager
+def session_lock(root: Path) -> Iterator[None]:
+    """Hold the sandbox in ``root`` (made or checked first) for this process's knobtop
+    session: ``SESSION_LOCK`` created O_EXCL in it, holding this process's pid and start
+    time. A lock whose process is gone is stale and taken over; one whose process runs is a
+    LabError naming that pid and the fix. The lock goes when the block ends."""
+    sandbox_dirs(root)
+    path = root / SESSION_LOCK
+    pid = os.getpid()
+    mine = {"pid": pid, "start": _start_time(pid), "since": round(time.time(), 3),
+            "command": " ".join(["knobtop", *sys.argv[1:2]])}
+    for _attempt in range(5):
+        try:
+            write_new(path, json.dumps(mine) + "\n")
+            break
+        except LabError:  # there already: whose is it?
+            pass
+        try:
+            fd = _open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # gone meanwhile: try again
+        with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
+            judged = os.fstat(fh.fileno())
+            holder = _holder(fh.read(4096))
+        if _alive(holder):
+            raise _in_use(root, holder)
+        # Stale: moved aside first, removed only if it is still the file judged stale (a
+        # session that took it over meanwhile keeps its own).
+        aside = root / f".{SESSION_LOCK}.{secrets.token_hex(6)}.stale"
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(path, aside)
+            if os.lstat(aside).st_ino == judged.st_ino:
+                os.unlink(aside)
+            else:
+                with contextlib.suppress(FileExistsError):
+                    os.link(aside, path)
+                os.unlink(aside)
+    else:
+        raise LabError(f"could not take {path}: other sessions keep taking it; start again")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, LabError):
+            if _holder(read_own(path) or "").get("pid") == pid:
+                path.unlink()

@@ -1,7 +1,7 @@
 """A recorded journal read once, streaming, into what analysis needs: the header, knob values,
-changes, restarts, notes, marks, errors, load phases, and one row of derived metrics per sample
-(rates derived from the raw counters exactly as the live screen derives them); per-phase
-statistics."""
+changes (knobtop's and those made outside it), restarts, notes, marks, errors, load phases,
+and one row of derived metrics per sample (rates derived from the raw counters exactly as
+the live screen derives them); per-phase statistics."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from knobtop.journal import (
     Load,
     Mark,
     Note,
+    OutsideChange,
     Phase,
     RecipeRun,
     Restart,
@@ -125,6 +126,7 @@ class JournalData:
     knobs_start: KnobValues = field(default_factory=dict)
     knobs_end: KnobValues = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
+    outside: list[OutsideChange] = field(default_factory=list)  # changes not made by knobtop
     restarts: list[Restart] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)
@@ -264,6 +266,13 @@ class _Loader:
                 _apply_change(data.knobs_end, event)
             if inside:
                 data.changes.append(event)
+        elif isinstance(event, OutsideChange):
+            if self.t_from is not None and event.t < self.t_from:
+                data.knobs_start[event.knob] = event.new
+            if self.t_to is None or event.t < self.t_to:
+                data.knobs_end[event.knob] = event.new
+            if inside:
+                data.outside.append(event)
         elif isinstance(event, RecipeRun | StepResult | Checkpoint | Trial):
             if inside:
                 data.recipe_events.append(event)

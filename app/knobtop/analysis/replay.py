@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from knobtop.journal.events import Change, Event, Knobs, Note, Phase, to_dict
+from knobtop.journal.events import Change, Event, Knobs, Note, OutsideChange, Phase, to_dict
 from knobtop.journal.index import JUMP_KINDS, JournalIndex, decode_line
 from knobtop.metrics.board import MetricBoard
 from knobtop.safefile import NotOwnFile, open_append, read_own
@@ -37,7 +37,7 @@ PANE_EVENTS = 200
 LEAD = 10.0
 #: Jump targets: what a person looks for when stepping through an experiment.
 MARKER_KINDS: tuple[str, ...] = (
-    "change", "restart", "phase", "note", "mark", "error", "recipe", "step")
+    "change", "outside", "restart", "phase", "note", "mark", "error", "recipe", "step")
 _CACHE_LIMIT = 20_000
 _EPS = 1e-6  # journal times are rounded to the millisecond
 
@@ -222,8 +222,8 @@ class Replay:
 
     def knobs_at(self, t: float) -> tuple[dict[str, str | None], dict[str, dict[str, Any]]]:
         """Knob values and facts as of time ``t``: the last snapshot, then every successful
-        change after it (of the header's own server: a recipe's further targets' snapshots
-        and changes are theirs)."""
+        change after it, knobtop's and those made outside it (of the header's own server: a
+        recipe's further targets' snapshots and changes are theirs)."""
         values: dict[str, str | None] = {}
         facts: dict[str, dict[str, Any]] = {}
         pos = self.position(t)
@@ -237,11 +237,15 @@ class Replay:
                 first_change = at + 1
                 break
             at = self.index.prev_of("knobs", at)
-        changes = self.index.lines_of("change")
-        lo = bisect.bisect_left(changes, first_change)
-        hi = bisect.bisect_right(changes, pos)
-        for i in changes[lo:hi]:
+        # knobtop's own changes and those made outside it, in journal order
+        lines: list[int] = []
+        for kind in ("change", "outside"):
+            found = self.index.lines_of(kind)
+            lines += found[bisect.bisect_left(found, first_change):bisect.bisect_right(found, pos)]
+        for i in sorted(lines):
             change = self._event(i)
+            if isinstance(change, OutsideChange) and change.t <= t and not change.target:
+                values[change.knob] = change.new
             if isinstance(change, Change) and change.result == "ok" and change.t <= t \
                     and not change.target:
                 values[change.knob] = change.new

@@ -13,6 +13,7 @@ from knobtop.errors import BadValue
 from knobtop.journal import (
     Change,
     Header,
+    OutsideChange,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +86,10 @@ def _hosts_setup(hosts: Mapping[str, object]) -> str:
 def report_warnings(data: JournalData) -> list[str]:
     """Things the reader of a report must know about the journal itself."""
     out = []
+    if data.outside:
+        knobs = ", ".join(dict.fromkeys(o.knob for o in data.outside))
+        out.append(f"knobs were changed outside knobtop during this session ({knobs}): what "
+                   "changed then is not only knobtop's doing (see Changed outside knobtop)")
     if data.skipped_unknown:
         kinds = ", ".join(sorted(data.unknown_types))
         noun = "event" if data.skipped_unknown == 1 else "events"
@@ -118,10 +123,32 @@ def _change_row(change: Change) -> list[str]:
     return ["change", detail, change.result, change.reason or "by hand"]
 
 
+def _window(change: OutsideChange) -> str:
+    """When a change made outside knobtop happened: between two of knobtop's reads."""
+    return f"between {fmt_rel(change.since)} and {fmt_rel(change.t)}"
+
+
+def _outside_rows(data: JournalData) -> list[str]:
+    """The section listing the changes made outside knobtop (none: no section)."""
+    if not data.outside:
+        return []
+    lines = ["## Changed outside knobtop", "",
+             "Values knobtop found changed without a change of its own (another client's "
+             "SET GLOBAL, another session, a restart it did not make): each changed between "
+             "the last read that saw the old value and the one that saw the new.", ""]
+    lines += md_table(["from", "to", "UTC (to)", "knob", "old", "new"], (
+        [fmt_rel(o.since), fmt_rel(o.t), fmt_utc(o.wall, with_date=True)[11:19], o.knob,
+         fmt_knob(o.old), fmt_knob(o.new)] for o in data.outside))
+    return [*lines, ""]
+
+
 def _timeline(data: JournalData) -> Iterator[tuple[float, float, list[str]]]:
-    """(t, wall, [what, detail, result, reason]) of changes, restarts, notes, marks, errors."""
+    """(t, wall, [what, detail, result, reason]) of changes (knobtop's and those made
+    outside it), restarts, notes, marks, errors."""
     for c in data.changes:
         yield c.t, c.wall, _change_row(c)
+    for o in data.outside:
+        yield o.t, o.wall, ["outside", f"{o.text} ({_window(o)})", "", "not knobtop"]
     for r in data.restarts:
         detail = f"{r.node}: {r.step} ({r.seconds:.1f} s)"
         if r.message:
@@ -214,6 +241,7 @@ def markdown_report(data: JournalData) -> str:
     lines.append("")
     lines += _targets_knobs(data)
 
+    lines += _outside_rows(data)
     lines += ["## Timeline", ""]
     events = sorted(_timeline(data), key=lambda item: item[0])
     if events:

@@ -57,7 +57,8 @@ def following_app(path: Path, history: float, folder: Path | None = None) -> Kno
     index = JournalIndex(path)
     index.build()
     lo, hi = index.t_range or (0.0, 0.0)
-    early = sorted({i for kind in ("knobs", "change") for i in index.lines_of(kind)})
+    # knob values from the start: snapshots, knobtop's changes and those made outside it
+    early = sorted({i for kind in ("knobs", "change", "outside") for i in index.lines_of(kind)})
     first = [e for i in early for e in index.read(i, 1) if e.t < hi - history]
     recent = index.events_between(max(lo, hi - history), hi + 1)
     # Lines that are not events (or hold a field of the wrong type) are shown, not dropped.

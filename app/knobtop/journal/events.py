@@ -115,6 +115,26 @@ class Change(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class OutsideChange(Event):
+    """A watched knob changed outside knobtop (another client's SET GLOBAL, another
+    session, a restart knobtop did not make): knobtop last saw ``old`` at ``since``
+    (journal time) and found ``new`` at ``t``, so it changed in between. knobtop did not
+    change that knob in that window (its own changes are ``change`` events)."""
+
+    kind: ClassVar[str] = "outside"
+    knob: str
+    old: str | None
+    new: str | None
+    since: float
+    target: str = ""
+
+    @property
+    def text(self) -> str:
+        """``changed outside knobtop: innodb_io_capacity 200 -> 300``"""
+        return f"changed outside knobtop: {self.knob} {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True, slots=True)
 class Restart(Event):
     """One step of a static change on one server node, with how long it took."""
 
@@ -351,8 +371,8 @@ class Unknown(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (Sample, Load, Change, Restart, Phase, Knobs, Note, Mark, Error, End, RecipeRun,
-                StepResult, Incident, Checkpoint, Trial)
+    for cls in (Sample, Load, Change, OutsideChange, Restart, Phase, Knobs, Note, Mark, Error,
+                End, RecipeRun, StepResult, Incident, Checkpoint, Trial)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}
@@ -575,7 +595,7 @@ def event_from_dict(data: JsonDict) -> Event:
     if cls is None:
         rest = {k: v for k, v in data.items() if k not in ("ev", "t", "wall")}
         return Unknown(t=float(t), wall=float(wall), type=kind, data=rest)
-    kwargs = _decode(cls, data, f"a {kind} event")
+    kwargs = _decode(cls, data, f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} event")
     try:
         return cls(**kwargs)
     except TypeError as exc:

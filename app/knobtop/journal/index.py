@@ -25,7 +25,7 @@ from knobtop.printable import printable, printable_json
 
 #: The kinds a person jumps between; each keeps a sorted list of its index positions.
 JUMP_KINDS: tuple[str, ...] = (
-    "change", "restart", "phase", "note", "mark", "error", "recipe", "step")
+    "change", "outside", "restart", "phase", "note", "mark", "error", "recipe", "step")
 
 CHUNK_SIZE = 4 << 20
 #: How far (seconds) ``tail_window`` reads past its cut-off: lines may be written a little

@@ -18,6 +18,7 @@ from knobtop.journal.events import (
     Load,
     Mark,
     Note,
+    OutsideChange,
     Phase,
     Restart,
     Sample,
@@ -150,9 +151,12 @@ class Series:
         return clock.t[clock.index(0)] if clock.n else None
 
 
-#: Marker kinds drawn as full-height lines: what a person did (a knob change, a restart, a
-#: note, a mark).  The others (load phases, sampling gaps) are drawn lighter, as ticks.
-FULL_KINDS = frozenset({"change", "restart", "note", "mark"})
+#: Marker kinds drawn as full-height lines: what a person did (a knob change, one made
+#: outside knobtop, a restart, a note, a mark).  The others (load phases, sampling gaps) are
+#: drawn lighter, as ticks.
+FULL_KINDS = frozenset({"change", "outside", "restart", "note", "mark"})
+#: Before the tag of a change made outside knobtop: "⚠io_cap=300", not knobtop's "io_cap=300".
+OUTSIDE_TAG = "⚠"
 #: A load stop followed by a start within this many seconds is one phase change, one marker.
 PHASE_MERGE_S = 5.0
 #: Change reasons that are not a person's change (the session put a value back by itself).
@@ -185,7 +189,7 @@ class Marker:
     """
 
     t: float
-    kind: str  # "change" | "load" | "gap" | "restart" | "note" | "mark"
+    kind: str  # "change" | "outside" | "load" | "gap" | "restart" | "note" | "mark"
     label: str
     tag: str = ""
 
@@ -298,6 +302,10 @@ class MetricBoard:
                     self.knob_values[knob] = new
                 if event.reason not in AUTOMATIC_REASONS:
                     self._apply_change_marker(event)
+        elif isinstance(event, OutsideChange):
+            self.knob_values[event.knob] = event.new
+            self.markers.append(Marker(event.t, "outside", event.text,
+                                       f"{OUTSIDE_TAG}{short_knob(event.knob)}={event.new}"))
         elif isinstance(event, Phase):
             self._apply_phase(event)
         elif isinstance(event, Error) and event.gap:

@@ -156,6 +156,31 @@ async def load_facts(link: ServerLink, names: Iterable[str]) -> dict[str, KnobFa
     return found
 
 
+async def global_values_now(link: ServerLink, names: Iterable[str]) -> dict[str, str | None]:
+    """The global value of each of ``names`` in ONE statement, from the table load_facts
+    reads (so a value compares with a change's ``old`` and ``new`` as they are written);
+    names the server does not know are left out."""
+    wanted = [n.lower() for n in names]
+    for name in wanted:
+        if not _NAME.match(name):
+            raise KnobError(f"'{name}' is not a server variable name")
+    version = link.version
+    assert version is not None
+    if not wanted:
+        return {}
+    placeholders = ", ".join(["%s"] * len(wanted))
+    if version.flavor == "mariadb" and version.at_least(10, 1):
+        rows = await link.query(
+            "SELECT LOWER(VARIABLE_NAME), GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES "
+            f"WHERE VARIABLE_SCOPE IN ('GLOBAL', 'SESSION') AND VARIABLE_NAME IN ({placeholders})",
+            wanted)
+        return {str(name): None if value is None else str(value) for name, value in rows}
+    rows = await link.query(
+        "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM performance_schema.global_variables "
+        f"WHERE VARIABLE_NAME IN ({placeholders})", wanted)
+    return {str(name): str(value) for name, value in rows}  # as load_facts writes them
+
+
 def validate(facts: KnobFacts, raw: str, *, static_ok: bool = False) -> int | float | str:
     """The value to send for ``raw``, checked against the knob's type and range.
 

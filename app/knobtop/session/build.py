@@ -31,7 +31,14 @@ from knobtop.connect import (
     tunnel,
 )
 from knobtop.journal.writer import cannot_create, check_journal_path, default_journal_path
-from knobtop.lab import LAB_DB, Sandbox, default_lab_dir, find_program, previous_baseline
+from knobtop.lab import (
+    LAB_DB,
+    Sandbox,
+    default_lab_dir,
+    find_program,
+    previous_baseline,
+    session_lock,
+)
 from knobtop.lab_options import options_text
 from knobtop.load.base import BUILTIN_ONLY, LoadDriver, LoadError, LoadSpec
 from knobtop.load.builtin import BuiltinDriver
@@ -203,6 +210,16 @@ def _lab_driver(place: LabPlace, spec: LoadSpec, feedback: Feedback) -> bool:
 @contextlib.contextmanager
 def _lab_session(options: SessionOptions, place: LabPlace,
                  feedback: Feedback) -> Iterator[LiveSession]:
+    """The sandbox's session, while this process holds the sandbox: a second knobtop
+    session on it (a run beside an open lab) is refused before it touches anything."""
+    with session_lock(place.dir or default_lab_dir()), \
+            _sandbox_session(options, place, feedback) as live:
+        yield live
+
+
+@contextlib.contextmanager
+def _sandbox_session(options: SessionOptions, place: LabPlace,
+                     feedback: Feedback) -> Iterator[LiveSession]:
     spec = options.load
     builtin = _lab_driver(place, spec, feedback)
     sandbox = Sandbox(place.dir or default_lab_dir(), plugins=place.plugins,

@@ -1,9 +1,10 @@
 """The Session: one experiment against one server, coordinating the parts that run it.
 
 A recorder (stamping, building and journaling every event), a sampler (the schedule that
-must hold), a knob applier (every change, with baseline, undo and revert) and a load
-controller (phases).  The session opens and closes them in order and offers front ends the
-``SessionPort``: the commands, a frozen ``SessionState`` and ``subscribe``.
+must hold), a knob applier (every change, with baseline, undo and revert), the drift watch
+(changes made outside knobtop) and a load controller (phases).  The session opens and
+closes them in order and offers front ends the ``SessionPort``: the commands, a frozen
+``SessionState`` and ``subscribe``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerV
 from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
+from knobtop.session.drift import DRIFT_INTERVAL, DriftWatch
 from knobtop.session.footprint import FootprintProbe
 from knobtop.session.knobs import KNOB_TIMEOUT, KnobApplier
 from knobtop.session.loadctl import LoadController
@@ -122,6 +124,10 @@ class Session:
         self.sampler = Sampler(self.recorder, config.connection, config.interval, self.hosts,
                                via=via, restarts=self.restarts, ndb_sql=self._ndb_sql,
                                closed=lambda: self._closed, statements=config.statements)
+        # Changes made outside knobtop: the watched knobs read on a slow schedule of their
+        # own (never more often than the samples are taken), off the sampler's link.
+        self.drift = DriftWatch(self.recorder, self.knobs.watch_round,
+                                max(DRIFT_INTERVAL, config.interval), closed=lambda: self._closed)
 
     # -- what the parts hold, by name
 
@@ -258,6 +264,7 @@ class Session:
                         facts={k: f.to_json() for k, f in facts.items()}))
         self._note_previous_baseline()
         self.sampler.start()
+        self.drift.start()
         return header
 
     def _note_previous_baseline(self) -> Note | None:
@@ -299,6 +306,7 @@ class Session:
                 except (LoadError, HostError) as exc:
                     self.recorder.error("load", f"cleanup failed: {exc}")
         finally:
+            await self.drift.stop()
             await self.sampler.stop()
             try:
                 if self.recorder.journal is not None:
@@ -356,8 +364,8 @@ class Session:
     async def baseline_diff(self) -> list[BaselineDiff]:
         return await self.knobs.baseline_diff()
 
-    async def revert_to_baseline(self) -> list[Change]:
-        return await self.knobs.revert_to_baseline()
+    async def revert_to_baseline(self, outside: bool = False) -> list[Change]:
+        return await self.knobs.revert_to_baseline(outside)
 
     def expected_downtime(self) -> str:
         return self.knobs.expected_downtime()

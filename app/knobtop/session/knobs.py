@@ -4,10 +4,14 @@ Dynamic knobs go in by SET GLOBAL, validated first against the server's own fact
 ones go through the drop-in file and a restart of the server nodes (waited for, verified,
 rolled back on failure), NDB's DiskPageBufferMemory through config.ini and a rolling restart.
 It keeps the session's baseline (the values at the start), the history undo takes back,
-and the dynamic values a restart would forget (put back after it).  One change at a time.
+the dynamic values a restart would forget (put back after it), and what it knows of the
+watched knobs, so a value changed outside knobtop is journaled as such.  One change (or one
+read of the watched knobs) at a time, under one lock.
 """
-# Just over 500 lines: dynamic, static (drop-in + restart) and NDB changes share the
-# baseline, history and change-event rules that undo and revert rely on.
+# About 600 lines: dynamic, static (drop-in + restart) and NDB changes, undo, revert and the
+# reads that find changes made outside knobtop share the baseline, history, known values and
+# the lock that keeps them apart; the known values and the words are in drift.py and
+# baseline.py.
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from knobtop.server.knobs import (
     KnobError,
     KnobFacts,
     SetGlobalApplier,
+    global_values_now,
     load_facts,
     static_value,
     valid_name,
@@ -38,6 +43,8 @@ from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
 from knobtop.server.policy import normal, refusal, risk_of
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
+from knobtop.session.baseline import quit_text, revert_plan
+from knobtop.session.drift import DRIFT_DEADLINE, REAPPLIED, KnownValues
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff
 from knobtop.session.recorder import Recorder
@@ -80,6 +87,8 @@ class KnobApplier:
         self.dynamic_set: dict[str, str] = {}
         self.baseline: dict[str, str | None] = {}
         self.side_knobs: set[str] = set()  # knobs the server changed with another's change
+        # What knobtop knows of the watched knobs, and those changed outside it (drift.py)
+        self.known = KnownValues(recorder)
         self.lock = asyncio.Lock()
 
     async def load(self) -> None:
@@ -92,6 +101,7 @@ class KnobApplier:
 
     def start_baseline(self) -> dict[str, str | None]:
         self.baseline = {k: f.value for k, f in self.knob_facts.items()}
+        self.known.start({k: f.value for k, f in self.knob_facts.items() if f.present})
         return dict(self.baseline)
 
     async def _link(self) -> ServerLink:
@@ -131,7 +141,7 @@ class KnobApplier:
                 refused = self._event(self.recorder.now(), name, value, None, None,
                                       "set_global", "refused", f"{error}. Nothing was changed",
                                       reason)
-                self.recorder.emit(refused)
+                self._record(refused)
                 return refused
             return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason,
                                         keep_load=keep_load)
@@ -160,7 +170,7 @@ class KnobApplier:
                 )
             event = self._event(start, name, value, None, None, "set_global", "failed",
                                 str(exc), reason)
-            self.recorder.emit(event)
+            self._record(event)
             return event
         event = self._event(
             start, outcome.knob, outcome.requested, outcome.old, outcome.new,
@@ -265,10 +275,14 @@ class KnobApplier:
         refused = self._event(start, name, requested, old, old,
                               "dropin_restart" if static else "set_global", "refused", why,
                               reason)
-        self.recorder.emit(refused)
+        self._record(refused)
         return refused
 
     def _record(self, event: Change) -> None:
+        """Journal a change (whatever its outcome) and keep what it did: the baseline of a
+        knob it touched first, the history undo takes back, the values knobtop knows. A value
+        it found that knobtop did not know was changed outside knobtop: said first."""
+        self.known.before_change(event)
         if event.result == "ok" and event.knob not in self.baseline:
             # A knob outside the panel's list: its value before the first change is its
             # baseline, so revert-to-baseline brings it back too.
@@ -286,7 +300,7 @@ class KnobApplier:
                 if knob in self.knob_facts:
                     self.knob_facts[knob] = dataclasses.replace(self.knob_facts[knob],
                                                                 value=new)
-            if event.reason not in ("undo", "re-applied after restart"):
+            if event.reason not in ("undo", REAPPLIED):
                 self.history.append(event)
             if event.method == SetGlobalApplier.method:
                 for knob, new in changed.items():
@@ -295,6 +309,7 @@ class KnobApplier:
                     else:
                         self.dynamic_set[knob] = new
         self.recorder.emit(event)
+        self.known.after_change(event)
 
     # -- static knobs: the drop-in and a restart
 
@@ -327,7 +342,7 @@ class KnobApplier:
         except KnobError as exc:
             event = self._event(start, facts.name, raw, facts.value, facts.value,
                                 "dropin_restart", "refused", str(exc), reason)
-            self.recorder.emit(event)
+            self._record(event)
             return event
         changed = await self._restart_with({facts.name: (facts.value, value)},
                                            {facts.name: raw}, reason=reason, start=start,
@@ -360,6 +375,8 @@ class KnobApplier:
         """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
         new); ``requested`` is what was typed per knob, where someone typed it."""
         assert self.restarter is not None
+        # What changed outside knobtop since the last read is said before a restart forgets it.
+        await self._read_watched()
         began = time.monotonic()
         result, message = "ok", ""
         out: list[Change] = []
@@ -377,18 +394,27 @@ class KnobApplier:
             await self.link.close()  # the server restarted under it
             now: dict[str, KnobFacts] = {}
             link: ServerLink | None = None
+            watched = self.known.names()
             try:
                 link = await self._link()
-                now = await load_facts(link, list(changes))
+                now = await load_facts(link, list(dict.fromkeys([*changes, *watched])))
             except (ServerError, TimeoutError) as exc:
                 # Journal what happened even if the server is not back: never lose the story.
                 result = "failed"
                 message = f"{message}; the server does not answer after it: {exc}".lstrip("; ")
-            for knob, (old, new) in changes.items():
+                self.known.forget(watched)
+            # Watched knobs the restart put back on its own (a value set live outside
+            # knobtop is forgotten): the restart's side effects, knobtop's doing. The
+            # dynamic values this session set are re-applied below.
+            lost = {k: [self.known.values.get(k), now[k].value] for k in watched
+                    if k in now and now[k].present and k not in changes
+                    and k not in self.dynamic_set and now[k].value != self.known.values.get(k)}
+            for i, (knob, (old, new)) in enumerate(changes.items()):
                 out.append(self._event(
                     start, knob, requested.get(knob) or new, old,
                     now[knob].value if knob in now else None, "dropin_restart", result,
-                    message, reason, duration=round(time.monotonic() - began, 3)))
+                    message, reason, duration=round(time.monotonic() - began, 3),
+                    side_effects=lost if i == len(changes) - 1 else {}))
                 self._record(out[-1])
             if link is not None:
                 # Dynamic values first, so the resumed load runs with the session's settings.
@@ -404,8 +430,7 @@ class KnobApplier:
         now = await load_facts(link, list(self.dynamic_set))
         for knob, wanted in list(self.dynamic_set.items()):
             if now[knob].present and now[knob].value != wanted:
-                await self._set_knob(knob, wanted, restart_ok=False,
-                                     reason="re-applied after restart")
+                await self._set_knob(knob, wanted, restart_ok=False, reason=REAPPLIED)
 
     def _restart_step(self, step: Step) -> None:
         self.recorder.restart(step.node, step.step, step.result, step.seconds, step.message)
@@ -455,10 +480,42 @@ class KnobApplier:
         self.recorder.restart("cluster" if node is None else f"ndb node {node}", step, status,
                               seconds)
 
+    # -- changes made outside knobtop
+
+    async def watch_round(self) -> bool:
+        """The drift watch's read of the watched knobs; skipped (False) while a change of
+        knobtop's is in flight (its own reads see the values; the next round reads again)."""
+        if self.lock.locked() or self.recorder.failure is not None:
+            return False
+        async with self.lock:
+            return await self._read_watched()
+
+    async def _read_watched(self, names: list[str] | None = None) -> bool:
+        """Read the watched knobs (or ``names`` of them) in one statement, within
+        DRIFT_DEADLINE, and journal those changed outside knobtop (the caller holds the
+        lock); False when the server did not answer (tried again later)."""
+        names = self.known.names() if names is None else names
+        if not names:
+            return False
+        sent = self.recorder.now()
+        try:
+            async with asyncio.timeout(DRIFT_DEADLINE):
+                link = await self._link()
+                values = await global_values_now(link, names)
+        except TimeoutError:
+            await self.link.close()  # a statement cut off mid-way leaves the link unusable
+            return False
+        except ServerError:
+            return False
+        self.known.found(values, sent)
+        return True
+
     # -- undo and the baseline
 
     async def undo(self, expected: Change | None = None) -> Change | None:
-        """Put the last change (not itself an undo) back; static ones restart again.
+        """Put the last change of knobtop's (not itself an undo) back; static ones restart
+        again. A knob changed outside knobtop since is not overwritten: the undo is refused
+        (KnobError), or for a side effect, that one is left as it is.
 
         ``expected`` is the change the person confirmed; if another one landed since,
         nothing is done (they confirmed something else). It is compared by value: the
@@ -471,57 +528,60 @@ class KnobApplier:
                 raise LoadError("the last change is not the one you confirmed; press u again")
             if last.old is None:
                 return None
+            touched = [k for k in (last.knob, *last.side_effects) if k in self.known.values]
+            await self._read_watched(touched)
+            outside = self.known.outside.get(last.knob)
+            if outside is not None:
+                raise KnobError(
+                    f"{last.knob} was changed outside knobtop after this change ({outside.old} "
+                    f"-> {outside.new}, journaled): undo would overwrite it, so nothing was "
+                    "changed. Set it from the knob panel, or revert to the baseline (b) and "
+                    "choose there")
             undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
             if undone.result == "ok":
                 self.history.remove(last)
-            # What the server changed along with it (io_capacity_max after io_capacity).
+            # What the server changed along with it (io_capacity_max after io_capacity),
+            # unless someone changed that outside knobtop since.
             for knob, (old, _new) in last.side_effects.items():
-                if old is not None and undone.result == "ok":
+                if old is not None and undone.result == "ok" and knob not in self.known.outside:
                     await self._set_knob(knob, old, restart_ok=False, reason="undo")
             return undone
 
     async def _differ(self) -> dict[str, KnobFacts]:
-        """The knobs whose value on the server now is not this session's baseline."""
+        """The knobs whose value on the server now is not this session's baseline (a value
+        found changed outside knobtop on the way is journaled as such)."""
         link = await self._link()
         names = sorted(k for k in self.baseline if self.baseline[k] is not None)
         if not names:
             return {}
+        sent = self.recorder.now()
         now = await load_facts(link, names)
+        self.known.found({k: f.value for k, f in now.items() if f.present}, sent)
         return {k: now[k] for k in names if now[k].present and now[k].value != self.baseline[k]}
 
     async def baseline_diff(self) -> list[BaselineDiff]:
-        """What differs from the session's baseline now (for the quit and revert dialogs)."""
+        """What differs from the session's baseline now (for the quit and revert dialogs),
+        each knob holding a value set outside knobtop marked so."""
         async with self.lock:
             differ = await self._differ()
-        return [BaselineDiff(k, f.value, self.baseline[k], f.dynamic) for k, f in differ.items()]
+        return [BaselineDiff(k, f.value, self.baseline[k], f.dynamic,
+                             outside=k in self.known.outside) for k, f in differ.items()]
 
     def revert_plan(self, diff: list[BaselineDiff]) -> str:
-        """What reverting ``diff`` does, in words: which knobs go back live, which need
-        the restart (a restart is promised only when a static knob differs)."""
-        live = [d.knob for d in diff if d.dynamic]
-        static = [d.knob for d in diff if not d.dynamic]
-        parts = []
-        if live:
-            parts.append(f"Back live with SET GLOBAL, no restart: {', '.join(live)}.")
-        if static:
-            parts.append(f"Static, back together with one restart: {', '.join(static)}; "
-                         f"knobtop {self.restart_plan()}.")
-        else:
-            parts.append("Nothing restarts.")
-        return " ".join(parts)
+        return revert_plan(diff, self.restart_plan())
 
     def quit_choice(self, choice: str, diff: list[BaselineDiff]) -> Note:
         """Journal what was done at quit about the knobs that differ from the baseline."""
-        listed = ", ".join(f"{d.knob}={d.now} (baseline {d.baseline})" for d in diff)
-        verb = {"revert": "reverted to the baseline", "keep": "kept on the server"}[choice]
-        return self.recorder.note(f"quit: {verb}: {listed}" if diff
-                                  else f"quit: {verb}: nothing differed")
+        return self.recorder.note(quit_text(choice, diff))
 
-    async def revert_to_baseline(self) -> list[Change]:
+    async def revert_to_baseline(self, outside: bool = False) -> list[Change]:
         """Every knob this session changed back to its value at the start; all static
-        ones together, with a single restart."""
+        ones together, with a single restart. A knob holding a value set outside knobtop
+        goes back only with ``outside`` (the person chose it)."""
         async with self.lock:
             differ = await self._differ()
+            if not outside:
+                differ = {k: f for k, f in differ.items() if k not in self.known.outside}
             if not differ:
                 return []
             out: list[Change] = []

@@ -48,6 +48,7 @@ class BaselineDiff:
     now: str | None
     baseline: str | None
     dynamic: bool
+    outside: bool = False  # its value now was set outside knobtop (revert leaves it unless chosen)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class SessionPort(Protocol):
 
     async def baseline_diff(self) -> list[BaselineDiff]: ...
 
-    async def revert_to_baseline(self) -> list[Change]: ...
+    # ``outside``: knobs holding a value set outside knobtop go back too (the person chose)
+    async def revert_to_baseline(self, outside: bool = False) -> list[Change]: ...
 
     def restart_plan(self) -> str: ...
 

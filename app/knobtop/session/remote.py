@@ -332,8 +332,8 @@ class RemoteSession:
     async def baseline_diff(self) -> list[BaselineDiff]:
         return cast("list[BaselineDiff]", await self._call("baseline_diff"))
 
-    async def revert_to_baseline(self) -> list[Change]:
-        return cast("list[Change]", await self._call("revert_to_baseline"))
+    async def revert_to_baseline(self, outside: bool = False) -> list[Change]:
+        return cast("list[Change]", await self._call("revert_to_baseline", outside))
 
     def restart_plan(self) -> str:
         return cast(str, self._call_sync("restart_plan"))

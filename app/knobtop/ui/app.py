@@ -26,6 +26,7 @@ from knobtop.journal.events import (
     Header,
     Incident,
     Knobs,
+    OutsideChange,
     target_of,
 )
 from knobtop.journal.follow import JournalFollower
@@ -43,7 +44,7 @@ from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, forget_cell_widths
 from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
-from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
+from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
 from knobtop.ui.screens.help import HelpScreen
 from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
@@ -368,15 +369,17 @@ class KnobtopApp(KnobtopBase):
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         lab = session.state().profile == "lab"
         self.push_screen(QuitScreen(quit_details(session, diff, lab=lab),
-                                    default="revert" if lab else None),
+                                    default="revert" if lab else None,
+                                    outside=any(d.outside for d in diff)),
                          answer.set_result)
         choice = await answer
         if choice is None:
             return False
-        if choice == "revert":
+        if choice in ("revert", "revert_all"):
             self._state = "quitting: reverting to the baseline ..."
             self.paint(force=True)
-            changes = await self._call(session.revert_to_baseline())
+            changes = await self._call(
+                session.revert_to_baseline(outside=choice == "revert_all"))
             for change in changes or []:
                 if change.result != "ok":
                     self._report(change)
@@ -440,6 +443,10 @@ class KnobtopApp(KnobtopBase):
             self._state = "NOT RECORDING: the journal cannot be written"
             self.notify(event.message, title="journal", severity="error", timeout=30,
                         markup=False)
+        if isinstance(event, OutsideChange) and self.session is not None:
+            self.notify(f"{event.knob}: {show_value(event.knob, event.old)} → "
+                        f"{show_value(event.knob, event.new)}", title="changed outside knobtop",
+                        timeout=8, severity="warning", markup=False)
         self._apply(event)
 
     def _apply(self, event: Event) -> None:
@@ -478,6 +485,8 @@ class KnobtopApp(KnobtopBase):
                 panel.set_value(event.knob, event.new)
                 for knob, (_old, new) in event.side_effects.items():
                     panel.set_value(knob, new)
+            elif isinstance(event, OutsideChange):
+                panel.set_value(event.knob, event.new)
 
     def window_changed(self) -> None:
         self.paint(force=True)
@@ -698,20 +707,34 @@ class KnobtopApp(KnobtopBase):
             self.notify("every knob is at the session's baseline: nothing to revert")
             return
 
-        async def revert() -> None:
-            changes = await self._call(session.revert_to_baseline())
+        async def revert(outside: bool = False) -> None:
+            changes = await self._call(session.revert_to_baseline(outside=outside))
             if changes is None:
                 return
             failed = [c for c in changes if c.result != "ok"]
             if failed:
                 for change in failed:
                     self._report(change)
+            elif not changes:  # only knobs changed outside knobtop differ, and they stay
+                self.notify("none of knobtop's changes to put back; the knobs changed "
+                            "outside knobtop stay as they are")
             else:
                 self.notify(f"back to baseline: {len(changes)} knob(s) restored")
 
+        details = f"{differences(diff)}\n{session.revert_plan(diff)}"
+        if any(d.outside for d in diff):
+            # Someone else's values go back only if the person says so.
+            def chosen(choice: str | None) -> None:
+                if choice is not None:
+                    self.run_worker(revert(outside=choice == "all"), group="knobs")
+
+            self.push_screen(RevertScreen(
+                f"{details}\nKnobtop's (y) leaves those; All (a) puts the session's baseline "
+                "back for them too."), chosen)
+            return
         self.push_screen(
-            ConfirmScreen("Revert every knob to the session's baseline?",
-                          f"{differences(diff)}\n{session.revert_plan(diff)}", yes="Revert"),
+            ConfirmScreen("Revert every knob to the session's baseline?", details,
+                          yes="Revert"),
             self._if_yes(revert),
         )
 
@@ -829,9 +852,11 @@ class KnobtopApp(KnobtopBase):
 
 
 def differences(diff: list[BaselineDiff]) -> str:
-    """One line per knob: its value now and the baseline it goes back to."""
+    """One line per knob: its value now and the baseline it goes back to; a value set
+    outside knobtop says so."""
     return "\n".join(f"{d.knob}: {show_value(d.knob, d.now)} → "
-                     f"{show_value(d.knob, d.baseline)}" for d in diff)
+                     f"{show_value(d.knob, d.baseline)}"
+                     + ("  (changed outside knobtop)" if d.outside else "") for d in diff)
 
 
 def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
@@ -841,7 +866,9 @@ def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -
             if lab else f"Keep leaves them on {where} as they are now.")
     busy = ("\nA restart is in progress: it finishes first."
             if session.state().restart_in_progress else "")
-    return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}\n{keep}{busy}")
+    outside = ("\nRevert all (a) puts the session's baseline back for those too."
+               if any(d.outside for d in diff) else "")
+    return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}{outside}\n{keep}{busy}")
 
 
 def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:

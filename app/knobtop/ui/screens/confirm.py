@@ -1,5 +1,6 @@
 """ConfirmScreen: a yes/no question with what will happen spelled out (restarts, downtime);
-QuitScreen: what to do at quit with the knobs that differ from the session's baseline."""
+RevertScreen: revert knobtop's changes or those made outside it too; QuitScreen: what to do
+at quit with the knobs that differ from the session's baseline."""
 
 from __future__ import annotations
 
@@ -68,23 +69,68 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-class QuitScreen(ModalScreen[str | None]):
-    """``r`` reverts and quits, ``k`` keeps and quits, ``c``/Escape stays.  ``default``
-    ("revert" for the lab; None for a profile's server: nothing happens on Enter until
-    the person chooses) is the focused button."""
+class RevertScreen(ModalScreen[str | None]):
+    """Revert to the baseline when some knobs were changed outside knobtop: ``y`` reverts
+    knobtop's own changes (those stay), ``a`` all of them, ``n``/Escape nothing. Answers
+    "ours", "all" or None."""
 
-    DEFAULT_CSS = ConfirmScreen.DEFAULT_CSS.replace("ConfirmScreen", "QuitScreen")
+    DEFAULT_CSS = ConfirmScreen.DEFAULT_CSS.replace("ConfirmScreen", "RevertScreen")
+
+    BINDINGS = [
+        Binding("y", "answer('ours')", "Revert knobtop's", id="revert.ours"),
+        Binding("a", "answer('all')", "Revert all", id="revert.all"),
+        Binding("n,escape", "answer(None)", "No", id="revert.no"),
+    ]
+
+    def __init__(self, details: str) -> None:
+        super().__init__()
+        self.details = details
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Revert to the session's baseline?", classes="confirm-title",
+                        markup=False)
+            yield Static(self.details, markup=False)
+            with Horizontal():
+                yield Button("No (n)", id="no")
+                yield Button("All, outside too (a)", id="all")
+                yield Button("Knobtop's (y)", id="ours", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "no" else event.button.id)
+
+    def action_answer(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+
+class QuitScreen(ModalScreen[str | None]):
+    """``r`` reverts and quits, ``k`` keeps and quits, ``c``/Escape stays; with knobs
+    changed outside knobtop (``outside``), ``r`` leaves those as they are and ``a`` reverts
+    them too ("revert_all").  ``default`` ("revert" for the lab; None for a profile's
+    server: nothing happens on Enter until the person chooses) is the focused button."""
+
+    DEFAULT_CSS = ConfirmScreen.DEFAULT_CSS.replace("ConfirmScreen", "QuitScreen") + """
+    QuitScreen.outside > Vertical {
+        width: 80;
+    }
+    """
 
     BINDINGS = [
         Binding("r", "answer('revert')", "Revert", id="quit.revert"),
+        Binding("a", "answer('revert_all')", "Revert all", id="quit.revert_all"),
         Binding("k", "answer('keep')", "Keep", id="quit.keep"),
         Binding("c,escape", "answer(None)", "Cancel", id="quit.cancel"),
     ]
 
-    def __init__(self, details: str, default: str | None = None) -> None:
-        super().__init__()
+    def __init__(self, details: str, default: str | None = None,
+                 outside: bool = False) -> None:
+        super().__init__(classes="outside" if outside else None)
         self.details = details
         self.default = default
+        self.outside = outside
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -94,7 +140,13 @@ class QuitScreen(ModalScreen[str | None]):
             with Horizontal():
                 yield Button("Cancel (c)", id="cancel")
                 yield Button("Keep (k)", id="keep")
+                if self.outside:
+                    yield Button("Revert all (a)", id="revert_all")
                 yield Button("Revert (r)", id="revert", variant="warning")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # "revert all" is a choice only when something was changed outside knobtop
+        return self.outside or parameters != ("revert_all",)
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.default or 'cancel'}", Button).focus()

@@ -1,4 +1,5 @@
-"""JournalPane: the events a person reads (changes, load phases, notes, errors), newest last."""
+"""JournalPane: the events a person reads (changes, those made outside knobtop, load phases,
+notes, errors), newest last."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from knobtop.journal.events import (
     Event,
     Mark,
     Note,
+    OutsideChange,
     Phase,
     RecipeRun,
     StepResult,
@@ -66,6 +68,12 @@ def describe(event: Event) -> Text | None:
                 line.append(f" ({len(event.warnings)} warning(s))")
         else:
             line.append(f"✗ {event.knob}={event.requested}: {event.message}", style="italic")
+        return line
+    if isinstance(event, OutsideChange):
+        # Not knobtop's: said first, with the window it happened in (knobtop's reads).
+        since = f"{int(event.since) // 60:02d}:{int(event.since) % 60:02d}"
+        line.append(f"⚠ {event.knob}={event.new}", style="bold")
+        line.append(f" changed outside knobtop (was {event.old}; after {since})")
         return line
     if isinstance(event, Phase):
         marker = {"start": "▶", "stop": "■", "failed": "✗"}.get(event.action, "·")
