@@ -49,6 +49,7 @@ from knobtop.labdirs import (
     write_atomic,
     write_new,
 )
+from knobtop.safefile import private_cwd
 from knobtop.server.link import ConnectionInfo
 from knobtop.server.policy import normal
 
@@ -244,7 +245,8 @@ class Sandbox:
         if os.geteuid() == 0:
             args.append(f"--user={getpass.getuser()}")
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False,
+                                  cwd=private_cwd())
         except subprocess.TimeoutExpired:
             shutil.rmtree(self.datadir, ignore_errors=True)
             raise LabError("mariadb-install-db did not finish within 300 s") from None
@@ -327,6 +329,7 @@ class Sandbox:
                 stderr=devnull,
                 start_new_session=True,
                 preexec_fn=as_launched,  # not a session process's raised priority
+                cwd=private_cwd(),
             )
         self.started_here = True
         try:
@@ -404,6 +407,7 @@ class Sandbox:
                 text=True,
                 timeout=60,
                 check=False,
+                cwd=private_cwd(),
             )
         except subprocess.TimeoutExpired:
             raise LabError(
@@ -496,7 +500,9 @@ class Sandbox:
         return self.start(timeout=timeout)
 
     def restart_command(self) -> str:
-        return f"{shlex.quote(sys.executable)} -m knobtop.lab restart {shlex.quote(str(self.root))}"
+        # -P: the directory the restart runs in is not searched for a module named knobtop
+        return (f"{shlex.quote(sys.executable)} -P -m knobtop.lab restart "
+                f"{shlex.quote(str(self.root))}")
 
     @property
     def dropin_file(self) -> Path:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knobtop.labdirs import LabError, read_own
+from knobtop.safefile import private_cwd
 from knobtop.server.policy import Risk, normal, risk_of
 
 # my.cnf: the sandbox's own base options follow this comment line, up to the drop-in dir.
@@ -109,7 +110,8 @@ def server_help(server: str, plugins: tuple[str, ...] = ()) -> ServerHelp:
         loads = [f"--plugin-load-add={name}.so" for name in plugins]
         try:
             proc = subprocess.run([server, "--no-defaults", *loads, "--verbose", "--help"],
-                                  capture_output=True, text=True, timeout=30, check=False)
+                                  capture_output=True, text=True, timeout=30, check=False,
+                                  cwd=private_cwd())
         except subprocess.TimeoutExpired:
             raise LabError(f"{server} --verbose --help did not answer within 30 s") from None
         _HELP[key] = _read_help(proc.stdout)

@@ -10,9 +10,12 @@ of knobtop, so every part above the journal may use it.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 from knobtop.errors import KnobtopError
@@ -22,7 +25,8 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO planted at the name must not hang the screen in open().
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-MAX_SUFFIX = 99  # NAME-2.svg ... NAME-99.svg when screenshots share a second
+MAX_SUFFIX = 99
+_private_cwd: str | None = None  # NAME-2.svg ... NAME-99.svg when screenshots share a second
 
 
 class NotOwnFile(KnobtopError, OSError):
@@ -121,3 +125,15 @@ def read_own(path: Path) -> bytes:
 
 
 __all__ = ["NotOwnFile", "open_append", "read_own", "write_new"]
+
+
+def private_cwd() -> str:
+    """A directory of this user's own (0700, made for this process) that knobtop's child
+    processes start in: a program that looks in its working directory first (sysbench for
+    its Lua scripts and test name, ``python -c``, ``python -m``) never finds a file another
+    user planted in the directory knobtop was started from."""
+    global _private_cwd
+    if _private_cwd is None or not os.path.isdir(_private_cwd):
+        _private_cwd = tempfile.mkdtemp(prefix="knobtop-cwd-")
+        atexit.register(shutil.rmtree, _private_cwd, True)
+    return _private_cwd

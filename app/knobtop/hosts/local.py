@@ -19,6 +19,7 @@ import psutil
 
 from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
 from knobtop.hosts.procstat import whole_disks
+from knobtop.safefile import private_cwd
 
 _PR_SET_PDEATHSIG = 1
 
@@ -186,6 +187,7 @@ class LocalHost:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 preexec_fn=as_launched if _BASE_NICE is not None else None,
+                cwd=private_cwd(),  # nothing planted where knobtop was started is found
             )
         except FileNotFoundError:
             raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH") from None
@@ -215,6 +217,7 @@ class LocalHost:
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
+                cwd=private_cwd(),  # sysbench looks for its scripts here first
             )
         except FileNotFoundError:
             raise HostError(f"{self.name}: '{argv[0]}' is not installed or not on PATH") from None

@@ -36,6 +36,7 @@ from knobtop.load.base import (
 )
 from knobtop.load.latencies import KEY_PER_LN, LN_ZERO, OpLatencies
 from knobtop.load.sysbench_output import IntervalReport, PrepareProgress, RunSummary
+from knobtop.safefile import private_cwd
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, describe_error
 from knobtop.sqlquote import quote_ident
 
@@ -638,7 +639,8 @@ def _worker_argv(fd: int) -> list[str]:
     # The command line holds only the pipe's fd number: the config (and the password)
     # arrive pickled as the first message on that pipe.
     code = f"from knobtop.load.builtin import _worker_entry; _worker_entry({fd})"
-    return [sys.executable, "-c", code]
+    # -P: the working directory (where anyone may have planted a module) is not on the path
+    return [sys.executable, "-P", "-c", code]
 
 
 def _worker_env() -> dict[str, str]:
@@ -749,6 +751,7 @@ class _Run:
                     stderr=asyncio.subprocess.PIPE,  # kept for the message if it dies
                     env=_worker_env(),
                     preexec_fn=as_launched,  # not the sampler's raised priority
+                    cwd=private_cwd(),
                 )
             except BaseException:
                 ours.close()

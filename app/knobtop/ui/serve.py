@@ -34,6 +34,7 @@ from yarl import URL
 from knobtop.errors import BadValue
 from knobtop.journal.events import Header
 from knobtop.printable import printable
+from knobtop.safefile import private_cwd
 
 # The browser's terminal size, in cells: textual-serve takes it from the page's query string
 # and resize messages; unbounded, a page could make the viewer allocate a huge screen.
@@ -301,8 +302,10 @@ def serve_follow(path: Path, header: Header | None, *, host: str, port: int, pub
                  public_url: str | None, history: float, console: Console,
                  max_viewers: int = 8) -> None:
     """Serve `knobtop follow PATH` to browsers until interrupted (checks done by the CLI)."""
-    command = shlex.join([sys.executable, "-m", "knobtop", "follow", str(path.resolve()),
-                          "--history", f"{history:g}"])
+    # -P and a private working directory: no module planted where serve was started from
+    command = "cd " + shlex.quote(private_cwd()) + " && " + shlex.join(
+        [sys.executable, "-P", "-m", "knobtop", "follow", str(path.resolve()),
+         "--history", f"{history:g}"])
     host = host.strip("[]")
     url = public_url
     if url is None and ":" in host:  # an IPv6 literal needs its brackets
