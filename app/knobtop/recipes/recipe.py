@@ -671,7 +671,7 @@ class _Reader(Reader):
         names: list[str] = []
         for i, name in enumerate(raw):
             risk = risk_of(name)
-            if not _KNOB_NAME.match(name) or not risk.reach:
+            if not _KNOB_NAME.match(risk.name) or not risk.reach:
                 raise self.error(f"allow.reach[{i}]", f"{name!r} is not a reach variable "
                                  "(one that names a file, opens the network, loads a plugin, "
                                  "runs SQL, changes logins or starts writing files)",

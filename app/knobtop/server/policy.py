@@ -78,7 +78,10 @@ REACH_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"|innodb_tmp|slave_load_tmp|replica_load_tmp)dir$|^secure_file_priv$|^log_error"
          r"(_services)?$|^(log_bin|relay_log)(_index)?$|^ignore_db_dirs$|^innodb_data_file_"
          r"path$|^log_tc$|^pid_file$|^character_sets_dir$|^lc_messages_dir$|^chroot$|_tmpdir$"
-         r"|^log_ddl_recovery$|^log_isam$",
+         r"|^log_ddl_recovery$|^log_isam$|datadir$|^rocksdb_create_checkpoint$"
+         r"|^rocksdb_remove_mariabackup_checkpoint$"
+         # RocksDB's option strings, which can name directories (cf_paths)
+         r"|^rocksdb_(default_|override_|update_)?cf_options$",
          "path"),
     ))
 
@@ -88,7 +91,7 @@ SUSPECT = re.compile(
     r"(^|_)(file|files|dir|directory|path|filename|basename|plugin|password|passwords|ssl|tls"
     r"|address|port|socket|host|hosts|hostname|user|users|auth|grant|grants|init|network"
     r"|networks|networking|cmd|provider|sst|keyring|secure|log|debug|dbug|tmpdir|infile"
-    r"|outfile|roles|privileges|core)(_|$)")
+    r"|outfile|roles|privileges|core|checkpoint|backup|dump|trace|options)(_|$)")
 
 # Performance variables whose names look like reach (SUSPECT) but name no place, open no
 # listener, load nothing, run nothing, change no login and start no file: why, by group.
@@ -137,6 +140,19 @@ NOT_REACH: dict[str, str] = {
         "rocksdb_debug_ttl_snapshot_ts", "rocksdb_debug_manual_compaction_delay",
         "rocksdb_debug_cardinality_multiplier"),
         "a read-only or in-memory debugging switch that writes no trace file"),
+    **dict.fromkeys((
+        "innodb_buffer_pool_dump_now", "innodb_buffer_pool_dump_at_shutdown",
+        "innodb_buffer_pool_dump_pct", "innodb_buf_dump_status_frequency"),
+        "writes the buffer pool's dump file, which innodb_buffer_pool_filename (itself reach) "
+        "names"),
+    **dict.fromkeys((
+        "aria_checkpoint_interval", "optimizer_trace", "optimizer_trace_max_mem_size",
+        "rocksdb_cache_dump", "rocksdb_stats_dump_period_sec",
+        "rpl_semi_sync_master_trace_level", "rpl_semi_sync_slave_trace_level"),
+        "an interval, a memory-only trace, or what a core dump holds"),
+    **dict.fromkeys((
+        "aria_recover_options", "myisam_recover_options", "rocksdb_ignore_unknown_options"),
+        "how crashed tables are repaired (in the datadir), or how strictly options are read"),
     **dict.fromkeys((
         "core_file_size", "back_log", "port_open_timeout", "innodb_max_undo_log_size",
         "innodb_online_alter_log_max_size", "innodb_buffer_pool_in_core_dump",
