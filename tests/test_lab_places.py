@@ -172,3 +172,33 @@ def test_a_named_sandbox_keeps_its_options_until_others_are_asked_for(tmp_path: 
     # --fresh of the lab wipes the lab's own sandbox, never the named ones inside it
     Sandbox(lab).wipe()
     assert "innodb_flush_log_at_trx_commit=0" in target.config.read_text()
+
+
+def test_a_dir_reached_through_another_users_link_or_directory_is_refused(
+        tmp_path: Path) -> None:
+    """Found by the issue-36 review: `--dir /shared/evil/lab`, where another user owns the
+    link `evil` in a sticky directory, let them repoint it between two uses of the path and
+    have the sandbox's server read their my.cnf. The path is resolved once and checked."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # sticky and world-writable, as /tmp
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    link = shared / "evil"
+    link.symlink_to(mine)
+    relative = os.path.relpath(mine / "lab")
+    # a link of one's own, and a relative --dir, are taken as the real, absolute place
+    assert lab_dir_for(None, Path(relative)) == (mine / "lab").resolve()
+    if os.geteuid() == 0:
+        os.lchown(link, NOBODY, NOBODY)
+        with pytest.raises(LabError, match=f"{link} is a link owned by nobody"):
+            lab_dir_for(None, link / "lab")
+        run = knobtop("lab", "--dir", str(link / "lab"), "--headless", "--duration", "1",
+                      "--load", "none")
+        assert run.returncode != 0 and f"{link} is a link owned by nobody" in said(run)
+        assert not (mine / "lab").exists()
+        theirs = someone_elses(tmp_path / "theirs")
+        with pytest.raises(LabError, match=f"{theirs} belongs to nobody"):
+            lab_dir_for("trx2", theirs / "x" / "lab")
+    else:
+        assert lab_dir_for(None, link / "lab") == (mine / "lab").resolve()

@@ -46,13 +46,51 @@ def default_lab_dir() -> Path:
 
 def lab_dir_for(name: str | None, where: Path | None) -> Path:
     """A sandbox's directory: the lab's (``--dir``, else the default), or with ``--name
-    NAME`` the named sandbox inside it, ``LAB/labs/NAME``."""
-    lab = default_lab_dir() if where is None else where
+    NAME`` the named sandbox inside it, ``LAB/labs/NAME``; as a trusted path (see
+    :func:`trusted_path`), so everything after works with no link left in it."""
+    lab = trusted_path(default_lab_dir() if where is None else where)
     if name is None:
         return lab
     if not NAME.fullmatch(name):
         raise LabError(f"--name {name!r}: up to 32 letters, digits, _ and -")
     return lab / LABS / name
+
+
+def trusted_path(path: Path) -> Path:
+    """``path`` absolute, with its links resolved once, and checked: every link on the way
+    and every directory it ends up in is this user's or root's, and none of those
+    directories can be written by other users unless it is sticky (as /tmp is). Otherwise
+    another user could point the way somewhere else between two uses of the name (and have
+    the sandbox's server read their my.cnf): LabError naming the part and the fix."""
+    given = Path(os.path.abspath(path))
+    me = os.geteuid()
+    for part in [*reversed(given.parents), given]:
+        try:
+            st = os.lstat(part)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise LabError(f"cannot read {part}: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (me, 0):
+            raise LabError(f"{part} is a link owned by {_owner(st.st_uid)}: it could be "
+                           "pointed elsewhere while the sandbox is in use; give a --dir "
+                           "whose path has no other user's link in it")
+    real = Path(os.path.realpath(given))
+    for part in [*reversed(real.parents), real]:
+        try:
+            st = os.stat(part)
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise LabError(f"cannot read {part}: {exc.strerror}") from None
+        if st.st_uid not in (me, 0):
+            raise LabError(f"{part} belongs to {_owner(st.st_uid)}: a sandbox may not live "
+                           "under a directory another user can change; choose another --dir")
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise LabError(f"{part} can be written by other users (mode "
+                           f"{stat.S_IMODE(st.st_mode):o}), who could replace what is in it: "
+                           f"chmod go-w {part}, or choose another --dir")
+    return real
 
 
 def find_program(*names: str) -> str | None:
