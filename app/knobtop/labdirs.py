@@ -22,7 +22,7 @@ import shutil
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -64,25 +64,13 @@ def trusted_path(path: Path) -> Path:
     the sandbox's server read their my.cnf): LabError naming the part and the fix."""
     given = Path(os.path.abspath(path))
     me = os.geteuid()
-    for part in [*reversed(given.parents), given]:
-        try:
-            st = os.lstat(part)
-        except FileNotFoundError:
-            break
-        except OSError as exc:
-            raise LabError(f"cannot read {part}: {exc.strerror}") from None
+    for part, st in _existing_parts(given, os.lstat):
         if stat.S_ISLNK(st.st_mode) and st.st_uid not in (me, 0):
             raise LabError(f"{part} is a link owned by {_owner(st.st_uid)}: it could be "
                            "pointed elsewhere while the sandbox is in use; give a --dir "
                            "whose path has no other user's link in it")
     real = Path(os.path.realpath(given))
-    for part in [*reversed(real.parents), real]:
-        try:
-            st = os.stat(part)
-        except FileNotFoundError:
-            break
-        except OSError as exc:
-            raise LabError(f"cannot read {part}: {exc.strerror}") from None
+    for part, st in _existing_parts(real, os.stat):
         if st.st_uid not in (me, 0):
             raise LabError(f"{part} belongs to {_owner(st.st_uid)}: a sandbox may not live "
                            "under a directory another user can change; choose another --dir")
@@ -91,6 +79,19 @@ def trusted_path(path: Path) -> Path:
                            f"{stat.S_IMODE(st.st_mode):o}), who could replace what is in it: "
                            f"chmod go-w {part}, or choose another --dir")
     return real
+
+
+def _existing_parts(path: Path, read: Callable[[Path], os.stat_result]
+                    ) -> Iterator[tuple[Path, os.stat_result]]:
+    """``/``, then each longer part of ``path`` down to itself, with ``read(part)``, while
+    they exist."""
+    for part in [*reversed(path.parents), path]:
+        try:
+            yield part, read(part)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise LabError(f"cannot read {part}: {exc.strerror}") from None
 
 
 def find_program(*names: str) -> str | None:

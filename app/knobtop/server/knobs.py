@@ -106,17 +106,23 @@ def _num(raw: object) -> float | None:
         return None
 
 
-async def load_facts(link: ServerLink, names: Iterable[str]) -> dict[str, KnobFacts]:
-    """Facts for ``names`` from the server; names it does not know come back absent."""
+def _names_in(names: Iterable[str]) -> tuple[list[str], str]:
+    """``names`` lower-cased and checked (KnobError for one that is not a variable name),
+    and the ``%s`` placeholders of an ``IN (...)`` list of them."""
     wanted = [n.lower() for n in names]
     for name in wanted:
         if not _NAME.match(name):
             raise KnobError(f"'{name}' is not a server variable name")
+    return wanted, ", ".join(["%s"] * len(wanted))
+
+
+async def load_facts(link: ServerLink, names: Iterable[str]) -> dict[str, KnobFacts]:
+    """Facts for ``names`` from the server; names it does not know come back absent."""
+    wanted, placeholders = _names_in(names)
     version = link.version
     assert version is not None
     if not wanted:
         return {}
-    placeholders = ", ".join(["%s"] * len(wanted))
     found: dict[str, KnobFacts] = {}
     if version.flavor == "mariadb" and version.at_least(10, 1):
         rows = await link.query(
@@ -160,15 +166,11 @@ async def global_values_now(link: ServerLink, names: Iterable[str]) -> dict[str,
     """The global value of each of ``names`` in ONE statement, from the table load_facts
     reads (so a value compares with a change's ``old`` and ``new`` as they are written);
     names the server does not know are left out."""
-    wanted = [n.lower() for n in names]
-    for name in wanted:
-        if not _NAME.match(name):
-            raise KnobError(f"'{name}' is not a server variable name")
+    wanted, placeholders = _names_in(names)
     version = link.version
     assert version is not None
     if not wanted:
         return {}
-    placeholders = ", ".join(["%s"] * len(wanted))
     if version.flavor == "mariadb" and version.at_least(10, 1):
         rows = await link.query(
             "SELECT LOWER(VARIABLE_NAME), GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES "
