@@ -198,7 +198,7 @@ LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
     ("test_tmux.py", "tmux"),
 })
 # A test or fixture that builds a real part in its own body is live too.
-LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(")
+LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(", "pane_server(")
 TESTS = Path(__file__).parent
 
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import show_global
 from faults.helpers import knobtop_run
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import TmuxServer, pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
 from knobtop.journal.events import Event, OutsideChange
@@ -239,9 +239,7 @@ def knob_row(screen: list[str], knob: str) -> str:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    server = pane_server(tmp_path)
     try:
         yield server
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, samples_shown
+from harness.tmux import pane_server, samples_shown
 from knobtop.journal import Change, JournalReader
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
@@ -78,9 +78,7 @@ def check_titles(screen: list[str]) -> None:
 def test_live_graphs_show_whole_labels_and_sane_ranges_in_tmux(
         tmp_path: Path, lab: tuple[Path, ConnectionInfo]) -> None:
     where, _info = lab
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    tmux = pane_server(tmp_path)
     journal = tmp_path / "graphs.knobtop.jsonl"
     try:
         session = f"knobtop-{tmux.socket}"

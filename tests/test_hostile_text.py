@@ -23,9 +23,8 @@ import pytest
 from rich.text import Text
 
 from conftest import kept_globals
-from harness.binaries import require_binary
 from harness.hostile import HOSTILE, JOURNAL, OSC_TITLE, SHOWN, hostile_journal, raw_controls
-from harness.tmux import TmuxServer
+from harness.tmux import TmuxServer, pane_server
 from harness.ui import until
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, Note
@@ -151,11 +150,7 @@ def strings_of(value: Any) -> Iterator[str]:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    server = pane_server(tmp_path)
     yield server
     server.kill()
 

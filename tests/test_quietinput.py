@@ -18,8 +18,7 @@ from textual import events
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
-from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import pane_server
 from knobtop.ui.quietinput import MADE_FROM, WakingEvent, wait_for
 
 JOURNAL = Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl"
@@ -82,11 +81,7 @@ def voluntary_switches_of_other_threads(pid: int) -> int:
 @pytest.mark.integration
 def test_in_a_terminal_the_input_thread_sleeps_yet_escape_and_quit_come_at_once(
         tmp_path: Path) -> None:
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    tmux = pane_server(tmp_path)
     try:
         tmux.new_session("q", "replay", 120, 40,
                          [sys.executable, "-m", "knobtop", "replay", str(JOURNAL)], tmp_path)

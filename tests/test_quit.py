@@ -21,7 +21,7 @@ from textual.widgets import Button, Input
 from conftest import show_global
 from harness.binaries import require_binary
 from harness.served import served_session
-from harness.tmux import TmuxServer
+from harness.tmux import TmuxServer, pane_server
 from harness.ui import until
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note, Restart
@@ -370,11 +370,7 @@ def test_lab_stop_stops_the_sandbox_and_says_so_when_none_runs(tmp_path: Path) -
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    server = pane_server(tmp_path)
     yield server
     server.kill()
     Sandbox(tmp_path / "lab").stop()  # if a failed test left it up

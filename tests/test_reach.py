@@ -14,8 +14,7 @@ import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
-from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Note, RecipeRun
@@ -193,9 +192,7 @@ def test_a_recipe_allowed_to_reach_sets_it_and_journals_why(
 def test_the_live_screen_asks_before_a_reach_variable_and_journals_it(
         tmp_path: Path, lab: tuple[Path, ConnectionInfo]) -> None:
     where, info = lab
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    tmux = pane_server(tmp_path)
     journal = tmp_path / "keys.knobtop.jsonl"
     try:
         session = f"knobtop-{tmux.socket}"

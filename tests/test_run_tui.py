@@ -11,7 +11,7 @@ import pytest
 from rich.cells import cell_len
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import TmuxServer, pane_server
 from knobtop.lab import Sandbox
 
 pytestmark = pytest.mark.integration
@@ -41,11 +41,7 @@ timeout = 5.0
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    server = pane_server(tmp_path)
     yield server
     server.kill()
     Sandbox(tmp_path / "lab").stop()  # if the run did not stop its server (a failed test)

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, samples_shown
+from harness.tmux import TmuxServer, pane_server, samples_shown
 from knobtop.journal import End, Error, JournalReader, Sample
 from knobtop.lab import Sandbox
 
@@ -34,11 +34,7 @@ def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    server = pane_server(tmp_path)
     yield server
     server.kill()
 

@@ -15,7 +15,7 @@ import pytest
 from rich.cells import cell_len
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, samples_shown
+from harness.tmux import TmuxServer, pane_server, samples_shown
 from knobtop.journal import Change, End, JournalReader, Sample
 from knobtop.journal.events import Note
 from knobtop.lab import Sandbox
@@ -42,12 +42,7 @@ def tmux(tmp_path: Path, stop_sandbox: None) -> Iterator[TmuxServer]:
     """A tmux server of this test's own: tmux defaults except the pane's TERM, no status
     line (so the pane is the whole 80x24), and dead panes kept to read their exit status.
     escape-time is left at tmux's default on purpose."""
-    binary = require_binary("tmux", "tmux")
-    server = TmuxServer(binary, tmp_path, [
-        "set -g default-terminal screen-256color",
-        "set -g status off",
-        "set -g remain-on-exit on",
-    ])
+    server = pane_server(tmp_path)
     yield server
     server.kill()  # before stop_sandbox: the lab, if still up, goes with its pane
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import show_global
-from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.server.link import ConnectionInfo
 from test_reach import first_hit, knobtop_argv, lab  # noqa: F401  (lab: the shared sandbox)
@@ -38,9 +37,7 @@ def test_u_undoes_the_last_change_on_the_live_screen(
         tmp_path: Path, lab: tuple[Path, ConnectionInfo]) -> None:  # noqa: F811
     where, info = lab
     before = asyncio.run(show_global(info, "innodb_io_capacity"))
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    tmux = pane_server(tmp_path)
     journal = tmp_path / "undo.knobtop.jsonl"
     try:
         pane = f"knobtop-{tmux.socket}:lab"

@@ -167,3 +167,17 @@ def samples_shown(screen: list[str]) -> int | None:
     """The sample count in the status bar (first row), when it fits on it."""
     m = SAMPLES.search(screen[0]) if screen else None
     return int(m.group(1)) if m else None
+
+
+# What every test's tmux server is set to: a 256-colour terminal that is not truecolor, no
+# status line (the pane is the whole window), dead panes kept to read their exit status;
+# tmux's own defaults otherwise (escape-time included).
+PANE_CONFIG = ("set -g default-terminal screen-256color", "set -g status off",
+               "set -g remain-on-exit on")
+
+
+def pane_server(workdir: Path) -> TmuxServer:
+    """A tmux server of the test's own, set as users' panes are (see PANE_CONFIG)."""
+    from harness.binaries import require_binary
+
+    return TmuxServer(require_binary("tmux", "tmux"), workdir, PANE_CONFIG)
