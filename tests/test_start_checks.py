@@ -1,14 +1,18 @@
-"""Checks at the start (issue 37, finding 6): every knob a command will set is checked
+"""Checks at the start (issue 37, findings 6 and 7): every knob a command will set is checked
 against the server's catalog before a table is prepared or a load starts, with the variable
-the person most likely meant.
+the person most likely meant; every warning of a recipe's plan is said before its first step,
+headless and on the live screen (the real screen and session processes, in a real tmux pane).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +21,9 @@ import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
+from harness.binaries import require_binary
+from harness.tmux import TmuxServer
+from knobtop.journal import JournalReader, RecipeRun, StepResult
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 
@@ -77,6 +84,29 @@ name = "{knob}"
 min = 100
 max = 400
 """
+# Two arms at two thread counts, 3 replicates: 2 comparisons (Holm) need 5 runs per arm.
+WARNED = """\
+name = "warned"
+description = "three replicates cannot read higher or lower"
+[load]
+workload = "oltp_point_select"
+threads = [1, 2]
+duration = 10
+warmup = 0
+tables = 1
+table_size = 150
+[run]
+replicates = 3
+[[arm]]
+name = "A"
+knobs = { innodb_io_capacity = 200 }
+[[arm]]
+name = "B"
+knobs = { innodb_io_capacity = 400 }
+"""
+WARNING = "replicates = 3: with 2 comparisons in the table (Holm), no cell can read higher " \
+    "or lower below 5 runs per arm"
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
@@ -205,3 +235,71 @@ def test_a_files_knob_the_server_lacks_is_refused_before_its_tables(
     said = refused_before_anything(run, info, journal)
     assert f"{path}: {key}: {TYPO} does not exist on this server, mariadb" in said, said
     assert f"did you mean {KNOB}? fix: {fix}" in said, said
+
+
+def test_headless_says_the_plans_warnings_before_its_first_step(
+        lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str) -> None:
+    where, _info = lab
+    recipe = tmp_path / "warned.toml"
+    recipe.write_text(WARNED)
+    journal = tmp_path / "warned.knobtop.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "knobtop", "run", str(recipe), "--lab", "--dir", str(where),
+         "--journal", str(journal)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "COLUMNS": "400"})
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any("load start" in line for line in seen):
+            left = deadline - time.monotonic()
+            assert left > 0, "".join(seen)
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert line is not None, "".join(seen)  # it ended before its first step
+            seen.append(line)
+        first_step = next(i for i, line in enumerate(seen) if "load start" in line)
+        warned = [i for i, line in enumerate(seen) if f"warning: {WARNING}" in line]
+        assert warned and warned[0] < first_step, "".join(seen)
+    finally:
+        proc.send_signal(signal.SIGINT)  # abort: the load stops, the baseline comes back
+        assert proc.wait(timeout=120) == 130
+    start = next(e for e in JournalReader(journal)
+                 if isinstance(e, RecipeRun) and e.action == "start")
+    assert any(WARNING in w for w in start.plan["warnings"])
+
+
+def test_the_live_screen_says_the_plans_warnings_before_its_first_step(
+        lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str) -> None:
+    where, _info = lab
+    recipe = tmp_path / "warned.toml"
+    recipe.write_text(WARNED)
+    journal = tmp_path / "warned-tui.knobtop.jsonl"
+    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
+        "set -g default-terminal screen-256color", "set -g status off",
+        "set -g remain-on-exit on"])
+    try:
+        session = f"knobtop-{tmux.socket}"
+        pane = f"{session}:run"
+        tmux.new_session(session, "run", 160, 48, [
+            sys.executable, "-m", "knobtop", "run", str(recipe), "--lab", "--dir", str(where),
+            "--journal", str(journal), "--tui"], cwd=tmp_path)
+        tmux.wait_for(pane, lambda s: "replicates = 3: with 2 comparisons" in "\n".join(s),
+                      timeout=300, what="the plan's warning on the live screen")
+        steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]
+        assert steps == []  # said before the first step was measured
+        tmux.run("send-keys", "-t", pane, "q")  # aborts the recipe, restores the baseline
+        assert tmux.exit_status(pane, timeout=180) == "0"
+    finally:
+        tmux.kill()

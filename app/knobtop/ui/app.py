@@ -26,6 +26,7 @@ from knobtop.journal.events import (
     Header,
     Incident,
     Knobs,
+    RecipeRun,
     target_of,
 )
 from knobtop.journal.follow import JournalFollower
@@ -440,6 +441,11 @@ class KnobtopApp(KnobtopBase):
             self._state = "NOT RECORDING: the journal cannot be written"
             self.notify(event.message, title="journal", severity="error", timeout=30,
                         markup=False)
+        if isinstance(event, RecipeRun) and event.action == "start":
+            # Said before the first step (the journal pane lists them under the start too).
+            for warning in event.plan.get("warnings", []):
+                self.notify(str(warning), title=f"{event.name}: warning", severity="warning",
+                            timeout=30, markup=False)
         self._apply(event)
 
     def _apply(self, event: Event) -> None:
