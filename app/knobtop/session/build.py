@@ -245,6 +245,7 @@ def _lab_session(options: SessionOptions, place: LabPlace,
         # At open, knobs that differ from what the last lab session started from are said.
         session.previous_baseline = previous_baseline(sandbox.root / "journals", journal)
         owned = sandbox.root if sandbox.started_here and not place.keep_running else None
+        session.server_stops = owned is not None
         yield LiveSession(session, journal, owned)
     finally:
         if sandbox.started_here and not place.keep_running:
