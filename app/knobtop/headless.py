@@ -25,6 +25,7 @@ from knobtop.journal.events import (
     Event,
     OutsideChange,
     Phase,
+    RecipeRun,
     Restart,
     Sample,
     target_of,
@@ -136,11 +137,21 @@ def describe(event: Event) -> str | None:
     return None
 
 
+def plan_warnings(event: Event) -> list[str]:
+    """A recipe's or a tune's warnings, journaled in its start before the first step."""
+    if isinstance(event, RecipeRun) and event.action == "start":
+        return [str(w) for w in event.plan.get("warnings", [])]
+    return []
+
+
 def log_line(console: Console, event: Event) -> None:
+    target = target_of(event)  # a recipe's further server (issue 19)
+    where = f"{target}: " if target else ""
+    for warning in plan_warnings(event):  # before the first step, not after the run
+        console.print(f"[{event.t:8.2f}s] {where}warning: {printable(warning)}",
+                      highlight=False, markup=False)
     line = describe(event)
     if line:
-        target = target_of(event)  # a recipe's further server (issue 19)
-        where = f"{target}: " if target else ""
         console.print(f"[{event.t:8.2f}s] {where}{line}", highlight=False, markup=False)
 
 
@@ -294,6 +305,26 @@ def bar_callbacks(bars: Progress, task: TaskID
     return on_progress, on_note
 
 
+def subscribe_log(session: SessionPort, console: Console) -> list[str]:
+    """Log the session's events as they come; returns the list the warnings the run's
+    start said are added to (the end says only the ones met later)."""
+    said: list[str] = []
+
+    def log(event: Event) -> None:
+        said.extend(plan_warnings(event))
+        log_line(console, event)
+
+    session.subscribe(log)
+    return said
+
+
+def print_warnings(console: Console, warnings: Sequence[str], said: Sequence[str]) -> None:
+    """The warnings the run met on its way (those of its start were said before it)."""
+    for warning in warnings:
+        if warning not in said:
+            console.print(f"warning: {printable(warning)}", highlight=False, markup=False)
+
+
 async def run_to_end(console: Console, what: str, session: SessionPort,
                      run: Callable[[], Awaitable[object]], abort: Callable[[], None],
                      open_: Callable[[], Awaitable[object]],
@@ -348,13 +379,12 @@ async def run_recipe_headless(
         runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
                               on_note=on_note,
                               targets=targets.ports if targets is not None else None)
-        session.subscribe(lambda event: log_line(bars.console, event))
+        said = subscribe_log(session, bars.console)
         code = await run_to_end(
             bars.console, "recipe", session, runner.run, runner.abort,
             targets.open if targets is not None else session.open,
             targets.close if targets is not None else session.close)
-    for warning in runner.warnings:
-        console.print(f"warning: {warning}", highlight=False, markup=False)
+    print_warnings(console, runner.warnings, said)
     if runner.checkpoints:  # a timeline: its checkpoints are the result
         from knobtop.analysis.seedtables import timeline
 
@@ -383,11 +413,10 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
         on_progress, on_note = bar_callbacks(bars, task)
         tuner = Tuner(session, search, on_progress=on_progress, on_note=on_note, prior=prior,
                       resumed_from=str(resume or ""))
-        session.subscribe(lambda event: log_line(bars.console, event))
+        said = subscribe_log(session, bars.console)
         code = await run_to_end(bars.console, "tune", session, tuner.run, tuner.abort,
                                 session.open, session.close)
-    for warning in tuner.outcome.warnings:
-        console.print(f"warning: {warning}", highlight=False, markup=False)
+    print_warnings(console, tuner.outcome.warnings, said)
     if tuner.trials:
         console.print(trials_table(tuner.spec, tuner.trials))
     verification = tuner.outcome.verification

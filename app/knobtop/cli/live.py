@@ -193,6 +193,10 @@ def session_options(
         if risk.reach and not args.allow_reach:
             raise BadValue(f"--set {change.knob}: {risk.name} {risk.what}; add --allow-reach "
                            "to set it")
+        if args.duration is not None and change.at >= args.duration:
+            raise BadValue(f"--set {change.text}: {change.at:g} s is not before the run's end "
+                           f"(--duration {args.duration:g}), so it would never be made; give "
+                           "an earlier time, or a longer --duration")
     load = LoadSpec(workload=args.load if args.load != "none" else "oltp_read_write",
                     threads=args.threads, tables=args.tables, table_size=args.table_size,
                     rate=args.rate, rand_type=args.rand_type, percentile=args.percentile,
@@ -203,7 +207,7 @@ def session_options(
         interval=args.interval, statements=args.statements, cleanup=args.cleanup,
         headless=args.headless, duration=args.duration, changes=tuple(args.changes),
         recipe=None, markdown=None, targets=(), tune=None, resume=None,
-        allow_reach=args.allow_reach,
+        allow_reach=args.allow_reach, target="",
     )
 
 
@@ -231,17 +235,18 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
-        targets=(), tune=None, resume=None, allow_reach=args.allow_reach,
+        targets=(), tune=None, resume=None, allow_reach=args.allow_reach, target="",
     )
     if not recipe.targets:
         return options
     import dataclasses
 
     # Each further target's session: built like the run's own, its events go to the run's
-    # journal (so it has no journal path of its own to check).
+    # journal (so it has no journal path of its own to check); the recipe is there for the
+    # check of its arms on that server when it answers.
     targets = tuple(
         (t.name, dataclasses.replace(options, where=target_place(args, recipe, t, where),
-                                     journal=None, recipe=None, markdown=None))
+                                     journal=None, markdown=None, target=t.name))
         for t in recipe.targets)
     return dataclasses.replace(options, targets=targets)
 

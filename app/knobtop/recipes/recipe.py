@@ -93,6 +93,7 @@ from knobtop.load.base import (
 )
 from knobtop.server import flavors
 from knobtop.server.catalog import Catalog, CatalogFacts
+from knobtop.server.knobcheck import absent_problem, close_name
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.policy import risk_of
@@ -581,6 +582,15 @@ class Recipe:
             return float(self.duration)
         count = (self.replicates * len(self.arms) + self.calibrate) * len(self.threads)
         return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause
+
+    def check_server(self, catalog: Catalog, target: str = "") -> list[str]:
+        """This recipe against the server of ``target`` ("": the run's own) as soon as it
+        answers: the arms that run there (or the timeline) are checked as
+        ``check_for_server`` does; RecipeError names the knob, the close match and the fix.
+        Returns the warnings (the runner says them before its first step)."""
+        if not self.targets:
+            return check_for_server(self, catalog)
+        return check_for_targets(self, {target: catalog})
 
 
 # --------------------------------------------------------------------------- TOML reader
@@ -1584,7 +1594,15 @@ def _check_applies(recipe: Recipe, catalog: Catalog) -> None:
     raise RecipeError(str(recipe.path), key, problem, fix)
 
 
-def _absent_fix(knob: str, catalog: Catalog) -> str:
+def _absent_problem(knob: str, catalog: Catalog) -> str:
+    """Why ``knob`` is refused here: the catalog's note, and the name most like it."""
+    return absent_problem(catalog, knob, _describe_server(catalog)) or ""
+
+
+def _absent_fix(knob: str, catalog: Catalog, where: str = "in every arm") -> str:
+    close = close_name(catalog, knob)
+    if close is not None:
+        return f"write {close} instead of {knob} {where}"
     for candidate in _EQUIVALENTS.get(knob, ()):
         if candidate in catalog and catalog.get(candidate).present:
             other = _EQUIVALENT_RECIPES.get(candidate)
@@ -1621,13 +1639,8 @@ def check_for_server(recipe: Recipe, catalog: Catalog, *, whole: bool = True) ->
         fact = catalog.get(knob)
         if not fact.present:
             i = next(n for n, arm in enumerate(recipe.arms) if knob in arm.knobs)
-            note = f" ({fact.note})" if fact.note else ""
-            raise RecipeError(
-                file,
-                f"arm[{i}].knobs.{knob}",
-                f"{knob} does not exist on this server, {_describe_server(catalog)}{note}",
-                _absent_fix(knob, catalog),
-            )
+            raise RecipeError(file, f"arm[{i}].knobs.{knob}", _absent_problem(knob, catalog),
+                              _absent_fix(knob, catalog, "in every arm"))
         facts[knob] = fact
     resolved: list[dict[str, object]] = []
     for i, arm in enumerate(recipe.arms):
@@ -1719,11 +1732,9 @@ def _check_timeline(recipe: Recipe, timeline: Timeline, catalog: Catalog) -> lis
         for knob, raw in knobs.items():
             fact = catalog.get(knob)
             if not fact.present:
-                note = f" ({fact.note})" if fact.note else ""
                 raise RecipeError(str(recipe.path), f"{key}.{knob}",
-                                  f"{knob} does not exist on this server, "
-                                  f"{_describe_server(catalog)}{note}",
-                                  _absent_fix(knob, catalog))
+                                  _absent_problem(knob, catalog),
+                                  _absent_fix(knob, catalog, f"in {key}"))
             try:
                 validate(fact, raw, static_ok=True)
             except KnobError as exc:

@@ -30,7 +30,7 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -232,6 +232,7 @@ class RecipeRunner:
         more_steps: Callable[[], list[Step]] | None = None,
         on_arm_refused: Callable[[Step, str], None] | None = None,
         plan_extra: Mapping[str, Any] | None = None,
+        warnings: Sequence[str] = (),
     ) -> None:
         # The run's own server ("") and each further target's (issue 19); the journal,
         # the marks and the step results are the run's own session's.
@@ -248,6 +249,9 @@ class RecipeRunner:
         self.more_steps = more_steps
         self.on_arm_refused = on_arm_refused
         self.plan_extra = dict(plan_extra or {})  # more for the journal's recipe start
+        # What the caller found before the run (a search's static knobs): journaled with the
+        # recipe's own warnings in the recipe start, before the first step
+        self._caller_warnings = list(warnings)
         # Knobs the server changed on its own with an arm (a side effect), and their value
         # before: put back before every step of an arm that does not name them
         self._side: dict[str, str | None] = {}
@@ -415,10 +419,16 @@ class RecipeRunner:
             raise RunFailed(f"no session for target {', '.join(missing)}")
         assert state.catalog is not None
         if len(self._ports) > 1:
-            self.warnings = check_for_targets(
+            found = check_for_targets(
                 self.recipe, {n: st.catalog for n, st in states.items() if st.catalog})
         else:
-            self.warnings = check_for_server(self.recipe, state.catalog)
+            # A run whose steps come as it goes (a tune) judges its replicates itself.
+            found = check_for_server(self.recipe, state.catalog,
+                                     whole=self.more_steps is None)
+        # Every warning is in the recipe start (journaled, shown by every front end) before
+        # the first step.
+        self.warnings = [*self._caller_warnings, *(w for w in found
+                                                   if w not in self._caller_warnings)]
         self._multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
         self._loop = asyncio.get_running_loop()
         self._abort_event = asyncio.Event()

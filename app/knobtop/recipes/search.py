@@ -56,6 +56,7 @@ from knobtop.recipes.recipe import (
     _Reader,
 )
 from knobtop.server.catalog import Catalog
+from knobtop.server.knobcheck import absent_problem, close_name
 from knobtop.server.knobs import KnobError, validate
 from knobtop.tomlcheck import Table, parse, read_text_file, too_deep
 
@@ -126,6 +127,10 @@ class Search:
     @property
     def knob_names(self) -> list[str]:
         return [d.name for d in self.knobs]
+
+    def check_server(self, catalog: Catalog) -> list[str]:
+        """This search against the server as soon as it answers (``check_search``)."""
+        return check_search(self, catalog)
 
     def space(self) -> dict[str, object]:
         """The search space as journaled (a resumed search must have the same)."""
@@ -330,9 +335,11 @@ def check_search(search: Search, catalog: Catalog) -> list[str]:
     warnings: list[str] = []
     for i, dim in enumerate(search.knobs):
         facts = catalog.get(dim.name)
-        if not facts.present:
-            raise SearchError(str(search.path), f"knob[{i}].name",
-                              f"{dim.name} does not exist on this server ({facts.note})",
+        absent = absent_problem(catalog, dim.name)
+        if absent is not None:
+            close = close_name(catalog, dim.name)
+            raise SearchError(str(search.path), f"knob[{i}].name", absent,
+                              f'write name = "{close}"' if close else
                               "remove it, or search its equivalent on this server")
         for value in dim.values_to_check():
             try:

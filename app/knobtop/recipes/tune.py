@@ -193,14 +193,18 @@ class Tuner:
         self._study = self._new_study()
         runner = RecipeRunner(session, search.recipe(self._base), on_progress=self.on_progress,
                               on_note=self.on_note, more_steps=self._more,
-                              on_arm_refused=self._refused, plan_extra=tune_plan(search))
+                              on_arm_refused=self._refused, plan_extra=tune_plan(search),
+                              warnings=self.outcome.warnings)
         self.runner = runner
         if self._aborted:
             runner.abort()
         self._began = time.monotonic()
         self._resume(runner)
         runner.progress.total = self._planned_steps()
-        await runner.run()
+        try:
+            await runner.run()
+        finally:  # the search's, the runner's and what the run met on its way
+            self.outcome.warnings = runner.warnings or self.outcome.warnings
         return self.outcome
 
     # -- the sampler ---------------------------------------------------------------------

@@ -48,6 +48,16 @@ _LITERAL = re.compile(r"""'(?:[^'\\]|\\.|'')*(?:'|\Z)|"(?:[^"\\]|\\.|"")*(?:"|\Z
                       re.DOTALL)
 _SPACE = re.compile(r"\s+")
 REDACTED = "'<redacted>'"
+# An error-log line about a client that went away without saying goodbye (MariaDB; MySQL
+# writes the same words, with a full stop at the end).
+_ABORTED = re.compile(r"Aborted connection \d+ to db: '([^']*)' user: '([^']*)' "
+                      r"host: '[^']*' \(([^()]*)\)\.?\s*$")
+# The load's databases: sysbench's and the built-in driver's "sbtest", a client's or an
+# arm's own "sbtest_NAME" (knobtop.connect, LoadSpec.schema).
+_LOAD_DATABASE = re.compile(r"sbtest(_\w+)?")
+OWN_LOAD_STOP = "(knobtop's load stop)"
+OWN_CONNECTION = "(knobtop's own connection)"
+OWN_LABELS = (OWN_LOAD_STOP, OWN_CONNECTION)
 
 
 def redact(sql: str) -> str:
@@ -283,12 +293,39 @@ class IncidentReader:
         lines = result.stdout.split("\n")
         if len(result.stdout.encode()) >= LOG_BYTES and lines:
             lines = lines[1:]  # the first line is probably cut by the byte limit
-        tail = [_log_line(ln) for ln in lines if ln.strip()][-LOG_LINES:]
+        user = self.link.info.user
+        tail = [_log_line(ln, user) for ln in lines if ln.strip()][-LOG_LINES:]
         return tail, path
 
 
-def _log_line(line: str) -> str:
+def own_label(line: str, user: str) -> str:
+    """Why an error-log line is knobtop's own doing, as a label for its end; "" when it is
+    not. An aborted connection of knobtop's own user (the one its sampler, its knob links
+    and its load log in as) is its own: on a load database, cut off mid-read or mid-write,
+    it is its load stopping (sysbench's clients end without saying goodbye)."""
+    m = _ABORTED.search(line)
+    if m is None or m.group(2) != user:
+        return ""
+    # Cut off mid-read or mid-write (the client was killed), not timed out.
+    stopped = re.search(r"error (reading|writing) communication packets", m.group(3))
+    return OWN_LOAD_STOP if stopped and _LOAD_DATABASE.fullmatch(m.group(1)) \
+        else OWN_CONNECTION
+
+
+def own_part(line: str) -> tuple[str, str]:
+    """A tail line and its knobtop's-own label apart: (the line as the server wrote it, the
+    label, or "" when it has none)."""
+    for label in OWN_LABELS:
+        if line.endswith(f" {label}"):
+            return line[: -len(label) - 1], label
+    return line, ""
+
+
+def _log_line(line: str, user: str = "") -> str:
     """One error-log line for the page and the journal: its secrets' literals redacted (a
-    statement the server quotes), made printable, cut to LOG_LINE_CHARS."""
+    statement the server quotes), made printable, cut to LOG_LINE_CHARS; a line of
+    knobtop's own doing labelled so at its end (the line itself unchanged)."""
     text = printable(redact(line), newlines=False)
-    return text if len(text) <= LOG_LINE_CHARS else text[: LOG_LINE_CHARS - 1] + "…"
+    text = text if len(text) <= LOG_LINE_CHARS else text[: LOG_LINE_CHARS - 1] + "…"
+    label = own_label(line, user) if user else ""
+    return f"{text} {label}" if label else text

@@ -51,6 +51,7 @@ from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig, SessionError
 from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
+from knobtop.session.startcheck import check_at_start
 
 if TYPE_CHECKING:
     from knobtop.hosts.ssh import SshHost
@@ -146,6 +147,8 @@ def _server_session(options: SessionOptions, place: ServerPlace,
                 described = await preflight(profile, hosts, info, via,
                                             want_load and spec.workload not in BUILTIN_ONLY)
             feedback.say(f"Server: {described}", highlight=False)
+            # Before any table or load: what the command will set, against the server.
+            await check_at_start(server_link(hosts, info, via), options)
             if want_load:
                 driver = _driver(profile, hosts, info, own, spec, via)
                 await feedback.prepare(spec, lambda cb: prepare_all(
@@ -246,6 +249,8 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
         driver: LoadDriver | None = load_driver(profile, hosts, conn)
         if builtin:
             driver = BuiltinDriver(conn, database=LAB_DB)
+        # Before any table or load: what the command will set, against the server.
+        asyncio.run(check_at_start(ServerLink(conn), options))
         asyncio.run(feedback.prepare(
             spec, lambda cb: prepare_all(lambda: ServerLink(conn), driver, spec, cb)))
         journal = options.journal or default_journal_path(sandbox.root / "journals", "lab")
@@ -257,6 +262,7 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
         # At open, knobs that differ from what the last lab session started from are said.
         session.previous_baseline = previous_baseline(sandbox.root / "journals", journal)
         owned = sandbox.root if sandbox.started_here and not place.keep_running else None
+        session.server_stops = owned is not None
         yield LiveSession(session, journal, owned)
     finally:
         if sandbox.started_here and not place.keep_running:

@@ -110,6 +110,9 @@ class Session:
         # The previous session's journal name and starting knobs (the lab sets it): at
         # open, a server that differs from them is said and journaled.
         self.previous_baseline: tuple[str, dict[str, str | None]] | None = None
+        # The server stops when this session ends (the lab sets it for a sandbox it started
+        # and does not keep running): quit's "keep" says what is lost with it.
+        self.server_stops = False
         self._closed = False
         self._footprint: FootprintProbe | None = None
         self._journal_failure: asyncio.Task[None] | None = None
@@ -184,6 +187,7 @@ class Session:
             load_running=self.loads.running,
             load_sources=self.loads.sources(),
             restart_in_progress=self.knobs.restart_in_progress,
+            server_stops=self.server_stops,
         )
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:

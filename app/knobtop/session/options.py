@@ -27,6 +27,11 @@ class ScheduledChange:
     knob: str
     value: str
 
+    @property
+    def text(self) -> str:
+        """As it is written on the command line."""
+        return f"{self.knob}={self.value}@{self.at:g}"
+
 
 @dataclass(frozen=True)
 class LabPlace:
@@ -80,6 +85,9 @@ class SessionOptions:
     # --allow-reach: the reach variables of --set (or of the recipe's [allow] reach) may be
     # set (server.policy)
     allow_reach: bool
+    # A recipe's further server (issue 19): its target name ("": the run's own server); the
+    # recipe's arms there are checked against it as soon as it answers
+    target: str
 
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

@@ -65,6 +65,9 @@ class SessionState:
     load_running: bool
     load_sources: tuple[str, ...]  # the client hosts driving load; >1: Load events per host + "all"
     restart_in_progress: bool
+    # The server stops when this session ends (a sandbox it started, without --keep-running):
+    # what was set live is lost with it, the drop-in file's values stay
+    server_stops: bool = False
 
 
 class SessionPort(Protocol):

@@ -27,6 +27,7 @@ from knobtop.journal.events import (
     Incident,
     Knobs,
     OutsideChange,
+    RecipeRun,
     target_of,
 )
 from knobtop.journal.follow import JournalFollower
@@ -34,7 +35,7 @@ from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
 from knobtop.metrics.board import MetricBoard
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
-from knobtop.server.knobs import KnobError, static_value, validate
+from knobtop.server.knobs import SEED_KNOBS, KnobError, static_value, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.server.policy import risk_of
 from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
@@ -447,6 +448,11 @@ class KnobtopApp(KnobtopBase):
             self.notify(f"{event.knob}: {show_value(event.knob, event.old)} → "
                         f"{show_value(event.knob, event.new)}", title="changed outside knobtop",
                         timeout=8, severity="warning", markup=False)
+        if isinstance(event, RecipeRun) and event.action == "start":
+            # Said before the first step (the journal pane lists them under the start too).
+            for warning in event.plan.get("warnings", []):
+                self.notify(str(warning), title=f"{event.name}: warning", severity="warning",
+                            timeout=30, markup=False)
         self._apply(event)
 
     def _apply(self, event: Event) -> None:
@@ -861,14 +867,51 @@ def differences(diff: list[BaselineDiff]) -> str:
 
 def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
     """The quit dialog's text: what differs, what revert does, what keep leaves."""
-    where = ("the sandbox" if lab else "the server")
-    keep = (f"Keep leaves them on {where}: the next session starts from them and says so."
-            if lab else f"Keep leaves them on {where} as they are now.")
-    busy = ("\nA restart is in progress: it finishes first."
-            if session.state().restart_in_progress else "")
+    state = session.state()
+    keep = keep_text(diff, lab=lab, stops=state.server_stops)
+    busy = "\nA restart is in progress: it finishes first." if state.restart_in_progress else ""
     outside = ("\nRevert all (a) puts the session's baseline back for those too."
                if any(d.outside for d in diff) else "")
     return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}{outside}\n{keep}{busy}")
+
+
+def keep_text(diff: list[BaselineDiff], *, lab: bool, stops: bool) -> str:
+    """What Keep really leaves: a sandbox that stops takes the values set live with it (its
+    drop-in file keeps the static ones); a sandbox that stays up keeps them all; the next
+    lab session starts from what was kept and says so for the knobs it watches (the
+    panel's); a profile's server keeps them as they are, the live ones until it restarts."""
+    live = [d.knob for d in diff if d.dynamic]
+    static = [d.knob for d in diff if not d.dynamic]
+    if lab and not stops:
+        return ("Keep leaves them on the sandbox, which stays up: the next session starts "
+                f"from them{_says_so([d.knob for d in diff])}")
+    if lab:
+        said = "Keep: the sandbox stops when this session ends."
+        if live:
+            said += (f" What was set live goes with it ({', '.join(live)}): the next session "
+                     "starts from the sandbox's own values (lab --keep-running keeps it up).")
+        if static:
+            said += (f" Its drop-in file keeps the static ones ({', '.join(static)}): the "
+                     f"next session starts from them{_says_so(static)}")
+        return said
+    parts = [f"what was set live ({', '.join(live)}) until it restarts"] if live else []
+    if static:
+        parts.append(f"the static ones ({', '.join(static)}) after a restart too (knobtop's "
+                     "drop-in file)")
+    return "Keep leaves them on the server as they are now" + (
+        f": {', '.join(parts)}." if parts else ".")
+
+
+def _says_so(knobs: list[str]) -> str:
+    """The end of "the next session starts from them ...": a lab session compares the
+    knobs it watches (the panel's) with where the last one started, and says which
+    differ; of any other knob it says nothing."""
+    watched = [k for k in knobs if k in SEED_KNOBS]
+    if len(watched) == len(knobs):
+        return " and says so."
+    if watched:
+        return f" and says so of {', '.join(watched)} (the knob panel's)."
+    return " (it says so only of the knob panel's knobs)."
 
 
 def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:

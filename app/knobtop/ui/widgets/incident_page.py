@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from knobtop.analysis.times import wall_clock
 from knobtop.journal.events import Incident
+from knobtop.server.incident import own_part
 
 PROCESS_SHOWN = 25
 
@@ -137,12 +138,24 @@ def render_incident(event: Incident | None, *, waiting: str = "",
 
     parts.append(_title(f"Error log{f' ({event.log_path})' if event.log_path else ''}"))
     if event.log:
-        parts.extend(Text(line, no_wrap=True, overflow="ellipsis") for line in event.log)
+        parts.extend(_log_line(line) for line in event.log)
     else:
         parts.append(Text("no lines", style="dim"))
     for problem in event.problems:
         parts.append(Text(f"! {problem}", style="bold"))
     return Group(*parts)
+
+
+def _log_line(line: str) -> Text:
+    """One error-log line; knobtop's own label first, where a narrow page still shows it
+    (the server's words after it, cut at the page's edge)."""
+    text, label = own_part(line)
+    out = Text(no_wrap=True, overflow="ellipsis")
+    if label:
+        out.append(label.strip("()"), style="italic")
+        out.append(" · ", style="dim")
+    out.append(text)
+    return out
 
 
 class IncidentPage(VerticalScroll):

@@ -99,6 +99,9 @@ def describe(event: Event) -> Text | None:
         line.append(f"≡ recipe {event.name} {event.action}", style="bold")
         if event.message:
             line.append(f": {event.message}")
+        if event.action == "start":  # its warnings come before its first step
+            for warning in event.plan.get("warnings", []):
+                line.append(f"\n  warning: {warning}", style="italic")
         return line
     if isinstance(event, StepResult):
         tps = "\u2013" if event.tps is None else f"{event.tps:,.0f}"
