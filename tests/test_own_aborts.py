@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident
@@ -125,9 +125,7 @@ def test_the_live_incident_page_shows_the_label(
         lab: tuple[Path, ConnectionInfo], tmp_path: Path, sysbench_path: str) -> None:
     where, _info = lab
     journal = tmp_path / "page.knobtop.jsonl"
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    tmux = pane_server(tmp_path)
     try:
         name = f"knobtop-{tmux.socket}"
         pane = f"{name}:live"

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import show_global
-from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import TmuxServer, pane_server
 from knobtop.journal import Change, JournalReader, Knobs, Note
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
@@ -41,9 +40,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Connec
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    server = pane_server(tmp_path)
     yield server
     server.kill()
 

@@ -21,8 +21,7 @@ import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
-from harness.binaries import require_binary
-from harness.tmux import TmuxServer
+from harness.tmux import pane_server
 from knobtop.journal import JournalReader, RecipeRun, StepResult
 from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
@@ -286,9 +285,7 @@ def test_the_live_screen_says_the_plans_warnings_before_its_first_step(
     recipe = tmp_path / "warned.toml"
     recipe.write_text(WARNED)
     journal = tmp_path / "warned-tui.knobtop.jsonl"
-    tmux = TmuxServer(require_binary("tmux", "tmux"), tmp_path, [
-        "set -g default-terminal screen-256color", "set -g status off",
-        "set -g remain-on-exit on"])
+    tmux = pane_server(tmp_path)
     try:
         session = f"knobtop-{tmux.socket}"
         pane = f"{session}:run"
