@@ -214,7 +214,10 @@ def _lab_driver(place: LabPlace, spec: LoadSpec, feedback: Feedback) -> bool:
 def _lab_session(options: SessionOptions, place: LabPlace,
                  feedback: Feedback) -> Iterator[LiveSession]:
     """The sandbox's session, while this process holds the sandbox: a second knobtop
-    session on it (a run beside an open lab) is refused before it touches anything."""
+    session on it (a run beside an open lab) is refused before it touches anything. A
+    journal path that cannot be used is refused before even that (nothing made)."""
+    if options.journal:
+        journal_must_work(options.journal)
     with session_lock(place.dir or default_lab_dir()), \
             _sandbox_session(options, place, feedback) as live:
         yield live
@@ -227,8 +230,6 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
     builtin = _lab_driver(place, spec, feedback)
     sandbox = Sandbox(place.dir or default_lab_dir(), plugins=place.plugins,
                       options=place.options)
-    if options.journal:
-        journal_must_work(options.journal)
     if place.fresh:
         sandbox.wipe()
     with feedback.status(f"Starting the sandbox server in {sandbox.root} ..."):

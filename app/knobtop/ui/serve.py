@@ -303,7 +303,7 @@ def serve_follow(path: Path, header: Header | None, *, host: str, port: int, pub
                  max_viewers: int = 8) -> None:
     """Serve `knobtop follow PATH` to browsers until interrupted (checks done by the CLI)."""
     # -P and a private working directory: no module planted where serve was started from
-    command = "cd " + shlex.quote(private_cwd()) + " && " + shlex.join(
+    command = "cd " + shlex.quote(private_cwd()) + " && exec " + shlex.join(
         [sys.executable, "-P", "-m", "knobtop", "follow", str(path.resolve()),
          "--history", f"{history:g}"])
     host = host.strip("[]")
