@@ -81,6 +81,17 @@ def proc_cpu(pid: int) -> float:
     return t.user + t.system
 
 
+def in_real_time(tid: int) -> None:
+    """Put ``tid`` (0: the calling thread) in the real-time class (SCHED_FIFO, lowest
+    priority): on this machine a saturating load starved normal processes outside its own
+    session for up to 30 s, and whatever acts on or watches the screen from outside (a
+    person, the tmux server they type into, a poller) must not be the thing measured.
+    Children (tmux clients) inherit it.  Needs root; without it they run as the machine
+    lets them."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(1))
+
+
 def tree_rss(pid: int) -> int:
     total = 0
     for proc in tree(pid):

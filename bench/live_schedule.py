@@ -14,10 +14,8 @@ Run alone (``python bench/live_schedule.py [--window S]``) or from ``bench/run_a
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,6 +30,7 @@ from common import (
     Dolphie,
     KnobtopLive,
     end_process,
+    in_real_time,
     journal_samples,
     log,
     temp_dir,
@@ -61,18 +60,9 @@ SIZES = ((160, 48), (80, 24), (120, 40), (100, 30))
 KEYS = ("Down", "Down", "PageDown", "Up", "PageUp")
 
 
-def _in_real_time(tid: int) -> None:
-    """The person and the tmux server they type into run in the real-time class: on this
-    machine a saturating load starved normal processes outside its own session for up to
-    30 s (the bare loop's misses), and a person who cannot act tests nothing.  Children
-    (tmux clients) inherit it.  Needs root; without it the person acts as the machine lets."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(1))
-
-
 def _person(live: KnobtopLive, stop: threading.Event, resize: bool = True) -> int:
     """Resize and scroll until ``stop``; the number of actions taken."""
-    _in_real_time(0)  # this thread
+    in_real_time(0)  # this thread
     actions = 0
     sizes, keys = itertools.cycle(SIZES), itertools.cycle(KEYS)
     while not stop.wait(0.35):
@@ -114,7 +104,7 @@ def one_interval(server: BenchServer, cleanup: Cleanup, tmp: Path, interval: flo
                 probe = subprocess.Popen([sys.executable, "-c", PROBE, str(interval)],
                                          stdout=sink, start_new_session=True)
             done = cleanup.add("the probe", lambda: end_process(probe.pid))
-            _in_real_time(live.pane.server_pid)
+            in_real_time(live.pane.server_pid)
             w0 = time.time()
             person.start()
             time.sleep(window)

@@ -13,7 +13,10 @@ sysbench rows, and measures, in this order:
 3. replay first frame and seek on a 24-hour journal (``journal_open_seek.py``);
 4. journal cost per event and bytes per sample (``journal_cost.py``);
 5. RSS growth over a simulated day (``memory_growth.py``); and the RSS the two TUIs of (2)
-   gained over the minutes they ran.
+   gained over the minutes they ran;
+6d-6e. a person resizing and scrolling the live screen under load (``live_schedule.py``);
+2d-2e. in (2)'s loaded condition, how far the live screen runs behind its journal and how
+   soon a key acts on it, watched from outside (``screen_lag.py``).
 
 Rows 3-5 run as separate interpreters (fresh memory, fresh imports).  Prints one table and
 writes ``bench/RESULTS.md`` (``--results``; ``--quick`` writes nothing unless asked).
@@ -21,6 +24,8 @@ dolphie 6.18.0 is installed from PyPI into ``bench/.dolphie-venv`` on first use.
 
 Run:  .venv/bin/python bench/run_all.py [--quick] [--results PATH]
 """
+# Over 500 lines: the one table of every row with its goal, and the text RESULTS.md explains
+# the rows with; each measurement lives in a script of its own.
 
 from __future__ import annotations
 
@@ -56,6 +61,7 @@ from common import (
 )
 from knobtop.analysis.stats import NOISE
 from live_schedule import live_schedule
+from screen_lag import lag_details, lag_rows, screen_lag
 from stats_power import markdown as stats_markdown
 from stats_power import tolerance as stats_tolerance
 from watch_cost import busy_since, per_sample_cost, server_cost
@@ -83,12 +89,14 @@ class Plan:
     person_window: float = 60.0  # rows 6d-6e: a person at the screen, per interval
     startup_runs: int = 5  # rows 3c-3g: whole-process start-ups
     stats_sims: int = 3000  # rows 8a-8b: one-cell tables per figure (8-cell: a fifth)
+    lag_window: float = 120.0  # row 2d: seconds of samples (p99: the second-latest of ~120)
+    lag_presses: int = 60  # row 2e: note dialogs opened and closed (120 keys)
 
 
 QUICK = Plan(rounds=2, seconds=4, probe=5.0, tui_warm=2.0, tui_window=6.0, builtin_rounds=1,
              builtin_seconds=4, journal_seconds=3600, seeks=20, cost_seconds=600,
              cost_repeats=1, memory_seconds=1800, paint_every=300, person_window=8.0,
-             startup_runs=1, stats_sims=300)
+             startup_runs=1, stats_sims=300, lag_window=10.0, lag_presses=5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,6 +198,9 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
     log(f"a person at the live screen (resizing, scrolling), {plan.person_window:g} s at "
         "1 Hz and at 10 Hz, beside dolphie and saturating sysbench")
     res["person"] = live_schedule(server, cleanup, tmp, plan.person_window)
+    log(f"the live screen's lag behind its journal ({plan.lag_window:g} s) and "
+        f"{2 * plan.lag_presses} keys, beside dolphie and saturating sysbench")
+    res["lag"] = screen_lag(server, cleanup, tmp, plan.lag_window, plan.lag_presses)
     log("start-up of whole processes: --version, --help, report, lab, replay")
     res["startup"] = run_json(["bench/startup.py", "--runs", str(plan.startup_runs), "--json"],
                               timeout=600)
@@ -299,6 +310,7 @@ def rows(res: dict[str, Any]) -> list[Row]:
     ten = res["person"]["0.1"]["idle_cpu"]
     out.append(Row("2c", "client CPU, live screen 160x48 at 10 Hz, idle server",
                    f"knobtop {ten:.2f} s/min", "<= 6 s/min", verdict(ten <= 6.0)))
+    out += [Row(*row) for row in lag_rows(res["lag"])]
     rp = res["replay"]
     hours = rp["seconds"] / 3600
     out.append(Row("3a", f"replay: open to first frame, {hours:g} h journal, cache dropped",
@@ -521,7 +533,7 @@ def details(res: dict[str, Any]) -> list[str]:
               "REFERENCE.md 0b measured dolphie at 9.5% of a core idle (5.7 s/min) once past "
               "its first minute. Under load, dolphie's on-screen latency read every ~5 s: "
               + ", ".join(f"{x:.2f}" for x in cl["load"]["dolphie_latency"]) + " s.", "",
-              "### Rows 3-5", ""]
+              *lag_details(res["lag"], cl["load"]), "", "### Rows 3-5", ""]
     rp, jc, mem = res["replay"], res["journal"], res["memory"]
     lines += [
         f"* Replay journal: {rp['size'] / 1e6:.1f} MB, {rp['events']} events; first frame "
@@ -612,6 +624,25 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   dolphie, each in its own 160x48 tmux pane (own tmux server), started together; user +
   system CPU seconds of each process tree (psutil) over a 60 s window after 40 s of
   warm-up, on the idle server and then with sysbench saturating both cores.
+* **2d/2e** `bench/screen_lag.py`: row 2b's condition (knobtop's live screen at 1 Hz and
+  dolphie, each in a 160x48 tmux pane, sysbench saturating both cores), in a run of its
+  own, watched from outside both of knobtop's processes as a person sees it. 2d: each
+  sample line's arrival in knobtop's journal (inotify on the file) against the first look
+  at the pane whose status bar counts that many samples ("N samples every 1s"), over 120 s;
+  p50/p99 by nearest rank (the p99 of 120 is the second-latest; a sample not shown within
+  15 s counts as later than all). 2e: then `n` (the note dialog) and Escape sent to the
+  pane 60 times each, 0.3-0.9 s apart at random, each timed from the key sent to the first
+  look showing "Note for the journal" (or no longer showing it). The looking: a tmux
+  control-mode client on the pane's private server, which says whenever the program writes
+  to the pane; the client then asks for the pane's text over the same pipe (and every
+  0.25 s while something is awaited), so nothing is forked per look. The watcher thread
+  and the pane's tmux server run in the real-time class so that their own delays are not
+  counted as the screen's; the details give their CPU time, how long the screen's threads
+  ran and waited for a CPU over the latest samples and slowest keys (/proc schedstat), how
+  long the pane's tmux server was blocked in the kernel meanwhile (what a program writes to
+  a pty, and the keys sent to it, wait for a kernel worker thread, `__flush_work`, which a
+  saturated machine starves too: no program in a terminal can go around it), and how late
+  a bare Python loop beside them woke: what the machine gives any normal process.
 * **3a/3b** `bench/journal_open_seek.py` on a generated 24-hour 1 Hz journal: `knobtop
   replay`'s open to first frame with the file's page cache dropped, then seek + full frame
   at 200 random times.
