@@ -441,11 +441,14 @@ def live_screen(options: SessionOptions, session: SessionPort, console: Console,
     recipe = options.recipe
 
     if options.tune is not None:
-        app = KnobtopApp(session, tune=options.tune, resume=options.resume, config=ui_config())
+        app = KnobtopApp(session, tune=options.tune, resume=options.resume, config=ui_config(),
+                         realtime=True)
     elif recipe is None:
-        app = KnobtopApp(session, start_load=options.start_load, config=ui_config())
+        app = KnobtopApp(session, start_load=options.start_load, config=ui_config(),
+                         realtime=True)
     else:
-        app = KnobtopApp(session, recipe=recipe, config=ui_config(), targets=targets)
+        app = KnobtopApp(session, recipe=recipe, config=ui_config(), targets=targets,
+                         realtime=True)
     try:
         app.run()
     finally:

@@ -61,13 +61,19 @@ def as_launched() -> None:
 
 
 REALTIME_PRIORITY = 1  # the lowest real-time priority: above every normal task, below IRQs
+# The session's process goes ahead of the live screen's (samples before paint), and both
+# ahead of the load and the server: bench rows 6d/6e (samples) and 2d/2e (the screen's lag).
+SESSION_REALTIME = 2
+SCREEN_REALTIME = REALTIME_PRIORITY
 REALTIME_BURST = 2_000_000  # microseconds a real-time thread may run without blocking
 
 
-def realtime_threads(on_demoted: Callable[[str], None] | None = None) -> bool:
+def realtime_threads(on_demoted: Callable[[str], None] | None = None, *,
+                     priority: int = REALTIME_PRIORITY, who: str = "the session's process",
+                     ) -> bool:
     """Put every thread of this process in the real-time round-robin class (SCHED_RR at
-    the lowest priority) where allowed (root, CAP_SYS_NICE, or an RLIMIT_RTPRIO of 1 or
-    more); False when not, and nothing changed.
+    ``priority``, the lowest by default) where allowed (root, CAP_SYS_NICE, or an
+    RLIMIT_RTPRIO that high); False when not, and nothing changed.
 
     Nice steps are not enough for a sampler on a saturated machine: with autogroup
     scheduling (the default on Debian's kernels) nice orders threads only inside their
@@ -83,7 +89,7 @@ def realtime_threads(on_demoted: Callable[[str], None] | None = None) -> bool:
     try:
         tids = [int(t) for t in os.listdir("/proc/self/task")]
         for tid in tids:
-            os.sched_setscheduler(tid, policy, os.sched_param(REALTIME_PRIORITY))
+            os.sched_setscheduler(tid, policy, os.sched_param(priority))
     except (OSError, ValueError):
         _normal_threads()
         return False
@@ -93,7 +99,7 @@ def realtime_threads(on_demoted: Callable[[str], None] | None = None) -> bool:
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)
         if on_demoted is not None:
             on_demoted(f"a thread ran {REALTIME_BURST / 1e6:g} s of CPU without pausing; "
-                       "the session's process went back to normal priority")
+                       f"{who} went back to normal priority")
 
     try:  # no real time without the catch (signal handlers: the main thread only)
         _soft, hard = resource.getrlimit(resource.RLIMIT_RTTIME)

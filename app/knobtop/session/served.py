@@ -200,14 +200,14 @@ class _Server:
         """Samples are due on a grid whatever else runs: every thread of this process
         (the sampler's loop, the journal's, the socket's) goes ahead of the screen and of
         the load, where the system allows; what it starts runs as knobtop was started."""
-        from knobtop.hosts.local import raise_priority, realtime_threads
+        from knobtop.hosts.local import SESSION_REALTIME, raise_priority, realtime_threads
 
         rec = self.session.recorder
 
         def demoted(why: str) -> None:  # in a signal handler: the journal is told later
             loop.call_soon_threadsafe(rec.error, "session process", why)
 
-        if not realtime_threads(demoted):
+        if not realtime_threads(demoted, priority=SESSION_REALTIME):
             raise_priority(SAMPLER_PRIORITY)  # all there is without real-time rights
 
     async def _call(self, cid: int, name: str, args: tuple[Any, ...],

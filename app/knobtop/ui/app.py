@@ -118,8 +118,12 @@ class KnobtopApp(KnobtopBase):
         targets: Mapping[str, SessionPort] | None = None,
         tune: Search | None = None,
         resume: Path | None = None,
+        realtime: bool = False,
     ) -> None:
         super().__init__(config)
+        # `knobtop lab`/`connect`/`run --tui`: the screen's threads go ahead of the load (below
+        # the session's), so a saturated machine delays neither a sample nor its paint
+        self.realtime = realtime
         self.recipe = recipe
         # knobtop tune --tui (issue 21): the search the session runs, the journal it resumes
         self.tune = tune
@@ -169,6 +173,23 @@ class KnobtopApp(KnobtopBase):
             self._unsubscribe = self.session.subscribe(self._from_session)
             self.runner.start()
             self.run_worker(self._open(), name="open", exclusive=True)
+        if self.realtime:
+            self._go_ahead()
+
+    def _go_ahead(self) -> None:
+        """Every thread the screen has now (the loop's, Textual's input and output threads,
+        the session's call thread) in the real-time class one step below the session's
+        process, where the system allows; threads started later are normal. A thread that
+        runs too long without a pause drops the screen back to normal, and says so."""
+        from knobtop.hosts.local import SCREEN_REALTIME, realtime_threads
+
+        loop = asyncio.get_running_loop()
+
+        def demoted(why: str) -> None:  # in a signal handler
+            loop.call_soon_threadsafe(partial(self.notify, why, title="priority",
+                                              severity="warning", markup=False))
+
+        realtime_threads(demoted, priority=SCREEN_REALTIME, who="the live screen")
 
     async def _follow(self) -> None:
         """Tail the journal another knobtop writes; the view is the same as live."""
