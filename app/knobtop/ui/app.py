@@ -350,7 +350,9 @@ class KnobtopApp(KnobtopBase):
         or keep (the choice is journaled).  The dialog needs the app's loop running, so
         the quit runs as a worker."""
         if not self._quitting:
-            self.run_worker(self._quit(), name="quit", group="quit", exclusive=True)
+            # The quit dialog comes once the knobs are read: keys typed behind q wait for it.
+            self.key_queue.hold_for(self.run_worker(self._quit(), name="quit", group="quit",
+                                                    exclusive=True))
 
     async def _ask_quit(self, session: SessionPort) -> bool:
         """Revert or keep what differs from the baseline; False when the person stays."""
@@ -686,7 +688,8 @@ class KnobtopApp(KnobtopBase):
     def action_revert_baseline(self) -> None:
         session = self._need_session()
         if session is not None:
-            self.run_worker(self._ask_revert(session), group="knobs")
+            # The dialog comes once the knobs are read: keys typed behind b wait for it.
+            self.key_queue.hold_for(self.run_worker(self._ask_revert(session), group="knobs"))
 
     async def _ask_revert(self, session: SessionPort) -> None:
         """Read what differs first, so the dialog says what goes back live and what needs
