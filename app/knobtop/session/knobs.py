@@ -241,7 +241,7 @@ class KnobApplier:
             for name in dynamic:
                 out.append(await self._set_knob(name, wanted[name], restart_ok=False,
                                                 reason=reason))
-                if out[-1].result != "ok":
+                if not out[-1].holds:
                     for done in reversed(out[:-1]):  # nothing half-applied
                         if done.old is not None:
                             await self._set_knob(done.knob, done.old, restart_ok=False,
@@ -472,11 +472,11 @@ class KnobApplier:
             if last.old is None:
                 return None
             undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
-            if undone.result == "ok":
+            if undone.holds:
                 self.history.remove(last)
             # What the server changed along with it (io_capacity_max after io_capacity).
             for knob, (old, _new) in last.side_effects.items():
-                if old is not None and undone.result == "ok":
+                if old is not None and undone.holds:
                     await self._set_knob(knob, old, restart_ok=False, reason="undo")
             return undone
 

@@ -380,7 +380,7 @@ class KnobtopApp(KnobtopBase):
             self.paint(force=True)
             changes = await self._call(session.revert_to_baseline())
             for change in changes or []:
-                if change.result != "ok":
+                if not change.holds:
                     self._report(change)
         assert self.runner is not None
         await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
@@ -640,7 +640,9 @@ class KnobtopApp(KnobtopBase):
 
     def _report(self, change: Change) -> None:
         what = f"{change.reason}: " if change.reason else ""
-        if change.result == "ok":
+        if change.result == "unchanged":
+            self.notify(f"{what}{change.message}", markup=False)
+        elif change.result == "ok":
             extra = f"\n{change.message}" if change.message else ""
             warn = "\n".join(change.warnings)
             self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
@@ -705,7 +707,7 @@ class KnobtopApp(KnobtopBase):
             changes = await self._call(session.revert_to_baseline())
             if changes is None:
                 return
-            failed = [c for c in changes if c.result != "ok"]
+            failed = [c for c in changes if not c.holds]
             if failed:
                 for change in failed:
                     self._report(change)
