@@ -86,6 +86,7 @@ class KnobtopApp(KnobtopBase):
     BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (
         ConfirmScreen, HelpScreen, PromptScreen, KnobPanel)
     TITLE = "knobtop"
+    OUTSIDE_MESSAGES = (JournalEvent, RecipeProgress, RecipeNote)
     COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),

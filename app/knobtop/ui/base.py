@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Console
 from rich.text import Text
@@ -16,6 +16,7 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from knobtop.config import UiConfig
@@ -43,6 +44,10 @@ class ScreenApp(App[int]):
     then what was typed into it), and the palette's "Save screenshot" going where the key
     S saves."""
 
+    # The app's messages that come from elsewhere than the keys (a session's events): the
+    # key queue does not wait for them to stop (keyqueue.py).
+    OUTSIDE_MESSAGES: ClassVar[tuple[type[Message], ...]] = ()
+
     def __init__(self, config: UiConfig | None = None) -> None:
         lean_strip_caches()
         render_dirty_only()
@@ -50,7 +55,7 @@ class ScreenApp(App[int]):
         super().__init__()
         self.config = config or UiConfig()
         self.screenshot_dir: Path = Path.cwd()
-        self.key_queue = KeyQueue(self, super().on_event)
+        self.key_queue = KeyQueue(self, super().on_event, self.OUTSIDE_MESSAGES)
 
     async def on_event(self, event: events.Event) -> None:
         """Keys and pastes from the terminal go through the key queue (keyqueue.py)."""

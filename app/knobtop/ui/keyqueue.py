@@ -18,7 +18,10 @@ going on waits, in order, until that work has settled:
 * every widget of the screen on top (a dialog just pushed included) is mounted, and in a
   round where each of them and then the app handled what it had (a ``call_later`` each)
   no other message was handled anywhere (``message_signal``): a key bubbles up one queue
-  at a time and a handler posts the next message, so the rounds go on until one is quiet;
+  at a time and a handler posts the next message, so the rounds go on until one is quiet.
+  Painting (Textual's refresh messages) and what the app names as coming from outside
+  (the session's events) do not count: they are not a key's work, and on a busy screen
+  they would leave no round quiet;
 * no worker the last key started on the screen on top still runs (the palette's search:
   an Enter typed behind the name picks from its results), and no worker the app said will
   open a dialog (``hold_for``: quit and revert read the server first) runs before that
@@ -39,7 +42,7 @@ from functools import partial
 from typing import Any
 from weakref import WeakSet
 
-from textual import events
+from textual import events, messages
 from textual.app import App
 from textual.message import Message
 from textual.message_pump import MessagePump
@@ -47,20 +50,27 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker
 
-SETTLE_LIMIT = 3.0  # s: the longest a key waits for the work of the key before it
+SETTLE_LIMIT = 10.0  # s: the longest a key waits for the work of the key before it
 DIALOG_LIMIT = 20.0  # s: ... for a dialog a worker opens after asking the session
 ROUND_LIMIT = 0.25  # s: a round a closed widget never answers is given up after this
 WORKER_LOOK = 0.01  # s: how often a running worker is looked at again
 
 HandOver = Callable[[events.Event], Awaitable[None]]
+# Painting: a screen on show handles these all the time, whatever the keys do.
+REFRESHES: tuple[type[Message], ...] = (messages.Update, messages.Layout,
+                                        messages.UpdateScroll, messages.Prompt)
 
 
 class KeyQueue:
     """The keys (and pastes) of one app, handed to Textual one at a time."""
 
-    def __init__(self, app: App[Any], hand_over: HandOver) -> None:
+    def __init__(self, app: App[Any], hand_over: HandOver,
+                 outside: tuple[type[Message], ...] = ()) -> None:
+        """``outside``: the app's messages that come from elsewhere than the keys (a
+        session's events), not counted as a key's work."""
         self.app = app
         self._hand_over = hand_over  # Textual's own routing (App.on_event)
+        self._not_work = REFRESHES + outside
         self.waiting: deque[events.Event] = deque()
         self._settling = False
         self._until = 0.0
@@ -138,8 +148,10 @@ class KeyQueue:
             self._finish()
 
     def _count(self, message: Message) -> None:
-        """A message handled: the last key's work may still be going on (not this queue's
-        own callbacks and timers, and not a key of the burst put in the line)."""
+        """A message handled: the last key's work may still be going on (not painting, not
+        what comes from outside, not this queue's own callbacks and timers)."""
+        if isinstance(message, self._not_work):
+            return
         callback = getattr(message, "callback", None)
         if getattr(getattr(callback, "func", callback), "__self__", None) is not self:
             self._handled += 1
