@@ -52,7 +52,7 @@ from textual.worker import Worker
 
 SETTLE_LIMIT = 10.0  # s: the longest a key waits for the work of the key before it
 DIALOG_LIMIT = 20.0  # s: ... for a dialog a worker opens after asking the session
-ROUND_LIMIT = 0.25  # s: a round a closed widget never answers is given up after this
+ROUND_LOOK = 0.25  # s: how often a round looks at the time, and for widgets that closed
 WORKER_LOOK = 0.01  # s: how often a running worker is looked at again
 
 HandOver = Callable[[events.Event], Awaitable[None]]
@@ -75,7 +75,7 @@ class KeyQueue:
         self._settling = False
         self._until = 0.0
         self._round = 0  # a look of an older round (a late callback, its timer) is ignored
-        self._left = 0  # widgets of this round that have not called back yet
+        self._unanswered: dict[int, MessagePump] = {}  # this round's, by id
         self._timer: Timer | None = None
         self._handled = 0  # messages handled by the app and its widgets (not this queue's)
         self._counted: WeakSet[MessagePump] = WeakSet()
@@ -119,23 +119,34 @@ class KeyQueue:
                 pump.message_signal.subscribe(self.app, self._count, immediate=True)
                 self._counted.add(pump)
         self._handled = 0
-        self._left = len(pumps)
+        self._unanswered = {id(p): p for p in pumps}
         for pump in pumps:
-            if not pump.call_later(self._answered, self._round):
-                self._answered(self._round)  # closing: it will never call back
-        # A widget that closes with the callback in its queue never calls back either.
-        self._timer = self.app.set_timer(ROUND_LIMIT, partial(self._look, self._round))
+            if not pump.call_later(self._answered, self._round, pump):
+                self._answered(self._round, pump)  # closing: it will never call back
+        self._timer = self.app.set_interval(ROUND_LOOK, partial(self._meanwhile, self._round))
 
-    def _answered(self, round_: int) -> None:
-        if round_ == self._round:
-            self._left -= 1
-            if self._left == 0:
-                self.app.call_later(self._look, round_)  # after what the app has queued
+    def _answered(self, round_: int, pump: MessagePump) -> None:
+        if round_ == self._round and self._unanswered.pop(id(pump), None) is not None \
+                and not self._unanswered:
+            self.app.call_later(self._look, round_)  # after what the app has queued
+
+    def _meanwhile(self, round_: int) -> None:
+        """While a round waits: past the bound the key goes on; a widget that closed with
+        the round's callback in its queue never calls back, so it is done (a slow one is
+        waited for, however long the round takes)."""
+        if round_ != self._round:
+            return
+        if time.monotonic() > max(self._until, self._asking_until()):
+            self._finish()
+            return
+        for pump in list(self._unanswered.values()):
+            if getattr(pump, "is_mounted", True) and not pump.is_running:
+                self._answered(round_, pump)
 
     def _look(self, round_: int) -> None:
         if round_ != self._round or not self._settling:
             return
-        quiet = (not self._handled and not self._left
+        quiet = (not self._handled and not self._unanswered
                  and not any(p.message_queue_size or not getattr(p, "is_mounted", True)
                              for p in self._pumps()))
         if not quiet:
