@@ -5,6 +5,7 @@ one read of a tmux ``send-keys`` or a paste; tests/test_tmux.py types it in real
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from knobtop.journal import Change, JournalReader, Note
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session.core import SessionConfig
 from knobtop.ui.app import KnobtopApp
-from knobtop.ui.keyorder import keep_key_order
+from knobtop.ui.base import ScreenApp
+from knobtop.ui.screens.confirm import ConfirmScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.knob_panel import KnobPanel
 
@@ -36,13 +38,14 @@ def burst(app: App[object], *keys: str) -> None:
         app.post_message(events.Key(name, char))
 
 
-class OneField(App[None]):
+class OneField(ScreenApp):
+    """A field alone on a knobtop screen (the key queue is every knobtop app's)."""
+
     def compose(self) -> ComposeResult:
         yield Input(value="200", id="field")
 
 
 async def test_a_bare_field_keeps_the_order_of_a_burst() -> None:
-    keep_key_order()
     app = OneField()
     async with app.run_test() as pilot:
         field = app.query_one(Input)
@@ -51,6 +54,39 @@ async def test_a_bare_field_keeps_the_order_of_a_burst() -> None:
         field.cursor_position = len(field.value)  # no selection: BSpace deletes the last 0
         burst(app, "BSpace", "1", "0", "left", "left", "9", "end", "0")
         await until(pilot, lambda: field.value == "209100", timeout=5)
+
+
+class Dialogs(ScreenApp):
+    """n opens a prompt at once, b a confirmation after a slow read (as q and b do live),
+    m writes down that it was pressed: what each got, in order."""
+
+    BINDINGS = [("n", "note"), ("b", "ask"), ("m", "mark")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.got: list[str] = []
+
+    def action_note(self) -> None:
+        self.push_screen(PromptScreen("note"), lambda text: self.got.append(f"note {text}"))
+
+    def action_mark(self) -> None:
+        self.got.append("mark")
+
+    def action_ask(self) -> None:
+        async def ask() -> None:
+            await asyncio.sleep(0.3)  # the server being read before the dialog can open
+            self.push_screen(ConfirmScreen("revert?", "details"),
+                             lambda yes: self.got.append(f"revert {yes}"))
+
+        self.key_queue.hold_for(self.run_worker(ask()))
+
+
+async def test_keys_typed_behind_a_key_that_opens_a_dialog_go_to_that_dialog() -> None:
+    app = Dialogs()
+    async with app.run_test() as pilot:
+        burst(app, "n", "h", "i", "Enter", "m", "b", "y", "m")
+        await until(pilot, lambda: len(app.got) == 4, timeout=10)
+        assert app.got == ["note hi", "mark", "revert True", "mark"]
 
 
 @pytest.mark.integration
@@ -78,6 +114,8 @@ async def test_knob_dialog_applies_the_typed_burst_and_shows_what_it_will_apply(
                 assert field.selection.end - field.selection.start == len(field.value) > 0
                 burst(app, "BSpace", "1", "0", "0", "0")
                 await until(pilot, lambda: field.value == "1000", timeout=5)
+                # The keys go in one at a time (ui/keyqueue.py): the last one's preview follows.
+                await until(pilot, lambda: "= 1000" in str(preview.render()), timeout=5)
                 assert "applies innodb_io_capacity = 1000" in str(preview.render())
                 field.value = "99"
                 await pilot.pause()

@@ -194,7 +194,7 @@ async def restore_baseline(session: SessionPort, console: Console) -> None:
         diff = await session.baseline_diff()
         if not diff:
             return
-        failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+        failed = [c for c in await session.revert_to_baseline() if not c.holds]
         session.quit_choice("revert", diff)
     except (KnobtopError, TimeoutError) as exc:
         console.print(f"could not restore the baseline knobs: {printable(str(exc))}",
@@ -249,7 +249,7 @@ async def run_headless(
                 # On the command line, --set is the confirmation: static knobs restart.
                 result = await session.set_knob(change.knob, change.value, restart_ok=True,
                                                 reach=reach)
-                if result.result != "ok":
+                if not result.holds:
                     code = 1
             remaining = started + duration - time.monotonic()
             if remaining > 0 and not stop.is_set():

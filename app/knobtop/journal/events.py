@@ -102,7 +102,7 @@ class Change(Event):
     old: str | None
     new: str | None
     method: str
-    result: str  # "ok" | "refused" | "failed"
+    result: str  # "ok" | "unchanged" (it held that value already) | "refused" | "failed"
     message: str = ""
     warnings: list[str] = field(default_factory=list)
     duration: float = 0.0
@@ -112,6 +112,11 @@ class Change(Event):
     # A reach variable (server.policy: names a file, opens the network, ...) changed with
     # permission: its kind ("path", "network", ...); "" for a performance variable.
     reach: str = ""
+
+    @property
+    def holds(self) -> bool:
+        """The server holds the value asked for: set now ("ok") or already ("unchanged")."""
+        return self.result in ("ok", "unchanged")
 
 
 @dataclass(frozen=True, slots=True)

@@ -608,7 +608,7 @@ class RecipeRunner:
                 await session.stop_load()
             failed: list[Change] = []
             try:
-                failed = [c for c in await session.revert_to_baseline() if c.result != "ok"]
+                failed = [c for c in await session.revert_to_baseline() if not c.holds]
             except Exception as exc:  # report it; the run's own outcome must not be lost
                 message = (f"{message}; restoring the baseline{where} failed: "
                            f"{exc}").lstrip("; ")
@@ -654,7 +654,7 @@ class RecipeRunner:
                                               reach=self.recipe.allow_reach)
             plan = self._arm_side.setdefault(step.arm.name, {})
             for change in changes:
-                if change.result != "ok":
+                if not change.holds:
                     raise ArmRefused(f"arm {step.arm.name}: {change.knob} = "
                                      f"{change.requested} did not take: {change.message}")
                 if change.new is not None:
@@ -804,7 +804,7 @@ class RecipeRunner:
             knobs, restart_ok=True, keep_load=keep_load,
             reason=f"recipe {self.recipe.name}: timeline {what}", reach=self.recipe.allow_reach)
         for change in changes:
-            if change.result != "ok":
+            if not change.holds:
                 raise RunFailed(f"timeline {what}: {change.knob} = {change.requested} did not "
                                 f"take: {change.message}")
 

@@ -266,7 +266,7 @@ class ChangeOutcome:
     requested: str
     old: str | None
     new: str | None
-    result: str  # "ok" | "refused" | "failed"
+    result: str  # "ok" | "unchanged" (it held that value already) | "refused" | "failed"
     message: str = ""
     warnings: list[str] = field(default_factory=list)
     duration: float = 0.0
@@ -324,8 +324,13 @@ class SetGlobalApplier:
         message = ""
         if side:
             message = "also changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in side.items())
+        # Asked for what it held: journaled as such, not as a change (issue 37: a burst's
+        # keys lost on the way applied 200 -> 200, and the journal said "ok").
+        result = "ok" if side or new != facts.value else "unchanged"
+        if result == "unchanged":
+            message = f"{name} was {new} already: nothing changed"
         return ChangeOutcome(
-            name, raw, facts.value, new, "ok", message, warnings,
+            name, raw, facts.value, new, result, message, warnings,
             time.monotonic() - start, side,
         )
 

@@ -251,7 +251,7 @@ class KnobApplier:
             for name in dynamic:
                 out.append(await self._set_knob(name, wanted[name], restart_ok=False,
                                                 reason=reason))
-                if out[-1].result != "ok":
+                if not out[-1].holds:
                     for done in reversed(out[:-1]):  # nothing half-applied
                         if done.old is not None:
                             await self._set_knob(done.knob, done.old, restart_ok=False,
@@ -538,12 +538,12 @@ class KnobApplier:
                     "changed. Set it from the knob panel, or revert to the baseline (b) and "
                     "choose there")
             undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
-            if undone.result == "ok":
+            if undone.holds:
                 self.history.remove(last)
             # What the server changed along with it (io_capacity_max after io_capacity),
             # unless someone changed that outside knobtop since.
             for knob, (old, _new) in last.side_effects.items():
-                if old is not None and undone.result == "ok" and knob not in self.known.outside:
+                if old is not None and undone.holds and knob not in self.known.outside:
                     await self._set_knob(knob, old, restart_ok=False, reason="undo")
             return undone
 

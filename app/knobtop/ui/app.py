@@ -88,6 +88,7 @@ class KnobtopApp(KnobtopBase):
     BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (
         ConfirmScreen, HelpScreen, PromptScreen, KnobPanel)
     TITLE = "knobtop"
+    OUTSIDE_MESSAGES = (JournalEvent, RecipeProgress, RecipeNote)
     COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -373,7 +374,9 @@ class KnobtopApp(KnobtopBase):
         or keep (the choice is journaled).  The dialog needs the app's loop running, so
         the quit runs as a worker."""
         if not self._quitting:
-            self.run_worker(self._quit(), name="quit", group="quit", exclusive=True)
+            # The quit dialog comes once the knobs are read: keys typed behind q wait for it.
+            self.key_queue.hold_for(self.run_worker(self._quit(), name="quit", group="quit",
+                                                    exclusive=True))
 
     async def _ask_quit(self, session: SessionPort) -> bool:
         """Revert or keep what differs from the baseline; False when the person stays."""
@@ -403,7 +406,7 @@ class KnobtopApp(KnobtopBase):
             changes = await self._call(
                 session.revert_to_baseline(outside=choice == "revert_all"))
             for change in changes or []:
-                if change.result != "ok":
+                if not change.holds:
                     self._report(change)
         assert self.runner is not None
         await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
@@ -674,7 +677,9 @@ class KnobtopApp(KnobtopBase):
 
     def _report(self, change: Change) -> None:
         what = f"{change.reason}: " if change.reason else ""
-        if change.result == "ok":
+        if change.result == "unchanged":
+            self.notify(f"{what}{change.message}", markup=False)
+        elif change.result == "ok":
             extra = f"\n{change.message}" if change.message else ""
             warn = "\n".join(change.warnings)
             self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
@@ -722,7 +727,8 @@ class KnobtopApp(KnobtopBase):
     def action_revert_baseline(self) -> None:
         session = self._need_session()
         if session is not None:
-            self.run_worker(self._ask_revert(session), group="knobs")
+            # The dialog comes once the knobs are read: keys typed behind b wait for it.
+            self.key_queue.hold_for(self.run_worker(self._ask_revert(session), group="knobs"))
 
     async def _ask_revert(self, session: SessionPort) -> None:
         """Read what differs first, so the dialog says what goes back live and what needs
@@ -738,7 +744,7 @@ class KnobtopApp(KnobtopBase):
             changes = await self._call(session.revert_to_baseline(outside=outside))
             if changes is None:
                 return
-            failed = [c for c in changes if c.result != "ok"]
+            failed = [c for c in changes if not c.holds]
             if failed:
                 for change in failed:
                     self._report(change)

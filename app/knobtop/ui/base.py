@@ -8,13 +8,15 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Console
 from rich.text import Text
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
+from textual.message import Message
 from textual.notifications import SeverityLevel
 
 from knobtop.config import UiConfig
@@ -24,7 +26,7 @@ from knobtop.safefile import NotOwnFile, write_new
 from knobtop.ui.commands import ActionsProvider, binding_actions
 from knobtop.ui.dirtyrender import render_dirty_only
 from knobtop.ui.keynames import answer_known_keys
-from knobtop.ui.keyorder import keep_key_order
+from knobtop.ui.keyqueue import KeyQueue
 from knobtop.ui.leanstrips import lean_strip_caches
 from knobtop.ui.look import apply_look
 from knobtop.ui.screens.help import GRAPHS_NOTE, HelpScreen
@@ -38,17 +40,29 @@ PaletteEntry = tuple[str, str, Callable[[], Any]]
 
 class ScreenApp(App[int]):
     """What every knobtop app shares: the config's themes and keys (problems become
-    notices), key order kept while typing, and the palette's "Save screenshot" going
-    where the key S saves."""
+    notices), the keys of a burst handed over in the order typed (a dialog's opener first,
+    then what was typed into it), and the palette's "Save screenshot" going where the key
+    S saves."""
+
+    # The app's messages that come from elsewhere than the keys (a session's events): the
+    # key queue does not wait for them to stop (keyqueue.py).
+    OUTSIDE_MESSAGES: ClassVar[tuple[type[Message], ...]] = ()
 
     def __init__(self, config: UiConfig | None = None) -> None:
-        keep_key_order()
         lean_strip_caches()
         render_dirty_only()
         answer_known_keys()
         super().__init__()
         self.config = config or UiConfig()
         self.screenshot_dir: Path = Path.cwd()
+        self.key_queue = KeyQueue(self, super().on_event, self.OUTSIDE_MESSAGES)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys and pastes from the terminal go through the key queue (keyqueue.py)."""
+        if self.key_queue.takes(event):
+            await self.key_queue.arrived(event)
+        else:
+            await super().on_event(event)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's choice of driver, with the quiet input thread where that is the

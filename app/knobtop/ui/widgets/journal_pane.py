@@ -61,6 +61,8 @@ def describe(event: Event) -> Text | None:
     if target and not isinstance(event, StepResult):  # a recipe's further server (issue 19)
         line.append(f"{target}: ", style="bold")
     if isinstance(event, Change):
+        if event.result == "unchanged":
+            return None  # asked for what it held: nothing happened to list
         if event.result == "ok":
             line.append(f"◆ {event.knob}={event.new}", style="bold")
             line.append(f" (was {event.old})")
