@@ -1,4 +1,6 @@
 """Byte-offset index over a journal file: open fast, seek by time, jump between markers."""
+# Just over 500 lines: the index, its background build and its reads share one set of
+# offsets and one lock (single subject: issue 38 lists index among the files that may be).
 
 from __future__ import annotations
 
