@@ -5,6 +5,7 @@ one its datadir is on, and the numbers agree with what this test reads itself.""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from harness.sshd import SshServer, make_host
 from knobtop.hosts.base import Host
 from knobtop.hosts.local import LocalHost
 from knobtop.lab import Sandbox
+from knobtop.safefile import private_cwd
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.session.footprint import FootprintProbe, host_script, locate_script
 
@@ -85,7 +87,7 @@ async def test_the_footprint_is_the_sandboxes_mysqld_and_datadir_device(
 
 
 async def test_a_pid_file_holding_paths_makes_cat_read_nothing_else(
-        tmp_path: Path, mariadb: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, mariadb: Sandbox) -> None:
     """Issue 36: the pid file's text was put unquoted into ``cat /proc/$pid/stat``: a pid
     file holding ``1 /path/secret /`` made cat read /path/secret. And a datadir whose name
     starts with ``-`` was taken by ``du`` and ``stat`` as an option."""
@@ -93,10 +95,12 @@ async def test_a_pid_file_holding_paths_makes_cat_read_nothing_else(
     secret.write_text("SECRET-CONTENT-1234\n")
     pid_file = tmp_path / "hostile.pid"
     pid_file.write_text(f"1 {secret} /\n")
-    datadir = tmp_path / "-data"
+    # the datadir as "-data" (it starts with "-"), in the directory LocalHost's commands run
+    # in (a private one of this process's own, so nothing planted elsewhere is run)
+    datadir = Path(private_cwd()) / "-data"
+    shutil.rmtree(datadir, ignore_errors=True)
     datadir.mkdir()
     (datadir / "ibdata1").write_bytes(b"x" * 100_000)
-    monkeypatch.chdir(tmp_path)  # the datadir as "-data": it starts with "-"
     host = LocalHost()
     probe = FootprintProbe(host, lambda: ServerLink(mariadb.connection()), time.monotonic)
 

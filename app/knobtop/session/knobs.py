@@ -43,7 +43,7 @@ from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
 from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
 from knobtop.server.policy import normal, refusal, risk_of
 from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
-from knobtop.session.baseline import quit_text, revert_plan
+from knobtop.session.baseline import quit_text, revert_plan, short_command
 from knobtop.session.drift import DRIFT_DEADLINE, REAPPLIED, KnownValues
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff
@@ -332,8 +332,8 @@ class KnobApplier:
         names = ", ".join(n.name for n in self.nodes)
         how = "one after another, each healthy before the next" if len(
             self.nodes) > 1 else "once"
-        return (f"restarts {names} {how} with `{self.nodes[0].restart_command}`; "
-                f"downtime {self.expected_downtime()}")
+        return (f"restarts {names} {how} with `{short_command(self.nodes[0].restart_command)}`"
+                f"; downtime {self.expected_downtime()}")
 
     async def _set_static(self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str,
                           start: float, keep_load: bool = False) -> Change:
