@@ -17,7 +17,8 @@ import knobtop.ui.widgets
 from knobtop.ui.app import KnobtopApp
 
 
-def _declared(cls: type[Any]) -> list[Binding]:
+def declared(cls: type[Any]) -> list[Binding]:
+    """The bindings ``cls`` and its knobtop bases declare (not Textual's own)."""
     return [b for klass in cls.__mro__ if klass.__module__.startswith("knobtop.")
             for b in vars(klass).get("BINDINGS", ()) if isinstance(b, Binding)]
 
@@ -29,7 +30,7 @@ def dialog_classes() -> list[type[Any]]:
         for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
             module = importlib.import_module(info.name)
             for _name, cls in inspect.getmembers(module, inspect.isclass):
-                if cls.__module__ == info.name and _declared(cls) and cls not in found:
+                if cls.__module__ == info.name and declared(cls) and cls not in found:
                     found.append(cls)
     return found
 
@@ -38,7 +39,7 @@ def live_screen_bindings() -> dict[str, Binding]:
     """Binding id -> binding, for the live screen and every dialog and widget it shows."""
     out: dict[str, Binding] = {}
     for cls in (KnobtopApp, *dialog_classes()):
-        for binding in _declared(cls):
+        for binding in declared(cls):
             assert binding.id, f"{cls.__name__}: the binding {binding.key!r} has no id"
             out.setdefault(binding.id, binding)
     return out
