@@ -14,6 +14,7 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
+from harness.keys import live_screen_bindings
 from harness.ui import until, widget_text
 from knobtop.analysis.compare import compare
 from knobtop.analysis.journaldata import load_journal
@@ -22,7 +23,7 @@ from knobtop.config import ConfigError, UiConfig, load_config
 from knobtop.journal import Change, JournalReader
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.compare_app import CompareApp
-from knobtop.ui.keymap import binding_ids
+from knobtop.ui.keymap import binding_ids, check_keymap
 from knobtop.ui.look import BUNDLED_THEMES, load_themes
 from knobtop.ui.replay_app import ReplayApp
 from knobtop.ui.screens.help import HelpScreen
@@ -157,6 +158,17 @@ def test_every_binding_has_a_unique_id_and_a_description() -> None:
             "knob.undo", "journal.note", "replay.play", "recipe.abort",
             "compare.zoom"} <= set(ids)
     assert all(b.description for b in ids.values())
+
+
+def test_every_key_of_the_live_screens_dialogs_can_be_remapped() -> None:
+    """A config's [keys] is checked against the keymap's ids before any screen opens: the
+    keys of quit's, revert's and the workload picker's dialogs were not among them, so
+    remapping one (quit.keep = "K") was refused as "no key binding has this id"."""
+    live = live_screen_bindings()
+    assert {"quit.keep", "revert.all", "choice.cancel"} <= set(live)
+    assert sorted(set(live) - set(binding_ids())) == []
+    check_keymap({"quit.keep": "K", "revert.all": "A", "choice.cancel": "x"}, binding_ids(),
+                 "config.toml")
 
 
 async def test_remapped_key_works_and_the_help_screen_shows_it() -> None:

@@ -86,7 +86,8 @@ class KnobtopApp(KnobtopBase):
 
     # The screens and widgets whose bindings this app shows (one keymap serves all).
     BINDING_CLASSES: ClassVar[tuple[type[Any], ...]] = (
-        ConfirmScreen, HelpScreen, PromptScreen, KnobPanel)
+        ConfirmScreen, QuitScreen, RevertScreen, ChoiceScreen, HelpScreen, PromptScreen,
+        KnobPanel)
     TITLE = "knobtop"
     OUTSIDE_MESSAGES = (JournalEvent, RecipeProgress, RecipeNote)
     COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
