@@ -36,6 +36,7 @@ from knobtop.journal.events import (
     RecipeRun,
     Restart,
 )
+from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.graph_grid import GRAPHS
@@ -654,14 +655,20 @@ knobs = { sort_buffer_size = "4M" }
 
 @pytest.mark.integration
 def test_a_asks_then_aborts_the_recipe_and_restores_its_baseline(
-        lab: tuple[Path, ConnectionInfo], screen: KeyScreen, tmux: TmuxServer,  # noqa: F811
-        tmp_path: Path) -> None:
-    """`run --tui` on the same sandbox (the lab's screen has ended): while the recipe runs,
-    l is the recipe's and does nothing; a asks, n lets it go on, y aborts it: the load stops
-    and the arm's sort_buffer_size goes back to the baseline on the server."""
-    where, info = lab
-    assert screen.tmux.display(screen.pane, "#{pane_dead}") == "1", \
-        "the lab's screen holds the sandbox: its quit test runs before this one"
+        tmux: TmuxServer, tmp_path: Path) -> None:
+    """`run --tui` on a sandbox of its own (the module's is held by the lab's screen): while
+    the recipe runs, l is the recipe's and does nothing; a asks, n lets it go on, y aborts
+    it: the load stops and the arm's sort_buffer_size goes back to the baseline on the
+    server."""
+    sandbox = Sandbox(tmp_path / "lab")
+    info = sandbox.start()
+    try:
+        _abort_recipe(tmux, tmp_path, sandbox.root, info)
+    finally:
+        sandbox.stop()
+
+
+def _abort_recipe(tmux: TmuxServer, tmp_path: Path, where: Path, info: ConnectionInfo) -> None:
     recipe = tmp_path / "abort.toml"
     recipe.write_text(RECIPE)
     journal = tmp_path / "abort.knobtop.jsonl"
