@@ -40,6 +40,19 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     sandbox.stop()
 
 
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
+    """A running sandbox this module's `knobtop` commands and screens join with
+    ``--dir`` (and leave running): one per module, stopped after it. A module with a
+    fixture of the same name uses its own."""
+    require_binary("mariadbd", "mariadb-server")
+    where = tmp_path_factory.mktemp("lab") / "lab"
+    sandbox = Sandbox(where)
+    info = sandbox.start()
+    yield where, info
+    sandbox.stop()
+
+
 @pytest.fixture(scope="session")
 def mariadb_info(mariadb: Sandbox) -> ConnectionInfo:
     return mariadb.connection()

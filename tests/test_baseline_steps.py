@@ -5,7 +5,6 @@ or a tune, the runner puts back what the server changed on its own with an earli
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from conftest import show_global
 from faults.helpers import knobtop_run
 from knobtop.analysis.tune import BASE
 from knobtop.journal import Change, JournalReader, StepResult
-from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
 
 pytestmark = pytest.mark.integration
@@ -62,14 +60,6 @@ min = 5000
 max = 20000
 """
 
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    where = tmp_path_factory.mktemp("baseline") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
 
 
 def steps_of(journal: Path) -> list[StepResult]:

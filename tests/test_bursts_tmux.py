@@ -21,7 +21,7 @@ from harness.tmux import TmuxServer, pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Event, Mark, Note, Phase
 from knobtop.server.link import ConnectionInfo
-from test_reach import knobtop_argv, lab  # noqa: F401  (lab: the shared sandbox)
+from test_reach import knobtop_argv
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
@@ -69,7 +69,7 @@ class LabScreen:
 
 
 @pytest.fixture(scope="module")
-def screen(lab: tuple[Path, ConnectionInfo],  # noqa: F811
+def screen(lab: tuple[Path, ConnectionInfo],
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabScreen]:
     """The lab's live screen at 160x48 with a slow sysbench load running (a threads or
     workload change journals a new phase), the knob panel's cursor on io_capacity."""

@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.binaries import require_binary
 from harness.tmux import pane_server, samples_shown
 from knobtop.journal import Change, JournalReader
-from knobtop.lab import Sandbox
 from knobtop.server.link import ConnectionInfo
 from knobtop.ui.widgets.metric_graph import MARKER_GLYPH, RANGE_SEP
 from test_quit import set_in_tmux
@@ -26,16 +23,6 @@ pytestmark = pytest.mark.integration
 
 KNOB = "innodb_flush_log_at_trx_commit"  # its tag, flush_log_at_trx_cmt=2, is 22 cells
 
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox the screen joins (and leaves running)."""
-    require_binary("mariadbd", "mariadb-server")
-    where = tmp_path_factory.mktemp("graphs") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
 
 
 def graph_rows(screen: list[str]) -> list[str]:

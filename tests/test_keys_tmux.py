@@ -41,7 +41,7 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.graph_grid import GRAPHS
 from knobtop.ui.widgets.knob_panel import KnobPanel
-from test_reach import first_hit, knobtop_argv, lab  # noqa: F401  (lab: the shared sandbox)
+from test_reach import first_hit, knobtop_argv
 
 T = TypeVar("T")
 HERE = Path(__file__).parent
@@ -272,7 +272,7 @@ def tmux(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TmuxServer]:
 
 
 @pytest.fixture(scope="module")
-def screen(lab: tuple[Path, ConnectionInfo], tmux: TmuxServer,  # noqa: F811
+def screen(lab: tuple[Path, ConnectionInfo], tmux: TmuxServer,
            tmp_path_factory: pytest.TempPathFactory) -> KeyScreen:
     """The lab's live screen at 160x48 with a slow sysbench load of one thread running,
     the knob panel focused with its cursor on the first knob."""

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from harness.tmux import pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident
-from knobtop.lab import Sandbox
 from knobtop.server.incident import IncidentReader, IncidentSnapshot
 from knobtop.server.link import ConnectionInfo, ServerLink
 
@@ -31,15 +29,6 @@ pytestmark = pytest.mark.integration
 OTHER, OTHER_PW = "colleague", "kT7-not-knobtops"
 OWN_LOAD_STOP, OWN_CONNECTION = "(knobtop's load stop)", "(knobtop's own connection)"
 
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox the sessions join (and leave running)."""
-    where = tmp_path_factory.mktemp("ownaborts") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
 
 
 async def query(info: ConnectionInfo, *statements: str) -> None:

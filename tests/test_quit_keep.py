@@ -28,15 +28,6 @@ pytestmark = pytest.mark.integration
 LIVE, STATIC = "innodb_io_capacity", "innodb_doublewrite"  # dynamic; static on 10.11
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox the sessions join (and leave running)."""
-    where = tmp_path_factory.mktemp("quitkeep") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
-
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[TmuxServer]:

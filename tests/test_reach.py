@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from harness.tmux import pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Note, RecipeRun
-from knobtop.lab import Sandbox
 from knobtop.recipes.recipe import RecipeError, load_recipe
 from knobtop.recipes.search import SearchError, load_search
 from knobtop.server.link import ConnectionInfo
@@ -124,15 +122,6 @@ def test_the_command_line_must_say_allow_reach_too(tmp_path: Path) -> None:
 
 # -- the session and a recipe run (a real server) ---------------------------------------
 
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox the runs join (and leave running)."""
-    where = tmp_path_factory.mktemp("reach") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
 
 
 @pytest.mark.integration

@@ -14,7 +14,7 @@ from conftest import show_global
 from harness.tmux import pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.server.link import ConnectionInfo
-from test_reach import first_hit, knobtop_argv, lab  # noqa: F401  (lab: the shared sandbox)
+from test_reach import first_hit, knobtop_argv
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def wait_changes(journal: Path, count: int) -> list[tuple[str, str | None, str, 
 
 
 def test_u_undoes_the_last_change_on_the_live_screen(
-        tmp_path: Path, lab: tuple[Path, ConnectionInfo]) -> None:  # noqa: F811
+        tmp_path: Path, lab: tuple[Path, ConnectionInfo]) -> None:
     where, info = lab
     before = asyncio.run(show_global(info, "innodb_io_capacity"))
     tmux = pane_server(tmp_path)
