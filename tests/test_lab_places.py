@@ -19,33 +19,14 @@ from knobtop.journal import JournalReader, Knobs
 from knobtop.lab import LabError, Sandbox
 from knobtop.labdirs import lab_dir_for
 from knobtop.session.options import LabPlace
+from test_targets import BASE
 
 pytestmark = pytest.mark.integration  # the lab's own mariadbd
 
 NOBODY = 65534
 SECRET = "the other user's own text\n"
 
-TRX2 = """\
-name = "servers"
-description = "the same load on two servers"
-[load]
-workload = "oltp_write_only"
-threads = [2]
-duration = 5
-warmup = 0
-tables = 1
-table_size = 1000
-[run]
-replicates = 2
-pause = 0
-[targets.trx2]
-options = { innodb_flush_log_at_trx_commit = 2 }
-[[arm]]
-name = "trx1"
-[[arm]]
-name = "trx2"
-target = "trx2"
-"""
+TRX2 = BASE  # a recipe whose second arm runs on the lab target trx2
 
 
 def knobtop(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,8 @@ import pytest
 from harness.binaries import require_binary
 from knobtop.lab import LabError, Sandbox
 from knobtop.lab_options import OPTIONS_LINE
+from test_lab_places import knobtop, said
+from test_targets import BASE
 
 pytestmark = pytest.mark.integration  # the lab's own mariadbd (its --help, or a start)
 
@@ -35,37 +37,9 @@ HOSTILE = [
     ("tmpdir=/tmp", "tmpdir"),
 ]
 
-RECIPE = """\
-name = "hostile"
-description = "a lab target with a hostile option"
-[load]
-workload = "oltp_write_only"
-threads = [2]
-duration = 5
-warmup = 0
-tables = 1
-table_size = 1000
-[run]
-replicates = 2
-pause = 0
-[targets.trx2]
-options = {{ {key} = "{value}" }}
-[[arm]]
-name = "trx1"
-[[arm]]
-name = "trx2"
-target = "trx2"
-"""
-
-
-def knobtop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "knobtop", *args], capture_output=True,
-                          text=True, timeout=120, check=False,
-                          env={**os.environ, "COLUMNS": "400"})
-
-
-def said(run: subprocess.CompletedProcess[str]) -> str:
-    return " ".join(run.stderr.split())
+# the two-server recipe with a hostile option for its lab target
+RECIPE = BASE.replace("{", "{{").replace("}", "}}").replace(
+    "options = {{ innodb_flush_log_at_trx_commit = 2 }}", 'options = {{ {key} = "{value}" }}')
 
 
 @pytest.mark.parametrize(("option", "name"), HOSTILE)
