@@ -13,7 +13,7 @@ import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
-from harness.tmux import pane_server
+from harness.tmux import open_lab, pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Note, RecipeRun
@@ -184,13 +184,7 @@ def test_the_live_screen_asks_before_a_reach_variable_and_journals_it(
     tmux = pane_server(tmp_path)
     journal = tmp_path / "keys.knobtop.jsonl"
     try:
-        session = f"knobtop-{tmux.socket}"
-        pane = f"{session}:lab"
-        tmux.new_session(session, "lab", 80, 24, [
-            *knobtop_argv(), "lab", "--dir", str(where), "--journal", str(journal),
-            "--load", "none", "--keep-running"], cwd=tmp_path)
-        tmux.wait_for(pane, lambda s: "╭─ Knobs" in "\n".join(s), timeout=300,
-                      what="the live screen")
+        pane = open_lab(tmux, where, journal, tmp_path)
 
         def ask(answer: str) -> None:
             tmux.run("send-keys", "-t", pane, "C-p")

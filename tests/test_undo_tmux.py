@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import show_global
-from harness.tmux import pane_server
+from harness.tmux import open_lab, pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.server.link import ConnectionInfo
-from test_reach import first_hit, knobtop_argv
+from test_reach import first_hit
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +40,7 @@ def test_u_undoes_the_last_change_on_the_live_screen(
     tmux = pane_server(tmp_path)
     journal = tmp_path / "undo.knobtop.jsonl"
     try:
-        pane = f"knobtop-{tmux.socket}:lab"
-        tmux.new_session(f"knobtop-{tmux.socket}", "lab", 80, 24, [
-            *knobtop_argv(), "lab", "--dir", str(where), "--journal", str(journal),
-            "--load", "none", "--keep-running"], cwd=tmp_path)
-        tmux.wait_for(pane, lambda s: "╭─ Knobs" in "\n".join(s), timeout=300,
-                      what="the live screen")
+        pane = open_lab(tmux, where, journal, tmp_path)
         tmux.run("send-keys", "-t", pane, "C-p")
         tmux.wait_for(pane, lambda s: "Search" in "\n".join(s), timeout=30, what="the palette")
         tmux.run("send-keys", "-t", pane, "-l", "innodb_io_capacity")

@@ -181,3 +181,20 @@ def pane_server(workdir: Path) -> TmuxServer:
     from harness.binaries import require_binary
 
     return TmuxServer(require_binary("tmux", "tmux"), workdir, PANE_CONFIG)
+
+
+def open_lab(tmux: TmuxServer, where: Path, journal: Path, cwd: Path, *more: str,
+             size: tuple[int, int] = (80, 24), timeout: float = 300) -> str:
+    """`knobtop lab --dir WHERE --journal JOURNAL --load none --keep-running MORE` in a new
+    pane of ``size`` (the real screen and session processes, as users run them), once its
+    live screen shows; the pane's target."""
+    import sys
+
+    session = f"knobtop-{tmux.socket}"
+    pane = f"{session}:lab"
+    tmux.new_session(session, "lab", *size, [
+        sys.executable, "-m", "knobtop", "lab", "--dir", str(where), "--journal",
+        str(journal), "--load", "none", "--keep-running", *more], cwd=cwd)
+    tmux.wait_for(pane, lambda s: "╭─ Knobs" in "\n".join(s), timeout=timeout,
+                  what="the live screen")
+    return pane
