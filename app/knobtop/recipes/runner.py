@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import statistics
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -69,6 +68,7 @@ from knobtop.recipes.recipe import (
 from knobtop.recipes.timeline import checkpoint_values, still_moving
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
+from knobtop.server.static import same_value
 from knobtop.server.variables import PURGE_WAIT
 from knobtop.session.port import SessionPort
 
@@ -198,23 +198,6 @@ def _tables_key(arm: Arm, spec: LoadSpec) -> tuple[str, str, int, str]:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def same_value(now: str | None, wanted: str) -> bool:
-    """A server's value is the one wanted: the same text (any case), the same number
-    (90 and 90.000000), or the same switch (ON and 1, OFF and 0)."""
-    if now is None:
-        return False
-    a, b = now.strip().upper(), wanted.strip().upper()
-    switch = {"ON": "1", "TRUE": "1", "OFF": "0", "FALSE": "0"}
-    a, b = switch.get(a, a), switch.get(b, b)
-    if a == b:
-        return True
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
-        return False
-    return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
 
 
 class RecipeRunner:
@@ -646,7 +629,7 @@ class RecipeRunner:
                 wanted[knob] = str(validate(facts, value, static_ok=True))
             except KnobError:
                 wanted[knob] = value
-            if not same_value(values.get(knob), wanted[knob]):
+            if not same_value(wanted[knob], values.get(knob)):
                 todo[knob] = value
         if todo:
             # All of the arm's static knobs go in through one restart.
@@ -684,8 +667,8 @@ class RecipeRunner:
         now = await session.global_values(list(wanted))
         for knob, value in wanted.items():
             base = self._side[knob]
-            if base is not None and not same_value(now.get(knob), value) \
-                    and not same_value(now.get(knob), base):
+            if base is not None and not same_value(value, now.get(knob)) \
+                    and not same_value(base, now.get(knob)):
                 await session.set_knobs({knob: base}, restart_ok=False,
                                         reason=f"{reason}: back to the baseline",
                                         reach=self.recipe.allow_reach)
@@ -699,7 +682,7 @@ class RecipeRunner:
         self._step_knobs = dict(values)
         wrong = [f"{k} = {values.get(k)}, not {want}"
                  for k, want in [*((k, wanted[k]) for k in present), *side.items()]
-                 if not same_value(values.get(k), want)]
+                 if not same_value(want, values.get(k))]
         if wrong:
             raise ArmRefused(f"arm {step.arm.name}: the server differs from the arm's plan "
                              f"({'; '.join(wrong)}): the step is not measured")
