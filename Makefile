@@ -8,7 +8,7 @@ LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
 TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
 
-.PHONY: lab test check lint layers typecheck pytest bench setup deps-lab deps-test deps-bench clean
+.PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean
 
 lab: deps-lab $(STAMP)
 	$(VENV)/bin/knobtop lab $(LAB_ARGS)
@@ -48,12 +48,19 @@ bench: deps-bench $(STAMP)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@python3 -c 'import ensurepip' 2>/dev/null || $(MAKE) --no-print-directory apt PKGS=python3-venv
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# constraints.txt: the exact versions `make` installs (Textual's above all: knobtop.ui.patches
+# reaches into its internals). After changing a dependency in pyproject.toml, install it into
+# the .venv and run `make lock`.
+lock: $(STAMP)
+	@{ echo "# The exact versions make installs (pip install -c constraints.txt); written by make lock."; \
+	  $(VENV)/bin/pip freeze --exclude-editable | LC_ALL=C sort -f; } > constraints.txt
 
 deps-lab:
 	@$(MAKE) --no-print-directory apt PKGS="$(call missing,$(LAB_PKGS))"
