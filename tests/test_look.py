@@ -316,8 +316,10 @@ async def test_screenshot_of_the_screen_and_of_one_graph(tmp_path: Path) -> None
         await pilot.press("2", "ctrl+g")  # every graph of the page on screen, one file each
         # Graph files are knobtop-METRIC-STAMP.svg; the screen's knobtop-STAMP.svg also
         # matched "knobtop-*-2*" from 20:00 on (its time starts with a 2).
-        await until(pilot, lambda: len(list(tmp_path.glob("knobtop-[a-z]*-2*.svg"))) == 1 + 9)
+        # The InnoDB page's 10 graphs (9 until the redo log's bytes/s joined them).
+        await until(pilot, lambda: len(list(tmp_path.glob("knobtop-[a-z]*-2*.svg"))) == 1 + 10)
         assert any(tmp_path.glob("knobtop-pages_flushed-*.svg"))
+        assert any(tmp_path.glob("knobtop-log_written-*.svg"))
         assert path.parent == tmp_path and "<svg" in svg
         assert "knobtop: sysbench TPS" in text  # the title ...
         assert text.count("now") == 1  # ... and one graph: one time axis

@@ -24,6 +24,7 @@ from knobtop.journal.events import (
     Sample,
     target_of,
 )
+from knobtop.metrics.catalog import names
 from knobtop.metrics.derive import Snapshot, derive, has_rocksdb
 
 DEFAULT_CAPACITY = 3600
@@ -199,29 +200,9 @@ class Marker:
         return self.kind in FULL_KINDS
 
 
-# Metrics derived from samples, plus the load driver's own numbers.
-SAMPLE_METRICS = (
-    "tps",
-    "qps",
-    "hit_ratio",
-    "dirty_pct",
-    "history_len",
-    "checkpoint_age",
-    "row_lock_waits",
-    "threads_running",
-    "cpu",
-    "iowait",
-    # InnoDB internals (the InnoDB page of graphs).
-    "checkpoint_pct",
-    "pages_flushed",
-    "data_reads",
-    "log_waits",
-    # MyRocks (None on servers without it; see MetricBoard.has_rocksdb).
-    "rocks_hit_ratio",
-    "rocks_stalls",
-    "rocks_stall_ms",
-)
-LOAD_METRICS = ("load_tps", "load_qps", "load_p95", "load_err")
+# Metrics derived from samples, and the load driver's own numbers (metrics/catalog.py).
+SAMPLE_METRICS = names("gauge") + names("interval")
+LOAD_METRICS = names("load")
 # LinkBench's operations by the seed posts' short names (load.linkbench.SHORT; metrics
 # imports no load code): the series of its page are lb_SHORT_ops and lb_SHORT_p99.
 LINKBENCH_SHORT = {"updatenode": "un", "getnode": "gn", "updatelink": "ul",

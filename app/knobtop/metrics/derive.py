@@ -6,6 +6,8 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from knobtop.metrics import catalog
+
 Number = int | float
 
 
@@ -188,8 +190,21 @@ def step_efficiency(first: Sequence[float], last: Sequence[float], fields: Seque
     return out
 
 
-INTERVAL_METRICS = ("tps", "qps", "hit_ratio", "row_lock_waits", "pages_flushed", "data_reads",
-                    "log_waits", *ROCKS_METRICS, "cpu", "iowait")
+# The metrics that need two samples of one server run (all None without them), and the
+# ones of them that are a counter's rate, computed from their catalog row alone; read from
+# the catalog as it is when derive() runs (a row added before the first sample counts).
+_from_catalog: tuple[object, tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]] = (
+    None, (), ())
+
+
+def _catalogued() -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The catalog's interval metrics and its rates as (name, counters), remade only when
+    the catalog is another one."""
+    global _from_catalog
+    if _from_catalog[0] is not catalog.CATALOG:
+        _from_catalog = (catalog.CATALOG, catalog.names("interval"),
+                         tuple((m.name, m.rate_of) for m in catalog.rates()))
+    return _from_catalog[1], _from_catalog[2]
 # MyRocks' status variables among the sampled counters (all absent without the plugin).
 ROCKS_COUNTERS = (
     "Rocksdb_block_cache_hit",
@@ -271,8 +286,9 @@ def derive(
         up_a, up_b = _get(prev, "Uptime"), _get(cur, "Uptime")
         if up_a is not None and up_b is not None and up_b < up_a:
             comparable = False
+    interval, rates = _catalogued()
     if prev is None or not comparable:
-        for key in INTERVAL_METRICS:
+        for key in interval:
             out[key] = None
         return out
 
@@ -296,10 +312,8 @@ def derive(
                     out["cpu"], out["iowait"] = pct
                     break
         return out
-    out["row_lock_waits"] = _rate(prev, cur, dt, "Innodb_row_lock_waits")
-    out["pages_flushed"] = _rate(prev, cur, dt, "Innodb_buffer_pool_pages_flushed")
-    out["data_reads"] = _rate(prev, cur, dt, "Innodb_data_reads")
-    out["log_waits"] = _rate(prev, cur, dt, "Innodb_log_waits")
+    for name, counters in rates:
+        out[name] = _rate(prev, cur, dt, *counters)
     out.update(rocks_metrics(prev, cur, dt))
     out["cpu"] = out["iowait"] = None
     for host, snap in cur.host_cpu.items():

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Container, Grid
 
 from knobtop.metrics.board import MetricBoard
+from knobtop.metrics.catalog import page_rows
 from knobtop.ui.widgets.incident_page import IncidentPage
 from knobtop.ui.widgets.metric_graph import MetricGraph
 from knobtop.ui.widgets.units import unit_of
@@ -36,54 +37,13 @@ class GraphSpec:
         return unit_of(self.metric).axis
 
 
-GRAPHS: tuple[GraphSpec, ...] = (
-    GraphSpec("tps", "Server TPS"),
-    GraphSpec("qps", "Server QPS"),
-    GraphSpec("load_tps", "sysbench TPS"),
-    GraphSpec("load_p95", "sysbench p95"),
-    GraphSpec("hit_ratio", "BP hit ratio"),
-    GraphSpec("dirty_pct", "Dirty pages"),
-    GraphSpec("history_len", "History length"),
-    GraphSpec("checkpoint_age", "Checkpoint age"),
-    GraphSpec("cpu", "Host CPU"),
-)
-
-
-#: Graph pages (keys 1-3, 5): the overview, InnoDB's internals, MyRocks, LinkBench.
+#: Graph pages (keys 1-3, 5): the overview, InnoDB's internals, MyRocks, LinkBench; each
+#: page's graphs are the rows of metrics/catalog.py that name it, in the catalog's order.
 PAGES: dict[str, tuple[str, tuple[GraphSpec, ...]]] = {
-    "overview": ("Overview", GRAPHS),
-    "innodb": ("InnoDB", (
-        GraphSpec("hit_ratio", "BP hit ratio"),
-        GraphSpec("dirty_pct", "Dirty pages"),
-        GraphSpec("history_len", "History length"),
-        GraphSpec("checkpoint_pct", "Checkpoint age/max"),
-        GraphSpec("row_lock_waits", "Row lock waits"),
-        GraphSpec("pages_flushed", "Pages flushed"),
-        GraphSpec("data_reads", "Data reads"),
-        GraphSpec("log_waits", "Log waits"),
-        GraphSpec("threads_running", "Threads running"),
-    )),
-    "myrocks": ("MyRocks", (
-        GraphSpec("rocks_hit_ratio", "Block cache hit"),
-        GraphSpec("rocks_stalls", "Write stalls"),
-        GraphSpec("rocks_stall_ms", "Stall time"),
-        GraphSpec("load_tps", "sysbench TPS"),
-        GraphSpec("load_p95", "sysbench p95"),
-        GraphSpec("cpu", "Host CPU"),
-    )),
-    # The built-in LinkBench (issue 20): requests/s, then the post's four operations
-    "linkbench": ("LinkBench", (
-        GraphSpec("load_tps", "Requests"),
-        GraphSpec("lb_gl_ops", "getlinklist"),
-        GraphSpec("lb_gl_p99", "getlinklist p99"),
-        GraphSpec("lb_gn_ops", "getnode"),
-        GraphSpec("lb_gn_p99", "getnode p99"),
-        GraphSpec("lb_ul_p99", "updatelink p99"),
-        GraphSpec("lb_un_ops", "updatenode"),
-        GraphSpec("lb_un_p99", "updatenode p99"),
-        GraphSpec("cpu", "Host CPU"),
-    )),
+    page: (title, tuple(GraphSpec(m.name, m.title_on(page)) for m in rows))
+    for page, (title, rows) in page_rows().items()
 }
+GRAPHS: tuple[GraphSpec, ...] = PAGES["overview"][1]
 
 #: Page 4 holds no graphs: what the server is doing right now (its own widget).
 INCIDENT = "incident"

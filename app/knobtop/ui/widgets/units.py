@@ -1,8 +1,8 @@
 """How each graphed metric's values read: its unit, and the format of its title and y axis.
 
-One small table keyed by metric name (the metrics are named in ``knobtop.metrics.derive``
-and ``knobtop.metrics.board``; the graphs in ``graph_grid``), so "History length 0" reads as
-the count it is, not "0.00", a steady QPS reads "1", percentages carry "%" and bytes "B".
+A format per unit kind, given to each metric by its row in ``knobtop.metrics.catalog``, so
+"History length 0" reads as the count it is, not "0.00", a steady QPS reads "1", percentages
+carry "%" and bytes "B".
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from knobtop.metrics.catalog import CATALOG
 from knobtop.ui.widgets.metric_graph import default_fmt
 
 
@@ -48,18 +49,17 @@ MS = Unit("ms", " ms")
 MS_PER_SECOND = Unit("ms", " ms/s")
 BYTES = Unit("bytes", "B")  # SI: "1.2MB" (the axis' nice numbers are decimal)
 
-UNITS: dict[str, Unit] = {
-    "tps": RATE, "qps": RATE, "load_tps": RATE, "load_qps": RATE,
-    "load_err": PER_SECOND,
-    "load_p95": MS,
-    "hit_ratio": PERCENT, "dirty_pct": PERCENT, "checkpoint_pct": PERCENT,
-    "rocks_hit_ratio": PERCENT, "cpu": PERCENT, "iowait": PERCENT, "mem_used_pct": PERCENT,
-    "history_len": COUNT, "threads_running": COUNT,
-    "checkpoint_age": BYTES,
-    "row_lock_waits": PER_SECOND, "pages_flushed": PER_SECOND, "data_reads": PER_SECOND,
-    "log_waits": PER_SECOND, "rocks_stalls": PER_SECOND,
-    "rocks_stall_ms": MS_PER_SECOND,
+BYTES_PER_SECOND = Unit("bytes", "B/s")
+
+#: A format for each of the catalog's unit kinds (metrics/catalog.py UNIT_KINDS).
+BY_KIND: dict[str, Unit] = {
+    "count": COUNT, "rate": RATE, "per_second": PER_SECOND, "percent": PERCENT, "ms": MS,
+    "ms_per_second": MS_PER_SECOND, "bytes": BYTES, "bytes_per_second": BYTES_PER_SECOND,
 }
+#: Each catalogued metric's unit, by its name.
+UNITS: dict[str, Unit] = {m.name: BY_KIND[m.unit] for m in CATALOG}
+#: The host panel's OS metrics (derive.HOST_METRICS) that a graph may name too.
+UNITS.setdefault("mem_used_pct", PERCENT)
 
 
 def unit_of(metric: str) -> Unit:
