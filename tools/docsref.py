@@ -91,7 +91,7 @@ def cli_page() -> str:
            "`knobtop COMMAND --help` prints the same on a terminal.\n\n"]
     subs = _subcommands(parser)
     out.append("| command | what it does |\n| --- | --- |\n")
-    for name, sub in subs.items():
+    for name in subs:
         out.append(f"| [`{name}`](#knobtop-{name}) | {cell(_help_of(parser, name))} |\n")
     out.append("\n`knobtop --version` prints the version.\n")
     for name, sub in subs.items():

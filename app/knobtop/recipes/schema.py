@@ -90,7 +90,7 @@ def _tracing(base: type[Any], seen: dict[tuple[str, str], Check]) -> type[Any]:
     """A subclass of the reader ``base`` that notes each check in ``seen`` and then makes
     it exactly as ``base`` does."""
 
-    class Tracing(base):  # type: ignore[valid-type,misc]
+    class Tracing(base):  # type: ignore[misc]
         def integer(self, table: Table, key: str, prefix: str, *, lo: int, hi: int,
                     unit: str = "") -> int | None:
             seen.setdefault((_section(prefix), key), Check("integer", lo, hi))
@@ -132,8 +132,9 @@ def traced_checks(paths: list[Path]) -> dict[str, dict[tuple[str, str], Check]]:
         kind = "search" if path.parent.name == "tune" else "recipe"
         base = _search._SearchReader if kind == "search" else _recipe._Reader
 
-        def error(key: str | None, problem: str, fix: str) -> Exception:
-            return _recipe.RecipeError(str(path), key, problem, fix)
+        def error(key: str | None, problem: str, fix: str, shown: str = str(path)
+                  ) -> Exception:
+            return _recipe.RecipeError(shown, key, problem, fix)
 
         text, _mode = read_text_file(path, error, "recipe file", "give a .toml file")
         doc = parse(text, error, _recipe.README)
