@@ -118,3 +118,16 @@ def test_tracing_records_what_the_reader_checks_and_changes_nothing() -> None:
     assert traced[("[run]", "order")].choices[0] == "counterbalanced"
     assert traced[("[load]", "percentile")].low == 1
     assert load_recipe(path).name == "sort-buffer"
+
+
+def test_every_file_the_help_texts_name_exists() -> None:
+    import re
+
+    page = docsref.cli_page()
+    named = set(re.findall(r"\bexperiments/[\w./-]+\.toml\b", page))
+    assert named, "the help names no example file"
+    assert {n for n in named if not (REPO / n).exists()} == set()
+
+
+def test_help_texts_show_no_doubled_percent() -> None:
+    assert "%%" not in docsref.cli_page()  # argparse prints a description's %% as is
