@@ -3,9 +3,11 @@
     .venv/bin/python tools/screenshot.py docs/live-screen.svg
 
 Starts `knobtop lab` on a sandbox of its own (in a temporary folder) in a real tmux pane of
-120x36 under sysbench's oltp_read_write, waits until the graphs hold a minute of samples,
-presses `S` (the screen saves itself next to its journal), copies that SVG to the path given,
-then quits and stops the sandbox.  Uses the test suite's tmux helpers (tests/harness).
+160x44 under sysbench's oltp_read_write, waits for 40 samples, sets innodb_io_capacity to
+1000 from the knob panel (the keys the README's tour names), writes a note 25 s later,
+waits until the graphs hold 80 samples, presses `S` (the screen saves itself next to its
+journal), copies that SVG to the path given, then undoes the change, quits and stops the
+sandbox.  Uses the test suite's tmux helpers (tests/harness).
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ sys.path.insert(0, str(REPO / "app"))
 
 from harness.tmux import open_lab, pane_server, samples_shown  # noqa: E402
 
-SAMPLES = 60  # a minute of graphs
-SIZE = (120, 36)
+BEFORE = 40  # samples before the change
+SAMPLES = 80  # in all, when the picture is taken
+NOTE_AFTER = 25  # samples between the change and the note (each tag whole on the graphs)
+NOTE = "io_capacity 1000: does flushing even out?"
+IO_CAPACITY_ROW = 4  # innodb_io_capacity's row in the knob panel, from the first
+SIZE = (160, 44)
 
 
 def main(argv: list[str]) -> int:
@@ -40,6 +46,19 @@ def main(argv: list[str]) -> int:
         try:
             pane = open_lab(tmux, where, journal, work, "--load", "oltp_read_write",
                             size=SIZE)
+            tmux.wait_for(pane, lambda s: (samples_shown(s) or 0) >= BEFORE,
+                          timeout=BEFORE * 3, what=f"{BEFORE} samples")
+            tmux.run("send-keys", "-t", pane, *["Down"] * IO_CAPACITY_ROW, "Enter",
+                     "1000", "Enter")
+            tmux.wait_for(pane, lambda s: "1000 (was 200)" in "\n".join(s), timeout=30,
+                          what="the change in the journal pane")
+            tmux.wait_for(pane, lambda s: (samples_shown(s) or 0) >= BEFORE + NOTE_AFTER,
+                          timeout=NOTE_AFTER * 3, what="the note's moment")
+            tmux.run("send-keys", "-t", pane, "n")
+            tmux.run("send-keys", "-t", pane, "-l", NOTE)
+            tmux.run("send-keys", "-t", pane, "Enter")
+            tmux.wait_for(pane, lambda s: NOTE[:20] in "\n".join(s), timeout=30,
+                          what="the note in the journal pane")
             tmux.wait_for(pane, lambda s: (samples_shown(s) or 0) >= SAMPLES,
                           timeout=SAMPLES * 3, what=f"{SAMPLES} samples")
             tmux.run("send-keys", "-t", pane, "S")
@@ -58,6 +77,9 @@ def main(argv: list[str]) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(shots[0], out)
             print(f"wrote {out} ({size} bytes)")
+            tmux.run("send-keys", "-t", pane, "u")
+            tmux.wait_for(pane, lambda s: "200 (was 1000)" in "\n".join(s), timeout=30,
+                          what="the undo in the journal pane")
             tmux.run("send-keys", "-t", pane, "q")
             tmux.exit_status(pane, timeout=60)
         finally:
