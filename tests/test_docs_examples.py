@@ -55,6 +55,7 @@ def commands(page: Path) -> list[Command]:
         for raw in joined.splitlines():
             line = raw.strip().removeprefix("$ ")
             line = re.sub(r"\s+#.*$", "", line)  # a comment after the command
+            line = re.split(r"\s+(?:[0-9]?>|\||&&)\s", line)[0]  # a redirection or pipe
             if line.split(" ", 1)[0] in PROGRAMS:
                 out.append(Command(page, line, mode))
     return out
@@ -113,6 +114,13 @@ def test_not_yet_known_names_what_the_parser_lacks() -> None:
     assert not_yet_known(["report", "j", "--format", "csv"]) == []
     assert not_yet_known(["report", "j", "--no-such-flag"]) == ["--no-such-flag"]
     assert not_yet_known(["no-such-command"]) == ["no-such-command"]
+
+
+def test_a_redirection_is_not_taken_for_arguments(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("```sh\nknobtop report j.jsonl > out.md  # keep it\n"
+                    "knobtop report j.jsonl 2> err | head\n```\n")
+    assert [c.args for c in commands(page)] == [["report", "j.jsonl"]] * 2
 
 
 def test_a_mistyped_command_would_be_caught() -> None:
