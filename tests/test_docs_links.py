@@ -14,7 +14,7 @@ import pytest
 from markdown.extensions.toc import slugify
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
+PAGES = sorted([REPO / "README.md", REPO / "SECURITY.md", *(REPO / "docs").rglob("*.md")])
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^ *```.*?^ *```", re.MULTILINE | re.DOTALL)
 TICKED = re.compile(r"`((?:app|tests|bench|experiments|themes|docs|tools)/[^`\s]*"
