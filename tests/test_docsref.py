@@ -38,8 +38,9 @@ def test_the_checked_in_page_is_what_the_code_generates(name: str) -> None:
         "and commit the result")
 
 
-def test_generation_depends_on_no_terminal_width_or_home(tmp_path: Path) -> None:
-    env = {**os.environ, "COLUMNS": "33", "HOME": str(tmp_path), "LINES": "10"}
+def test_generation_depends_on_no_terminal_width_home_or_xdg_dirs(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "33", "HOME": str(tmp_path), "LINES": "10",
+           "XDG_DATA_HOME": str(tmp_path / "data")}
     done = subprocess.run([sys.executable, str(TOOL), "--out", str(tmp_path / "ref")],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -15,6 +15,7 @@ import argparse
 import ast
 import dataclasses
 import io
+import os
 import sys
 import tokenize
 from collections.abc import Callable, Iterator
@@ -83,6 +84,16 @@ def _option_rows(parser: argparse.ArgumentParser) -> Iterator[str]:
 
 
 def cli_page() -> str:
+    """The parser's defaults as a user without XDG_DATA_HOME reads them (lab_dir)."""
+    saved = os.environ.pop("XDG_DATA_HOME", None)
+    try:
+        return _cli_page()
+    finally:
+        if saved is not None:
+            os.environ["XDG_DATA_HOME"] = saved
+
+
+def _cli_page() -> str:
     from knobtop.cli.parser import build_parser
 
     parser = build_parser()
