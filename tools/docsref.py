@@ -278,6 +278,8 @@ def _default_of(f: dataclasses.Field[Any]) -> str:
 # --------------------------------------------------------------------------- keys
 
 def keys_page() -> str:
+    from textual.keys import format_key
+
     from knobtop.ui import keymap
 
     classes = keymap._binding_classes()
@@ -292,10 +294,13 @@ def keys_page() -> str:
            "(several keys: `\"journal.note\" = \"n,ctrl+n\"`); an unknown id is refused "
            "before any screen opens, naming the closest. `?` on any screen lists the keys in "
            "force there.\n\n"
-           "| id | default keys | does | declared by |\n| --- | --- | --- | --- |\n"]
+           "| id | default keys | key names for `[keys]` | does | declared by |\n"
+           "| --- | --- | --- | --- | --- |\n"]
     for binding_id, binding in sorted(keymap.binding_ids().items()):
-        keys = ", ".join(f"`{k}`" for k in binding.key.split(","))
-        out.append(f"| `{binding_id}` | {keys} | {cell(binding.description)} | "
+        names = [k.strip() for k in binding.key.split(",")]
+        shown = ", ".join(f"`{cell(format_key(k))}`" for k in names)
+        keys = ", ".join(f"`{k}`" for k in names)
+        out.append(f"| `{binding_id}` | {shown} | {keys} | {cell(binding.description)} | "
                    f"{cell(', '.join(where.get(binding_id, [])))} |\n")
     return "".join(out)
 
