@@ -8,7 +8,8 @@ LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
 TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
 
-.PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean
+.PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean \
+        docs docs-ref screenshot
 
 lab: deps-lab $(STAMP)
 	$(VENV)/bin/knobtop lab $(LAB_ARGS)
@@ -31,7 +32,7 @@ pytest: $(STAMP)
 	$(PY) -m pytest -m "integration and serial" --durations=10
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check app tests bench
+	$(VENV)/bin/ruff check app tests bench tools
 
 # DESIGN.md's Parts table as import-linter contracts (pyproject.toml [tool.importlinter]).
 layers: $(STAMP)
@@ -39,6 +40,21 @@ layers: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+
+# The documentation site (mkdocs.yml; docs/ reads as plain Markdown too) into site/, with no
+# warnings. tests/test_docs_*.py check its references, links and commands in `make test`.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# docs/reference/{cli,recipe-files,journal,keys}.md from the code (tests/test_docsref.py
+# fails when one is out of date).
+docs-ref: $(STAMP)
+	$(PY) tools/docsref.py
+
+# docs/live-screen.svg: the lab's live screen under load, saved by knobtop's own `S` key in
+# a real tmux pane (a sandbox of its own in a temporary folder).
+screenshot: deps-bench $(STAMP)
+	$(PY) tools/screenshot.py docs/live-screen.svg
 
 # One table of knobtop's performance goals, measured side by side with dolphie (installed
 # into bench/.dolphie-venv on first use); writes bench/RESULTS.md. About 20 minutes.
@@ -95,4 +111,4 @@ apt:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/.dolphie-venv
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/.dolphie-venv site

@@ -217,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser(
         "compare", help="compare journals, or two time ranges of one",
         description="Two journals (or ranges): per load phase, median TPS, p95, hit ratio and "
-        "dirty %% with B/A ratios, and what differs in server version and knob values. Three "
+        "dirty % with B/A ratios, and what differs in server version and knob values. Three "
         "or more: their load phases as one table per workload, a row per journal against the "
         "baseline's, with a verdict where phases repeat; on a terminal every journal's graphs "
         "overlaid (up to 5).",
@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
         "aborts and restores the baseline; --resume continues a killed tune from its "
         "journal without repeating its trials.",
     )
-    tune.add_argument("search", type=Path, help="a search file, e.g. experiments/tune-flush.toml")
+    tune.add_argument("search", type=Path,
+                      help="a search file, e.g. experiments/tune/commit-flush.toml")
     add_experiment_place(tune, "a trials panel")
     tune.add_argument("--resume", type=Path, metavar="JOURNAL",
                       help="continue the search a killed or interrupted tune journaled "

@@ -30,7 +30,8 @@ going on waits, in order, until that work has settled:
 Every wait is bounded: after ``SETTLE_LIMIT`` (``DIALOG_LIMIT`` for a worker that opens a
 dialog) the key goes on anyway. Only Textual's public API is used (``App.on_event``,
 ``call_later``, ``message_signal``, ``set_timer``, ``message_queue_size``, ``is_mounted``,
-``walk_children``, ``workers``); README's "Known issues" has the upstream behaviour.
+``walk_children``, ``workers``); "Known issues" in docs/internals.md has the upstream
+behaviour.
 """
 
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""Every knobtop command in the README and docs/ parses with knobtop's own parser, and the
+tutorials' runnable examples run, in order, against one lab sandbox.
+
+A fenced ```sh or ```console block is checked line by line (a trailing backslash joins
+lines; a `$ ` prompt and `# comments` are dropped); lines that start `.venv/bin/knobtop` or
+`knobtop` are commands. An HTML comment on the line before a block says what else to do:
+
+* ``<!-- docs-test: run -->``: run the block's commands against the lab sandbox (a command
+  with `lab`, or `run`/`tune` with `--lab`, gets the sandbox's `--dir`), in a folder shared
+  by the page's blocks, each to exit 0;
+* ``<!-- docs-test: later -->``: a command this checkout does not have yet (another branch
+  adds it): parsed once the parser knows it, else left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
+BLOCK = re.compile(r"(?:<!-- docs-test: (\w+) -->\n)?^ *```(?:sh|console|bash)\n(.*?)^ *```",
+                   re.MULTILINE | re.DOTALL)
+PROGRAMS = (".venv/bin/knobtop", "knobtop")
+
+
+@dataclass(frozen=True)
+class Command:
+    page: Path
+    line: str
+    mode: str  # "", "run" or "later"
+
+    @property
+    def args(self) -> list[str]:
+        return shlex.split(self.line)[1:]
+
+    def __str__(self) -> str:
+        return f"{self.page.relative_to(REPO)}: {self.line}"
+
+
+def commands(page: Path) -> list[Command]:
+    out = []
+    for m in BLOCK.finditer(page.read_text(encoding="utf-8")):
+        mode = m.group(1) or ""
+        joined = re.sub(r"\\\n\s*", " ", m.group(2))
+        for raw in joined.splitlines():
+            line = raw.strip().removeprefix("$ ")
+            line = re.sub(r"\s+#.*$", "", line)  # a comment after the command
+            line = re.split(r"\s+(?:[0-9]?>|\||&&)\s", line)[0]  # a redirection or pipe
+            if line.split(" ", 1)[0] in PROGRAMS:
+                out.append(Command(page, line, mode))
+    return out
+
+
+ALL = [c for page in PAGES for c in commands(page)]
+
+
+def parse(args: list[str]) -> str:
+    """"" when knobtop's parser takes ``args``, else what it printed."""
+    from knobtop.cli.parser import build_parser
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            build_parser().parse_args(args)
+        except SystemExit as exc:
+            return err.getvalue() or f"exit {exc.code}"
+    return ""
+
+
+def test_the_docs_have_commands_of_every_kind() -> None:
+    assert len(ALL) > 40
+    assert {c.args[0] for c in ALL} >= {"lab", "connect", "run", "tune", "replay", "follow",
+                                        "serve", "report", "compare"}
+    assert sum(c.mode == "run" for c in ALL) >= 3
+
+
+@pytest.mark.parametrize("command", [c for c in ALL if c.mode != "later"], ids=str)
+def test_every_command_parses(command: Command) -> None:
+    assert parse(command.args) == ""
+
+
+@pytest.mark.parametrize("command", [c for c in ALL if c.mode == "later"], ids=str)
+def test_a_command_of_another_branch_parses_once_it_exists(command: Command) -> None:
+    if not_yet_known(command.args):
+        assert parse(command.args) != ""  # the parser refuses it until it is added
+    else:
+        assert parse(command.args) == ""
+
+
+def not_yet_known(args: list[str]) -> list[str]:
+    """The command and options in ``args`` that knobtop's parser does not have."""
+    from knobtop.cli.parser import build_parser
+
+    parser = build_parser()
+    subs = next(a.choices for a in parser._actions
+                if isinstance(a, argparse._SubParsersAction))
+    if args[0] not in subs:
+        return [args[0]]
+    known = {flag for action in subs[args[0]]._actions for flag in action.option_strings}
+    return [t for t in args[1:] if t.startswith("-") and t.split("=")[0] not in known]
+
+
+def test_not_yet_known_names_what_the_parser_lacks() -> None:
+    assert not_yet_known(["report", "j", "--format", "csv"]) == []
+    assert not_yet_known(["report", "j", "--no-such-flag"]) == ["--no-such-flag"]
+    assert not_yet_known(["no-such-command"]) == ["no-such-command"]
+
+
+def test_a_redirection_is_not_taken_for_arguments(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("```sh\nknobtop report j.jsonl > out.md  # keep it\n"
+                    "knobtop report j.jsonl 2> err | head\n```\n")
+    assert [c.args for c in commands(page)] == [["report", "j.jsonl"]] * 2
+
+
+def test_a_mistyped_command_would_be_caught() -> None:
+    assert "unrecognized arguments: --no-such-flag" in parse(["lab", "--no-such-flag"])
+    assert parse(["report"]) != ""  # its journal is required
+
+
+def with_sandbox(args: list[str], where: Path) -> list[str]:
+    on_lab = args[0] == "lab" or (args[0] in ("run", "tune") and "--lab" in args)
+    if on_lab and "--dir" not in args:
+        return [args[0], "--dir", str(where), *args[1:]]
+    return args
+
+
+RUNNABLE = sorted({c.page for c in ALL if c.mode == "run"})
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("page", RUNNABLE, ids=lambda p: str(p.relative_to(REPO)))
+def test_the_runnable_examples_run_on_the_lab(
+        page: Path, lab: tuple[Path, object], tmp_path: Path) -> None:
+    where, _info = lab
+    for command in (c for c in commands(page) if c.mode == "run"):
+        argv = [sys.executable, "-m", "knobtop", *with_sandbox(command.args, where)]
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, check=False, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert done.stdout.strip() or any(tmp_path.iterdir()), f"{command}: said nothing"
+
+
+def test_with_sandbox_gives_the_lab_commands_the_sandbox() -> None:
+    where = Path("/x")
+    assert with_sandbox(["lab", "--headless"], where) == ["lab", "--dir", "/x", "--headless"]
+    assert with_sandbox(["run", "r", "--lab"], where)[:3] == ["run", "--dir", "/x"]
+    assert with_sandbox(["report", "j"], where) == ["report", "j"]
