@@ -64,3 +64,11 @@ def test_every_module_reaching_into_textual_is_on_the_list() -> None:
     found = {f"knobtop.ui.{path.stem}" for path in UI.rglob("*.py")
              if reach.search(path.read_text())}
     assert found == {patch.module for patch in PATCHES}
+
+
+def test_the_docs_known_issues_name_every_patch_and_its_upstream_change() -> None:
+    known = (ROOT / "docs" / "internals.md").read_text().split("## Known issues", 1)[1]
+    flat = " ".join(known.split())
+    for patch in PATCHES:
+        assert f"app/{patch.module.replace('.', '/')}.py" in flat
+        assert " ".join(patch.upstream.split()) in flat
