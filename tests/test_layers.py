@@ -37,7 +37,7 @@ def copy(tmp_path: Path) -> Path:
     ("analysis/stats.py", "import knobtop.recipes.recipe", "analysis needs no server"),
     ("load/base.py", "import textual", "Nothing outside ui/ imports textual"),
     ("session/port.py", "import knobtop.headless", "Nothing imports the front ends"),
-    ("metrics/board.py", "import knobtop.server.link", "The Parts table's layers"),
+    ("metrics/board.py", "import knobtop.server.link", "Layers of docs/architecture.md"),
     ("ui/look.py", "import knobtop.ui.app", "No import circles among sibling modules"),
 ])
 def test_a_forbidden_import_breaks_its_contract(copy: Path, module: str, line: str,
