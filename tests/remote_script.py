@@ -76,8 +76,8 @@ def main() -> int:
     options = SessionOptions(
         where=LabPlace(dir=root, fresh=False, keep_running=False, driver="auto"),
         load=LoadSpec(), start_load=False, journal=journal, interval=0.2, statements=False,
-        cleanup=False, headless=False, duration=None, changes=(), recipe=None, markdown=None,
-        targets=(), tune=None, resume=None, allow_reach=False, target="")
+        cleanup=False, headless=False, duration=None, changes=(), targets=(),
+        allow_reach=False, checks=())
     with session_process(options, Quiet()) as live:
         out = asyncio.run(drive(live.session))
     print(json.dumps(out))

@@ -38,6 +38,9 @@ def copy(tmp_path: Path) -> Path:
     ("load/base.py", "import textual", "Nothing outside ui/ imports textual"),
     ("session/port.py", "import knobtop.headless", "Nothing imports the front ends"),
     ("metrics/board.py", "import knobtop.server.link", "Layers of docs/architecture.md"),
+    # type-only imports count too (the session named recipes' types until issue 38)
+    ("session/options.py", "if TYPE_CHECKING:\n    import knobtop.recipes.recipe",
+     "Layers of docs/architecture.md"),
     ("ui/look.py", "import knobtop.ui.app", "No import circles among sibling modules"),
 ])
 def test_a_forbidden_import_breaks_its_contract(copy: Path, module: str, line: str,

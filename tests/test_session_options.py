@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from knobtop.cli.live import lab_place, recipe_options, server_place, session_options
+from knobtop.cli.live import (
+    lab_place,
+    recipe_options,
+    recipe_request,
+    server_place,
+    session_options,
+)
 from knobtop.cli.parser import build_parser
 from knobtop.load.base import LoadSpec
 from knobtop.recipes.recipe import Recipe, load_recipe
@@ -46,8 +52,10 @@ def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path
     ])
     names = [f.name for f in dataclasses.fields(SessionOptions)]
     differ = [n for n in names if getattr(run, n) != getattr(lab, n)]
-    assert differ == ["recipe"]  # all else is the same session
-    assert run.recipe == recipe and lab.recipe is None
+    assert differ == ["checks"]  # all else is the same session
+    (check,) = run.checks  # the recipe's own check of its knobs, on the run's own server
+    assert check.func == recipe.check_server and check.keywords == {"target": ""}
+    assert lab.checks == ()
 
 
 def test_every_option_has_a_value_for_run() -> None:
@@ -58,8 +66,12 @@ def test_every_option_has_a_value_for_run() -> None:
     # sort-buffer: a [load] lab flags can express (doublewrite runs 8 instances since issue 18)
     recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
     for where in (["--lab"], ["--profile", "somewhere"]):
-        options = run_options([*where, "--tui", "--markdown", "out.md"], recipe)
-        assert not options.headless and options.markdown == Path("out.md")
+        args = build_parser().parse_args(["run", "x.toml", *where, "--tui", "--markdown",
+                                          "out.md"])
+        request = recipe_request(args, recipe)
+        options = request.options
+        assert not options.headless and request.markdown == Path("out.md")
+        assert request.recipe == recipe
         assert options.load == LoadSpec(workload=recipe.workload, threads=recipe.threads[0],
                                         tables=recipe.tables, table_size=recipe.table_size,
                                         rate=recipe.rate, rand_type=recipe.rand_type,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,11 +17,26 @@ if TYPE_CHECKING:
     from knobtop.analysis.results import Results
     from knobtop.connect import SshOptions
     from knobtop.recipes.recipe import Recipe, Target
+    from knobtop.recipes.search import Search
     from knobtop.session.core import Session
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
     from knobtop.session.port import SessionPort
     from knobtop.ui.app import KnobtopApp
 
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a command asks, on the command line's side: the session's options, and what
+    drives the session (a recipe, or a search and the tune it resumes) and where its
+    results go. The session gets only the options (their ``checks`` check the recipe's or
+    the search's knobs against its server); the front end gets the rest."""
+
+    options: SessionOptions
+    recipe: Recipe | None = None
+    markdown: Path | None = None  # ``knobtop run --markdown``: the results as Markdown here
+    tune: Search | None = None
+    resume: Path | None = None  # ``knobtop tune --resume``: the journal of the tune resumed
 
 def recipe_from_args(args: argparse.Namespace) -> Recipe:
     """The recipe file with the command line's overrides, checked again."""
@@ -121,7 +137,7 @@ def run_lab(args: argparse.Namespace) -> int:
             said = stop_lab(lab_dir_for(args.name, args.dir))
         console.print(said, markup=False, highlight=False)
         return 0
-    return run_session(session_options(args, lambda: lab_place(args)), console)
+    return run_session(RunRequest(session_options(args, lambda: lab_place(args))), console)
 
 
 def lab_place(args: argparse.Namespace) -> LabPlace:
@@ -149,7 +165,8 @@ def check_sandbox_options(options: tuple[tuple[str, str], ...], plugins: tuple[s
 
 
 def run_connect(args: argparse.Namespace) -> int:
-    return run_session(session_options(args, lambda: server_place(args)), stderr_console())
+    return run_session(RunRequest(session_options(args, lambda: server_place(args))),
+                       stderr_console())
 
 
 def server_place(args: argparse.Namespace) -> ServerPlace:
@@ -206,8 +223,7 @@ def session_options(
         where=where(), load=load, start_load=args.load != "none", journal=args.journal,
         interval=args.interval, statements=args.statements, cleanup=args.cleanup,
         headless=args.headless, duration=args.duration, changes=tuple(args.changes),
-        recipe=None, markdown=None, targets=(), tune=None, resume=None,
-        allow_reach=args.allow_reach, target="",
+        targets=(), allow_reach=args.allow_reach, checks=(),
     )
 
 
@@ -231,22 +247,25 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
                             ssh=ssh_options(args), own_tables=args.client_tables == "own")
     load = recipe.load_spec(recipe.threads[0], 0)  # as the recipe says (issue 18: prepared
     load.check()                                   # statements were forced on)
+    import functools
+
     options = SessionOptions(
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
-        duration=recipe.planned_seconds, changes=(), recipe=recipe, markdown=args.markdown,
-        targets=(), tune=None, resume=None, allow_reach=args.allow_reach, target="",
+        duration=recipe.planned_seconds, changes=(), targets=(),
+        allow_reach=args.allow_reach, checks=(functools.partial(recipe.check_server, target=""),),
     )
     if not recipe.targets:
         return options
     import dataclasses
 
     # Each further target's session: built like the run's own, its events go to the run's
-    # journal (so it has no journal path of its own to check); the recipe is there for the
-    # check of its arms on that server when it answers.
+    # journal (so it has no journal path of its own to check); it checks the recipe's arms
+    # on that server when it answers.
     targets = tuple(
-        (t.name, dataclasses.replace(options, where=target_place(args, recipe, t, where),
-                                     journal=None, markdown=None, target=t.name))
+        (t.name, dataclasses.replace(
+            options, where=target_place(args, recipe, t, where), journal=None,
+            checks=(functools.partial(recipe.check_server, target=t.name),)))
         for t in recipe.targets)
     return dataclasses.replace(options, targets=targets)
 
@@ -300,7 +319,7 @@ def run_recipe(args: argparse.Namespace) -> int:
                       f"{len(tl.actions)} actions, checkpoints at "
                       + ", ".join(f"{c:g}" for c in tl.checkpoints) + " s",
                       highlight=False, markup=False)
-        return run_session(recipe_options(args, recipe), console)
+        return run_session(recipe_request(args, recipe), console)
     steps = len(recipe.schedule())
     calibration = len(recipe.calibration_schedule())
     first = (f"{calibration} calibration steps (the baseline against itself), then "
@@ -316,7 +335,12 @@ def run_recipe(args: argparse.Namespace) -> int:
         console.print(f"{recipe.instances} sysbench instances at once on each client, each "
                       f"on its own database; threads are their total: {levels}",
                       highlight=False, markup=False)
-    return run_session(recipe_options(args, recipe), console)
+    return run_session(recipe_request(args, recipe), console)
+
+
+def recipe_request(args: argparse.Namespace, recipe: Recipe) -> RunRequest:
+    """`knobtop run`: the recipe's session, driven by the recipe, results to --markdown."""
+    return RunRequest(recipe_options(args, recipe), recipe=recipe, markdown=args.markdown)
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -372,17 +396,17 @@ def run_tune(args: argparse.Namespace) -> int:
         + (f"; resuming {len(prior)} trials of {args.resume}" if args.resume else ""),
         highlight=False, markup=False)
     ns = argparse.Namespace(**vars(args), markdown=None, client_tables="shared")
-    options = dataclasses.replace(recipe_options(ns, recipe), recipe=None, tune=search,
-                                  resume=args.resume)
-    return run_session(options, console)
+    options = dataclasses.replace(recipe_options(ns, recipe), checks=(search.check_server,))
+    return run_session(RunRequest(options, tune=search, resume=args.resume), console)
 
 
-def run_session(options: SessionOptions, console: Console) -> int:
-    """Build the session the options ask for and run it in its front end: headless in
-    this process, the live screen with the session in a process of its own (so no
-    sample waits for paint)."""
+def run_session(request: RunRequest, console: Console) -> int:
+    """Build the session the request's options ask for and run it in its front end:
+    headless in this process, the live screen with the session in a process of its own (so
+    no sample waits for paint)."""
     from knobtop.headless import ConsoleFeedback
 
+    options = request.options
     if options.headless:
         import contextlib
 
@@ -392,7 +416,7 @@ def run_session(options: SessionOptions, console: Console) -> int:
             others = {name: stack.enter_context(build_session(o, ConsoleFeedback(console)))
                       for name, o in options.targets}
             live = stack.enter_context(build_session(options, ConsoleFeedback(console)))
-            code = headless(options, live.session, console,
+            code = headless(request, live.session, console,
                             {n: t.session for n, t in others.items()})
             console.print(f"Journal: {live.journal_path}", markup=False)
         return code
@@ -403,48 +427,49 @@ def run_session(options: SessionOptions, console: Console) -> int:
 
     with session_process(options, ConsoleFeedback(console), screen_imports) as remote:
         targets = {name: remote.session.view(name) for name in remote.session.ready.targets}
-        code = live_screen(options, remote.session, console, targets)
+        code = live_screen(request, remote.session, console, targets)
         console.print(f"Journal: {remote.journal_path}", markup=False)
     return code
 
 
-def headless(options: SessionOptions, session: Session, console: Console,
+def headless(request: RunRequest, session: Session, console: Console,
              others: dict[str, Session] | None = None) -> int:
     """Headless recording, with or without a recipe (and its further targets' sessions);
     the exit code."""
     import asyncio
 
+    options = request.options
     from knobtop.headless import run_headless, run_recipe_headless
     from knobtop.session.targets import Targets
 
-    if options.tune is not None:
+    if request.tune is not None:
         from knobtop.headless import run_tune_headless
 
-        return asyncio.run(run_tune_headless(session, options.tune, console, options.resume))
-    recipe = options.recipe
+        return asyncio.run(run_tune_headless(session, request.tune, console, request.resume))
+    recipe = request.recipe
     if recipe is not None:
         group = Targets(session, others) if others else None
         code, results = asyncio.run(run_recipe_headless(session, recipe, console, group))
-        write_markdown(options.markdown, results, console)
+        write_markdown(request.markdown, results, console)
         return code
     assert options.duration is not None  # session_options refuses --headless without it
     return asyncio.run(run_headless(session, options.duration, options.changes,
                                     options.start_load, console, allow_reach=options.allow_reach))
 
 
-def live_screen(options: SessionOptions, session: SessionPort, console: Console,
+def live_screen(request: RunRequest, session: SessionPort, console: Console,
                 targets: Mapping[str, SessionPort] | None = None) -> int:
     """The live screen on a session, with or without a recipe (and its further servers'
     sessions); the exit code."""
     from knobtop.ui.app import KnobtopApp
 
-    recipe = options.recipe
+    recipe = request.recipe
 
-    if options.tune is not None:
-        app = KnobtopApp(session, tune=options.tune, resume=options.resume, config=ui_config(),
+    if request.tune is not None:
+        app = KnobtopApp(session, tune=request.tune, resume=request.resume, config=ui_config(),
                          realtime=True)
     elif recipe is None:
-        app = KnobtopApp(session, start_load=options.start_load, config=ui_config(),
+        app = KnobtopApp(session, start_load=request.options.start_load, config=ui_config(),
                          realtime=True)
     else:
         app = KnobtopApp(session, recipe=recipe, config=ui_config(), targets=targets,
@@ -471,7 +496,7 @@ def live_screen(options: SessionOptions, session: SessionPort, console: Console,
         results = app.recipe_results or recipe_results_so_far(app, recipe)
         if results is not None:
             console.print(results_table(results))
-            write_markdown(options.markdown, results, console)
+            write_markdown(request.markdown, results, console)
     return app.return_code or 0
 
 

@@ -1,13 +1,15 @@
 """SessionOptions: what a live session is asked to be, whichever command asked (lab, connect, run).
 
-Plain data, built by the command line from its arguments (or from a recipe and its arguments)
-and turned into a running session by :func:`knobtop.session.build.build_session`.  No field has
-a default: a field added here must be given a value by every command that builds options, or
-mypy (and the first test that builds them) says so, instead of ``knobtop run`` crashing later.
+Plain data (and the checks of what the command will set), built by the command line from its
+arguments (or from a recipe and its arguments) and turned into a running session by
+:func:`knobtop.session.build.build_session`.  No field has a default: a field added here must
+be given a value by every command that builds options, or mypy (and the first test that
+builds them) says so, instead of ``knobtop run`` crashing later.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,8 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from knobtop.connect import SshOptions
     from knobtop.load.base import LoadSpec
-    from knobtop.recipes.recipe import Recipe
-    from knobtop.recipes.search import Search
+    from knobtop.server.catalog import Catalog
 
 
 @dataclass(frozen=True)
@@ -73,21 +74,16 @@ class SessionOptions:
     headless: bool  # plain terminal output instead of the live screen
     duration: float | None  # headless: seconds to record
     changes: tuple[ScheduledChange, ...]  # headless: --set changes
-    recipe: Recipe | None  # ``knobtop run``: the recipe that drives the session
-    markdown: Path | None  # ``knobtop run --markdown``: the results as Markdown here
     # ``knobtop run`` of a recipe with [targets] (issue 19): each further server's session
     # options by target name; their events go into this session's journal
     targets: tuple[tuple[str, SessionOptions], ...]
-    # ``knobtop tune`` (issue 21): the search that drives the session, and the journal of
-    # the tune it resumes
-    tune: Search | None
-    resume: Path | None
     # --allow-reach: the reach variables of --set (or of the recipe's [allow] reach) may be
     # set (server.policy)
     allow_reach: bool
-    # A recipe's further server (issue 19): its target name ("": the run's own server); the
-    # recipe's arms there are checked against it as soon as it answers
-    target: str
-
+    # What the command will set, checked against this server as soon as it answers, before
+    # a table is prepared (session.startcheck): a recipe's arms there, a search's knobs.
+    # Each raises naming the knob and the fix. The command line makes them: it holds the
+    # recipe or the search (cli.live.RunRequest), the session only its checks.
+    checks: tuple[Callable[[Catalog], object], ...]
 
 __all__ = ["LabPlace", "ScheduledChange", "ServerPlace", "SessionOptions"]

@@ -4,8 +4,9 @@
 starts: every ``--set`` name and value, and the knobs of the recipe (its arms on this server, or
 its timeline) or of the search.  A refusal ends the command with the knob, the close match and
 the fix, and nothing half-done: no table was prepared, no knob changed (a sandbox the command
-started stops as always).  The recipe and the search check themselves (``check_server``); the
-runner checks again when it starts, against the catalog the session read then.
+started stops as always).  The recipe and the search check themselves (``check_server``, which
+the command line hands over as ``SessionOptions.checks``); the runner checks again when it
+starts, against the catalog the session read then.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 def has_knobs(options: SessionOptions) -> bool:
     """Whether the command names knobs to check (a plain live session names none)."""
-    return bool(options.changes) or options.recipe is not None or options.tune is not None
+    return bool(options.changes) or bool(options.checks)
 
 
 async def check_at_start(link: ServerLink, options: SessionOptions) -> None:
@@ -43,10 +44,8 @@ async def check_at_start(link: ServerLink, options: SessionOptions) -> None:
 def check_knobs(options: SessionOptions, catalog: Catalog) -> None:
     """``check_at_start`` on a catalog already read."""
     check_changes(options.changes, catalog)
-    if options.recipe is not None:
-        options.recipe.check_server(catalog, options.target)
-    if options.tune is not None:
-        options.tune.check_server(catalog)
+    for check in options.checks:
+        check(catalog)
 
 
 def check_changes(changes: Sequence[ScheduledChange], catalog: Catalog) -> None:
