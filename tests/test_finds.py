@@ -183,6 +183,14 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path: Path) 
         ["csv", "md", "steps-csv"]
     assert sorted(bash_complete(script, ["knobtop", "completion", ""])) == \
         ["bash", "fish", "zsh"]
+    # a recipe or a search by its bundled name, or a file
+    assert bash_complete(script, ["knobtop", "run", "doublew"]) == ["doublewrite"]
+    assert bash_complete(script, ["knobtop", "tune", "commit-"]) == ["commit-flush"]
+    names = {p.stem for p in bundled_recipes()}
+    assert names <= set(bash_complete(script, ["knobtop", "run", ""]))
+    (tmp_path / "mine.toml").write_text("")
+    assert bash_complete(script, ["knobtop", "run", str(tmp_path / "mi")]) == \
+        [str(tmp_path / "mine.toml")]
 
 
 def test_zsh_completion_parses(tmp_path: Path) -> None:
@@ -192,7 +200,9 @@ def test_zsh_completion_parses(tmp_path: Path) -> None:
     done = subprocess.run([zsh, "-n", str(script)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert "#compdef knobtop" in script.read_text()
-    assert "--plan" in script.read_text()
+    text = script.read_text()
+    assert "--plan" in text
+    assert all(p.stem in text for p in bundled_recipes())
 
 
 def test_fish_completion_completes(tmp_path: Path) -> None:
@@ -215,6 +225,8 @@ def test_fish_completion_completes(tmp_path: Path) -> None:
     assert "--plan" in offered("knobtop run --pl")
     assert "--plan" not in offered("knobtop tune --pl")
     assert {"md", "csv", "steps-csv"} <= set(offered("knobtop report --format "))
+    assert "doublewrite" in offered("knobtop run doub")
+    assert "commit-flush" in offered("knobtop tune comm")
 
 
 # --------------------------------------------------------------------------- --help

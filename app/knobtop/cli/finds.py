@@ -2,11 +2,12 @@
 `knobtop run --list` and `knobtop tune --list` (the bundled recipes and searches, each
 with its description, conditions and estimated duration), `knobtop run NAME --plan`
 (the steps in order, their times and the warnings a run would give) and
-`knobtop completion bash|zsh|fish` (generated from the parser with shtab)."""
+`knobtop completion bash|zsh|fish` (generated from the parser by shtab)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from knobtop.errors import BadValue
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from knobtop.recipes.recipe import Recipe
     from knobtop.recipes.search import Search
 
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")  # a bundled name that needs no quoting in a shell
 
 
 def say(text: str = "") -> None:
@@ -268,52 +272,25 @@ def print_timeline(recipe: Recipe) -> None:
 
 
 def completion(args: argparse.Namespace) -> int:
-    """The shell completion script of the whole parser, for bash, zsh or fish."""
+    """The shell completion script of the whole parser, for bash, zsh or fish (shtab); the
+    recipe of `run` and the search of `tune` complete to the bundled names and to files."""
     import shtab
 
     from knobtop.cli.parser import build_parser
+    from knobtop.recipes.recipe import BUNDLED_DIR, bundled_recipes
 
     parser = build_parser()
-    if args.shell == "fish":
-        script = fish_script(parser)
-    else:
-        script = shtab.complete(parser, shell=args.shell)
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bash = ""  # the functions bash calls for the names (zsh and fish take the words)
+    for command, names in (
+        ("run", [p.stem for p in bundled_recipes()]),
+        ("tune", sorted(p.stem for p in (BUNDLED_DIR / "tune").glob("*.toml"))),
+    ):
+        words = " ".join(n for n in names if SAFE_NAME.fullmatch(n))
+        function = f"_knobtop_{command}_names"
+        bash += f'{function}() {{\n  compgen -W "{words}" -- "$1"\n  compgen -f -- "$1"\n}}\n'
+        positional = next(a for a in subs.choices[command]._actions if not a.option_strings)
+        positional.complete = {"bash": function, "zsh": f"({words})", "fish": words}
+    script = shtab.complete(parser, shell=args.shell, preamble=bash if args.shell == "bash" else "")
     sys.stdout.write(script if script.endswith("\n") else script + "\n")
     return 0
-
-
-def fish_script(parser: argparse.ArgumentParser) -> str:
-    """fish's `complete` lines, from the parser (shtab writes bash, zsh and tcsh only)."""
-    lines = [f"# fish completion for {parser.prog}, generated from its parser",
-             f"complete -c {parser.prog} -f"]
-    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    names = list(subs.choices)
-    helps = {c.dest: c.help or "" for c in subs._choices_actions}
-    none_yet = f"not __fish_seen_subcommand_from {' '.join(names)}"
-    for name in names:
-        lines.append(f"complete -c {parser.prog} -n {fish_quote(none_yet)} -a {name} "
-                     f"-d {fish_quote(helps.get(name, ''))}")
-    for name, sub in subs.choices.items():
-        seen = f"__fish_seen_subcommand_from {name}"
-        for action in sub._actions:
-            if not action.option_strings or action.help == argparse.SUPPRESS:
-                continue
-            words = []
-            for opt in action.option_strings:
-                words.append(f"-l {opt[2:]}" if opt.startswith("--") else f"-s {opt[1:]}")
-            takes = "" if action.nargs == 0 else (
-                " -x -a " + fish_quote(" ".join(action.choices)) if action.choices
-                else " -r -F")
-            lines.append(f"complete -c {parser.prog} -n {fish_quote(seen)} {' '.join(words)}"
-                         f"{takes} -d {fish_quote(help_text(sub, action))}")
-    return "\n".join(lines) + "\n"
-
-
-def help_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
-    """An option's help as --help shows it (its %(default)s and %% filled in), one line."""
-    return one_line(parser._get_formatter()._expand_help(action))
-
-
-def fish_quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
