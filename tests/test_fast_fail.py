@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.sshd import SshServer, make_host
 from knobtop.hosts.base import HostError
 from knobtop.hosts.names import RESOLVE_LIMIT
 from knobtop.hosts.ssh import SshHost
@@ -176,3 +177,25 @@ async def test_silent_port_is_bounded() -> None:
         server.close()
         await server.wait_closed()
     assert f"127.0.0.1:{port}: no SSH answer within 1 s" in error, error
+
+
+async def test_a_login_the_server_ends_says_authenticating(sshd_server: SshServer,
+                                                           tmp_path: Path) -> None:
+    """Seven keys the real sshd does not know: it hangs up after MaxAuthTries (6)."""
+    import asyncssh
+
+    keys = []
+    for i in range(7):
+        path = tmp_path / f"id_wrong{i}"
+        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(path))
+        keys.append(str(path))
+    host = make_host(sshd_server, client_keys=keys)
+    try:
+        with pytest.raises(HostError) as caught:
+            async with asyncio.timeout(30):
+                await host.connect()
+    finally:
+        await host.close()
+    message = str(caught.value)
+    assert "while authenticating" in message, message
+    assert "MaxAuthTries" in message

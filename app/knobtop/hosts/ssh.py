@@ -308,6 +308,9 @@ class _Client(asyncssh.SSHClient):
         self._conn = conn
         self.step = "exchanging keys"
 
+    def begin_auth(self, username: str) -> None:
+        self.step = "authenticating"
+
     def auth_completed(self) -> None:
         self.step = "opening the session"
 
@@ -317,10 +320,7 @@ class _Client(asyncssh.SSHClient):
     def validate_host_public_key(
         self, host: str, addr: str, port: int, key: asyncssh.SSHKey
     ) -> bool:
-        valid = self._check.validate(host, port, key)
-        if valid:
-            self.step = "authenticating"
-        return valid
+        return self._check.validate(host, port, key)
 
 
 _CONN_ERRORS = (asyncssh.Error, OSError, EOFError)
