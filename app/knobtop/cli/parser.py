@@ -358,7 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
 def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:
     """`run` and `tune`: the lab or a profile's server, the screen, the journal, SSH."""
     where = p.add_mutually_exclusive_group()  # one is needed to run (finds.need_place)
-    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
+    where.add_argument("--lab", action="store_true",
+                       help="on the sandbox server (knobtop lab); --lab or --profile is "
+                       "needed, except with --list or --plan")
     where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
     p.add_argument("--tui", action="store_true",
                    help=f"run inside the live screen with {panel} (a aborts)")
