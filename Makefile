@@ -6,13 +6,15 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
-TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
+TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux \
+             zsh fish chromium
 
 .PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean \
         docs docs-ref screenshot
 
+# make lab ARGS="--fresh --load oltp_read_only": ARGS go to `knobtop lab` (LAB_ARGS too).
 lab: deps-lab $(STAMP)
-	$(VENV)/bin/knobtop lab $(LAB_ARGS)
+	$(VENV)/bin/knobtop lab $(ARGS) $(LAB_ARGS)
 
 test: deps-test $(STAMP) lint layers typecheck pytest
 
@@ -95,7 +97,10 @@ missing = $(strip \
   $(if $(filter galera-4,$(1)),$(if $(wildcard /usr/lib/galera/libgalera_smm.so),,galera-4)) \
   $(if $(filter rsync,$(1)),$(if $(shell command -v rsync),,rsync)) \
   $(if $(filter mariadb-plugin-rocksdb,$(1)),$(if $(wildcard /usr/lib/mysql/plugin/ha_rocksdb.so),,mariadb-plugin-rocksdb)) \
-  $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)))
+  $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)) \
+  $(if $(filter zsh,$(1)),$(if $(shell command -v zsh),,zsh)) \
+  $(if $(filter fish,$(1)),$(if $(shell command -v fish),,fish)) \
+  $(if $(filter chromium,$(1)),$(if $(wildcard /usr/bin/chromium),,chromium)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:

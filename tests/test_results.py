@@ -13,10 +13,12 @@ from knobtop.analysis.results import (
     build,
     calibration_note,
     collect,
+    detectable_by_level,
     detectable_note,
     results_csv,
     results_markdown,
     results_table,
+    short_note,
 )
 from knobtop.analysis.stats import HIGHER, LOWER, NOISE
 from knobtop.errors import BadValue
@@ -127,7 +129,16 @@ def test_without_calibration_the_baseline_spread_says_what_could_be_seen() -> No
     assert "the spread of the baseline's own runs (A)" in note
     three = build("r", ["A", "B"], [4], [s for s in steps if s.replicate <= 3], "end",
                   replicates=3)
-    assert "none up to +100%" in detectable_note(three)
+    assert "4 threads: more than +100%" in detectable_note(three)
+    # the line under the table on screen, in words a DBA reads at a glance
+    assert short_note(three).endswith("; smallest change this design can detect: more than "
+                                      "+100% at some thread counts (too noisy for these "
+                                      "replicates)")
+    five = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+    effect = detectable_by_level(five)[4].effect
+    assert effect is not None
+    assert short_note(five).endswith(f"; smallest change this design can detect: "
+                                     f"+{effect:.0%} (caught 8 times in 10, 80% power)")
 
 
 def test_a_journal_carries_the_plan_into_the_table() -> None:

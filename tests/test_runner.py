@@ -208,7 +208,7 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
     calibration = [m for m in marks if m.startswith("calibration: ")]
     assert len(calibration) == 1
     line = calibration[0]
-    assert "from the calibration runs" in line and "2 threads: none up to +100%" in line
+    assert "from the calibration runs" in line and "2 threads: more than +100%" in line
     # what more replicates would find, from 5 per arm up: what the power simulation finds
     # for these three calibration runs, step by step until +10% or 30 runs per arm
     assert "More replicates (2 threads): 5 runs per arm: " in line
@@ -217,7 +217,7 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
     for n in (5, 8, 12, 20, 30):
         found = detectable(runs, n)
         assert found is not None
-        ladder.append(f"{n} runs per arm: " + ("none" if found.effect is None
+        ladder.append(f"{n} runs per arm: " + ("more than +100%" if found.effect is None
                                                else f"+{found.effect:.0%}"))
         if found.effect is not None and found.effect <= 0.10:
             break
@@ -239,7 +239,8 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
     assert cell.verdict.lo is not None and cell.verdict.hi is not None
     report = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal)],
                             capture_output=True, text=True, timeout=60)
-    assert "Detectable at 80% power with 2 runs per arm, from the calibration runs" in \
+    assert "Smallest change this design can detect (caught 8 times in 10, 80% power) with " \
+        "2 runs per arm, from the calibration runs" in \
         report.stdout
 
 

@@ -409,7 +409,7 @@ async def test_unreachable_port(ssh_target: SshServer) -> None:
     )
     try:
         async with asyncio.timeout(LIMIT):
-            with pytest.raises(HostError, match=f"127.0.0.2:{port}: unreachable"):
+            with pytest.raises(HostError, match=f"127.0.0.2:{port}: connection refused"):
                 await host.run(["true"])
             # Within the backoff window the next call fails fast without dialling.
             with pytest.raises(HostError, match="next reconnect attempt in"):

@@ -45,7 +45,8 @@ class SshOptions:
     identities: tuple[str, ...] = ()
     config: str | None = None  # a path, "none", or None for ~/.ssh/config
 
-    def host(self, destination: str, name: str, jump: str | None = None) -> SshHost:
+    def host(self, destination: str, name: str, jump: str | None = None,
+             origin: str = "") -> SshHost:
         from knobtop.hosts.ssh import SshHost  # asyncssh (~20 MB) only for SSH hosts
 
         config = [] if self.config == "none" else [self.config] if self.config else None
@@ -57,6 +58,7 @@ class SshOptions:
             accept_new=self.accept_new,
             client_keys=list(self.identities) or None,
             config_paths=config,
+            origin=origin,
         )
 
 
@@ -78,6 +80,22 @@ class Hosts:
                 await host.close()
 
 
+def written_at(profile: Profile, destination: str, option: str) -> str:
+    """Where ``destination`` was given: "profile FILE line N", or the command line's
+    ``option`` (a profile built from --target and --client has no file)."""
+    if profile.path is None:
+        return f"given with {option}"
+    try:
+        lines = profile.path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"profile {profile.path}"
+    said = re.compile(r"""^\s*ssh\s*=\s*["']""" + re.escape(destination) + "[\"']")
+    for number, line in enumerate(lines, start=1):
+        if said.match(line):
+            return f"profile {profile.path} line {number}"
+    return f"profile {profile.path}"
+
+
 def build_hosts(profile: Profile, ssh: SshOptions) -> Hosts:
     """One Host per distinct destination: a client on the target shares its connection."""
     target_spec = profile.target
@@ -85,13 +103,15 @@ def build_hosts(profile: Profile, ssh: SshOptions) -> Hosts:
     if target_spec.ssh is None:
         target: Host = LocalHost("local")
     else:
-        target = ssh.host(target_spec.ssh, name=target_spec.ssh, jump=target_spec.jump)
+        target = ssh.host(target_spec.ssh, name=target_spec.ssh, jump=target_spec.jump,
+                          origin=written_at(profile, target_spec.ssh, "--target"))
     by_dest[target_spec.ssh] = target
     clients: list[tuple[ClientSpec, Host]] = []
     for spec in profile.clients:
         host = by_dest.get(spec.ssh)
         if host is None:
-            host = LocalHost(spec.name) if spec.ssh is None else ssh.host(spec.ssh, spec.name)
+            host = LocalHost(spec.name) if spec.ssh is None else ssh.host(
+                spec.ssh, spec.name, origin=written_at(profile, spec.ssh, "--client"))
             by_dest[spec.ssh] = host
         clients.append((spec, host))
     return Hosts(target, clients)

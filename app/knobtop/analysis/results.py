@@ -264,6 +264,12 @@ def detectable_by_level(results: Results) -> dict[int, Detectable]:
     return out
 
 
+# How the power figures read: the smallest true change a test catches 8 times in 10, and
+# what is said when even +100% is not caught that often (the simulation's ceiling).
+CAUGHT = "caught 8 times in 10, 80% power"
+TOO_NOISY = "+100%"
+
+
 def detectable_note(results: Results) -> str:
     """The sentence under a table: the smallest effect its design finds at 80% power."""
     found = detectable_by_level(results)
@@ -275,11 +281,12 @@ def detectable_note(results: Results) -> str:
     design = (f"{first.replicates} {'paired rounds' if first.paired else 'runs per arm'}"
               + (f", Holm over {first.comparisons} comparisons" if first.comparisons > 1
                  else ""))
-    parts = [f"{n} threads: " + ("none up to +100%" if d.effect is None else
+    parts = [f"{n} threads: " + (f"more than {TOO_NOISY}" if d.effect is None else
                                  f"+{d.effect:.0%} (CV {d.cv:.1%})" if d.cv is not None else
                                  f"+{d.effect:.0%}") for n, d in found.items()]
-    return (f"Detectable at 80% power with {design}, from {source}: " + "; ".join(parts)
-            + ". A smaller true effect will often read \"~ noise\".")
+    return (f"Smallest change this design can detect ({CAUGHT}) with {design}, from "
+            f"{source}: " + "; ".join(parts)
+            + ". A smaller true change will often read \"~ noise\".")
 
 
 def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30)) -> str:
@@ -298,7 +305,8 @@ def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30
         if n > planned:
             found = _detectable(tuple(runs), n, results.family)
             if found is not None:
-                ladder.append(f"{n} runs per arm: " + ("none" if found.effect is None
+                ladder.append(f"{n} runs per arm: " + (f"more than {TOO_NOISY}"
+                                                       if found.effect is None
                                                        else f"+{found.effect:.0%}"))
                 if found.effect is not None and found.effect <= 0.10:
                     break
@@ -312,11 +320,12 @@ def _detectable_short(results: Results) -> str:
     if not found:
         return ""
     if any(e is None for e in found):
-        return "detectable: none up to +100% at some levels"
+        return (f"smallest change this design can detect: more than {TOO_NOISY} at some "
+                "thread counts (too noisy for these replicates)")
     effects = sorted(e for e in found if e is not None)
     span = (f"+{effects[0]:.0%}" if round(effects[0], 2) == round(effects[-1], 2)
             else f"+{effects[0]:.0%}..+{effects[-1]:.0%}")
-    return f"detectable at 80% power: {span}"
+    return f"smallest change this design can detect: {span} ({CAUGHT})"
 
 
 def tests_note(results: Results) -> str:

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 4 ms o
 if TYPE_CHECKING:
     from knobtop.session.options import ScheduledChange
 
+SHELLS = ("bash", "zsh", "fish")  # knobtop completion SHELL
 CALIBRATE_ROUNDS = 8  # --calibrate alone: enough runs to read a CV to about +-25% of itself
 _SET = r"^([A-Za-z_][A-Za-z0-9_]*)=([^@]+)(?:@(\d+(?:\.\d+)?)s?)?$"
 
@@ -249,7 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
         "average TPS, spread, latency and verdicts per cell. Ctrl+C aborts and restores the "
         "baseline knobs. Everything goes to the journal.",
     )
-    run.add_argument("recipe", type=Path, help="a recipe file, e.g. experiments/doublewrite.toml")
+    run.add_argument("recipe", type=Path, nargs="?",
+                     help="a recipe file, e.g. experiments/doublewrite.toml, or a bundled "
+                     "recipe's name, e.g. doublewrite (`knobtop run --list` shows them)")
+    run.add_argument("--list", action="store_true",
+                     help="list the bundled recipes: description, conditions, duration")
+    run.add_argument("--plan", action="store_true",
+                     help="print the plan (steps in order, estimated time, warnings) and "
+                     "exit, without reaching any server")
     add_experiment_place(run, "a progress panel")
     run.add_argument("--client-tables", choices=("shared", "own"), default="shared",
                      help="a profile with several clients: all on the sbtest tables (shared) "
@@ -291,8 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
         "aborts and restores the baseline; --resume continues a killed tune from its "
         "journal without repeating its trials.",
     )
-    tune.add_argument("search", type=Path,
-                      help="a search file, e.g. experiments/tune/commit-flush.toml")
+    tune.add_argument("search", type=Path, nargs="?",
+                      help="a search file, e.g. experiments/tune/commit-flush.toml, or a "
+                      "bundled search's name, e.g. commit-flush (`knobtop tune --list`)")
+    tune.add_argument("--list", action="store_true",
+                      help="list the bundled searches: description, conditions, duration")
     add_experiment_place(tune, "a trials panel")
     tune.add_argument("--resume", type=Path, metavar="JOURNAL",
                       help="continue the search a killed or interrupted tune journaled "
@@ -325,11 +336,20 @@ def build_parser() -> argparse.ArgumentParser:
                      "when installed, else built-in)")
     add_session_options(lab, journal_default="the lab's journals/",
                         default_load="oltp_read_write")
+    completion = sub.add_parser(
+        "completion", help="print a shell completion script (bash, zsh or fish)",
+        description="Print the completion script of every knobtop command and option, "
+        "generated from this parser. bash: add `source <(knobtop completion bash)` to "
+        "~/.bashrc; zsh: `knobtop completion zsh > \"${fpath[1]}/_knobtop\"`; fish: "
+        "`knobtop completion fish > ~/.config/fish/completions/knobtop.fish`.",
+    )
+    completion.add_argument("shell", choices=SHELLS, help="the shell: bash, zsh or fish")
     for command, module, func in (
         (connect, "live", "run_connect"), (follow, "views", "run_follow"),
         (serve, "views", "run_serve"), (replay, "views", "run_replay"),
         (report, "views", "run_report"), (compare, "views", "run_compare"),
-        (run, "live", "run_recipe"), (lab, "live", "run_lab"), (tune, "live", "run_tune"),
+        (run, "finds", "run_command"), (lab, "live", "run_lab"),
+        (tune, "finds", "tune_command"), (completion, "finds", "completion"),
     ):
         command.set_defaults(func=handler(module, func))
     return parser
@@ -337,8 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:
     """`run` and `tune`: the lab or a profile's server, the screen, the journal, SSH."""
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--lab", action="store_true", help="on the sandbox server (knobtop lab)")
+    where = p.add_mutually_exclusive_group()  # one is needed to run (finds.need_place)
+    where.add_argument("--lab", action="store_true",
+                       help="on the sandbox server (knobtop lab); --lab or --profile is "
+                       "needed, except with --list or --plan")
     where.add_argument("--profile", metavar="PROFILE", help="on a profile's server")
     p.add_argument("--tui", action="store_true",
                    help=f"run inside the live screen with {panel} (a aborts)")

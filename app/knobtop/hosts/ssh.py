@@ -26,6 +26,7 @@ import asyncssh
 
 from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
 from knobtop.hosts.base import parse_destination as base_parse_destination
+from knobtop.hosts.names import check_resolves, config_line
 from knobtop.hosts.procstat import SNAPSHOT_END, USER_HZ, ProcParseError, parse_proc_snapshot
 
 BACKOFF_FIRST = 0.5
@@ -196,6 +197,7 @@ def _connect_error(
     where: str,
     resolved: asyncssh.SSHClientConnectionOptions,
     timeout: float,
+    step: str = "connecting",
 ) -> BaseException:
     """What a failed ``create_connection`` means, as a HostError naming the fix."""
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
@@ -222,13 +224,41 @@ def _connect_error(
     if isinstance(exc, HostError):
         return exc
     if isinstance(exc, asyncssh.Error):
-        return HostError(f"{label}: SSH connection failed: {exc.reason}")
+        return HostError(f"{label}: SSH connection failed while {step}: {exc.reason}"
+                         + _LOST_FIX.get(step, ""))
+    if isinstance(exc, ConnectionRefusedError):
+        return HostError(
+            f"{where}: connection refused: the host answered, but nothing listens on port "
+            f"{resolved.port}. Check that sshd runs there (systemctl status ssh) and on that "
+            "port (Port in its sshd_config; the port in the profile's ssh = \"user@host:port\""
+            " or your ssh config)"
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+        return HostError(
+            f"{where}: unreachable ({exc.strerror}): no route from this machine to that "
+            "address. Check the address, this machine's network or VPN (ip route get "
+            f"{resolved.host}), or reach it through a jump host (jump = ... in the profile)"
+        )
+    if isinstance(exc, OSError) and step != "connecting":
+        return HostError(f"{label}: SSH connection failed while {step}: "
+                         f"{exc.strerror or exc}" + _LOST_FIX.get(step, ""))
     if isinstance(exc, OSError):
         return HostError(
-            f"{where}: unreachable ({exc.strerror or exc}); is sshd running there "
+            f"{where}: cannot connect ({exc.strerror or exc}); is sshd running there "
             "and the port open?"
         )
     return exc
+
+
+# What to check when the connection dropped at each step of opening it.
+_LOST_FIX = {
+    "exchanging keys": " (the server closed it before its host key: sshd's MaxStartups, "
+    "a firewall or a tcp wrapper refusing this address; see the server's sshd log)",
+    "authenticating": " (the server closed it during login: too many keys offered "
+    "(MaxAuthTries; pass -i FILE), or a login it refuses; see the server's sshd log)",
+    "opening the session": " (after login: the account's shell or a ForceCommand ended "
+    "it; see the server's sshd log)",
+}
 
 
 _KEYS_LOADED: dict[str, list[asyncssh.SSHKeyPair]] = {}
@@ -272,9 +302,17 @@ class _Client(asyncssh.SSHClient):
         self._check = check
         self._on_lost = on_lost
         self._conn: object = None
+        self.step = "connecting"  # how far opening the connection got, for its errors
 
     def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
         self._conn = conn
+        self.step = "exchanging keys"
+
+    def begin_auth(self, username: str) -> None:
+        self.step = "authenticating"
+
+    def auth_completed(self) -> None:
+        self.step = "opening the session"
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._on_lost(self._conn, exc)
@@ -399,6 +437,7 @@ class SshHost:
         agent_path: str | _Default | None = DEFAULT,
         connect_timeout: float = 10.0,
         on_state: Callable[[str, str], None] | None = None,
+        origin: str = "",
     ) -> None:
         user, host, dest_port = parse_destination(destination)
         self.destination = destination
@@ -416,6 +455,7 @@ class SshHost:
         self._agent_path = agent_path
         self.connect_timeout = connect_timeout
         self.on_state = on_state
+        self.origin = origin  # where the destination was written, for errors
         self._conn: asyncssh.SSHClientConnection | None = None
         self._jump_conn: asyncssh.SSHClientConnection | None = None
         self._sftp: tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient] | None = None
@@ -535,18 +575,25 @@ class SshHost:
         if jump and tunnel is not None:
             label += f" (via jump host {jump})"
         check = _KeyCheck(self._key_files(resolved), self.accept_new)
+        clients: list[_Client] = []
+
+        def client() -> _Client:
+            clients.append(_Client(check, on_lost))
+            return clients[-1]
+
         try:
+            if tunnel is None:  # over a jump host, the jump host resolves the name
+                await check_resolves(resolved.host, resolved.port, self._origin_of(host, resolved))
             async with asyncio.timeout(self.connect_timeout + 5.0):
                 conn, _ = await asyncssh.create_connection(
-                    lambda: _Client(check, on_lost),
-                    host,
-                    known_hosts=check.lookup,
-                    **opts,
+                    client, host, known_hosts=check.lookup, **opts
                 )
         except BaseException as exc:
             if tunnel is not None:
                 tunnel.close()
-            raise _connect_error(exc, check, label, where, resolved, self.connect_timeout) from None
+            step = clients[-1].step if clients else "connecting"
+            raise _connect_error(exc, check, label, where, resolved, self.connect_timeout,
+                                 step) from None
         try:
             check.record()
         except OSError as exc:
@@ -558,6 +605,19 @@ class SshHost:
                 f"{exc.strerror or exc}; fix that file's directory or pass --known-hosts FILE"
             ) from None
         return conn, tunnel
+
+    def _origin_of(self, host: str, resolved: asyncssh.SSHClientConnectionOptions) -> str:
+        """Where ``resolved.host`` came from: the ssh config's HostName for ``host``, the
+        profile (``origin``), or a jump host's name."""
+        said = [self.origin] if host == self._host and self.origin else []
+        if host != self._host:
+            said.append(f"jump host {host}")
+        if resolved.host != host:
+            files = [Path(p) for p in self._config] if self._config is not None else \
+                [Path("~/.ssh/config")]
+            said.append(config_line(files, host, resolved.host)
+                        or f"HostName of Host {host} in the ssh config")
+        return "; ".join(said)
 
     async def _open_jumps(self, jumps: str, depth: int) -> asyncssh.SSHClientConnection:
         """Open the ``ProxyJump`` chain ``a,b,...``; errors name the jump host."""

@@ -115,6 +115,7 @@ __all__ = [
     "check_for_server",
     "check_for_targets",
     "load_recipe",
+    "offline_warnings",
     "parse_bytes",
     "server_flavors",
     "static_knobs",
@@ -1783,9 +1784,22 @@ def _gate_warnings(recipe: Recipe, catalog: Catalog) -> list[str]:
                 f"means innodb_max_dirty_pages_pct ({limit}), so the gate barely waits; "
                 "write wait.dirty_pct_below = 5.0 for a real gate"
             )
-    if not waits.plateau and recipe.steady != Steady():
-        out.append("[steady] is set but wait.plateau is false, so it is not used")
+    out.extend(_steady_warnings(recipe))
     return out
+
+
+def _steady_warnings(recipe: Recipe) -> list[str]:
+    if not recipe.waits.plateau and recipe.steady != Steady():
+        return ["[steady] is set but wait.plateau is false, so it is not used"]
+    return []
+
+
+def offline_warnings(recipe: Recipe) -> list[str]:
+    """The warnings the file alone gives (a run says them once the server answers, with
+    the server's own): too few replicates for a verdict, [steady] without a plateau."""
+    if recipe.timeline is not None:
+        return []
+    return _replicate_warnings(recipe) + _steady_warnings(recipe)
 
 
 def static_knobs(recipe: Recipe, catalog: Catalog) -> list[str]:
