@@ -7,14 +7,11 @@ lines; a `$ ` prompt and `# comments` are dropped); lines that start `.venv/bin/
 
 * ``<!-- docs-test: run -->``: run the block's commands against the lab sandbox (a command
   with `lab`, or `run`/`tune` with `--lab`, gets the sandbox's `--dir`), in a folder shared
-  by the page's blocks, each to exit 0;
-* ``<!-- docs-test: later -->``: a command this checkout does not have yet (another branch
-  adds it): parsed once the parser knows it, else left alone.
+  by the page's blocks, each to exit 0.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import re
@@ -37,7 +34,7 @@ PROGRAMS = (".venv/bin/knobtop", "knobtop")
 class Command:
     page: Path
     line: str
-    mode: str  # "", "run" or "later"
+    mode: str  # "" or "run"
 
     @property
     def args(self) -> list[str]:
@@ -84,36 +81,9 @@ def test_the_docs_have_commands_of_every_kind() -> None:
     assert sum(c.mode == "run" for c in ALL) >= 3
 
 
-@pytest.mark.parametrize("command", [c for c in ALL if c.mode != "later"], ids=str)
+@pytest.mark.parametrize("command", ALL, ids=str)
 def test_every_command_parses(command: Command) -> None:
     assert parse(command.args) == ""
-
-
-@pytest.mark.parametrize("command", [c for c in ALL if c.mode == "later"], ids=str)
-def test_a_command_of_another_branch_parses_once_it_exists(command: Command) -> None:
-    if not_yet_known(command.args):
-        assert parse(command.args) != ""  # the parser refuses it until it is added
-    else:
-        assert parse(command.args) == ""
-
-
-def not_yet_known(args: list[str]) -> list[str]:
-    """The command and options in ``args`` that knobtop's parser does not have."""
-    from knobtop.cli.parser import build_parser
-
-    parser = build_parser()
-    subs = next(a.choices for a in parser._actions
-                if isinstance(a, argparse._SubParsersAction))
-    if args[0] not in subs:
-        return [args[0]]
-    known = {flag for action in subs[args[0]]._actions for flag in action.option_strings}
-    return [t for t in args[1:] if t.startswith("-") and t.split("=")[0] not in known]
-
-
-def test_not_yet_known_names_what_the_parser_lacks() -> None:
-    assert not_yet_known(["report", "j", "--format", "csv"]) == []
-    assert not_yet_known(["report", "j", "--no-such-flag"]) == ["--no-such-flag"]
-    assert not_yet_known(["no-such-command"]) == ["no-such-command"]
 
 
 def test_a_redirection_is_not_taken_for_arguments(tmp_path: Path) -> None:
