@@ -16,7 +16,8 @@ from knobtop.config import ConfigError, load_config
 from knobtop.journal.events import Header
 from knobtop.journal.writer import JournalWriter
 from knobtop.profiles import ProfileError, load_profile
-from knobtop.recipes.recipe import RecipeError, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import load_recipe
 from knobtop.ui.look import ThemeError, load_theme, load_themes
 
 DEPTH = 10_000

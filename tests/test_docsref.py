@@ -111,7 +111,7 @@ def test_every_key_a_reader_takes_is_documented_and_no_other() -> None:
 
 
 def test_tracing_records_what_the_reader_checks_and_changes_nothing() -> None:
-    from knobtop.recipes.recipe import load_recipe
+    from knobtop.recipes.reader import load_recipe
     from knobtop.recipes.schema import bundled_files, traced_checks
 
     path = next(p for p in bundled_files() if p.stem == "sort-buffer")

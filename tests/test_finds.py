@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from knobtop.cli.parser import build_parser
-from knobtop.recipes.recipe import BUNDLED_DIR, bundled_recipes, load_recipe, offline_warnings
+from knobtop.recipes.checks import offline_warnings
+from knobtop.recipes.reader import BUNDLED_DIR, bundled_recipes, load_recipe
 from knobtop.recipes.runner import short_duration
 from knobtop.recipes.search import load_search
 

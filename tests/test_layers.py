@@ -34,12 +34,12 @@ def copy(tmp_path: Path) -> Path:
     ("journal/events.py", "import knobtop.metrics.counters",
      "journal imports nothing of knobtop but itself"),
     ("server/link.py", "import knobtop.session.port", "hosts, server and load never import"),
-    ("analysis/stats.py", "import knobtop.recipes.recipe", "analysis needs no server"),
+    ("analysis/stats.py", "import knobtop.recipes.model", "analysis needs no server"),
     ("load/base.py", "import textual", "Nothing outside ui/ imports textual"),
     ("session/port.py", "import knobtop.headless", "Nothing imports the front ends"),
     ("metrics/board.py", "import knobtop.server.link", "Layers of docs/architecture.md"),
     # type-only imports count too (the session named recipes' types until issue 38)
-    ("session/options.py", "if TYPE_CHECKING:\n    import knobtop.recipes.recipe",
+    ("session/options.py", "if TYPE_CHECKING:\n    import knobtop.recipes.model",
      "Layers of docs/architecture.md"),
     ("ui/look.py", "import knobtop.ui.app", "No import circles among sibling modules"),
 ])

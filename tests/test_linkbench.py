@@ -268,7 +268,7 @@ load = { engine = "RocksDB" }
 def test_a_linkbench_recipe_takes_maxid1_requesters_loaders_and_times_its_windows(
     tmp_path: Path,
 ) -> None:
-    from knobtop.recipes.recipe import load_recipe
+    from knobtop.recipes.reader import load_recipe
 
     path = tmp_path / "lb.toml"
     path.write_text(LB)
@@ -291,7 +291,8 @@ def test_a_linkbench_recipe_takes_maxid1_requesters_loaders_and_times_its_window
 ])
 def test_linkbench_keys_are_checked(tmp_path: Path, old: str, new: str, key: str,
                                     says: str) -> None:
-    from knobtop.recipes.recipe import RecipeError, load_recipe
+    from knobtop.recipes.model import RecipeError
+    from knobtop.recipes.reader import load_recipe
 
     path = tmp_path / "lb.toml"
     path.write_text(LB.replace(old, new, 1))

@@ -237,7 +237,7 @@ async def test_arms_on_innodb_compressed_and_rocksdb_tables_each_get_their_own(
     import dataclasses
 
     from knobtop.analysis.results import build, results_markdown
-    from knobtop.recipes.recipe import load_recipe
+    from knobtop.recipes.reader import load_recipe
     from knobtop.recipes.runner import RecipeRunner
 
     path = tmp_path / "engines.toml"

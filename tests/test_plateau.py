@@ -13,7 +13,8 @@ import pytest
 
 from knobtop.analysis.plateau import FLAT_DRIFT, T_MAX, Plateau, trend
 from knobtop.analysis.stats import SteadyState
-from knobtop.recipes.recipe import RecipeError, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import load_recipe
 
 W = 30
 

@@ -17,7 +17,8 @@ from harness.tmux import open_lab, pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Note, RecipeRun
-from knobtop.recipes.recipe import RecipeError, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import load_recipe
 from knobtop.recipes.search import SearchError, load_search
 from knobtop.server.link import ConnectionInfo
 from knobtop.session.core import Session, SessionConfig

@@ -14,22 +14,19 @@ from pathlib import Path
 import pytest
 
 from knobtop.load.base import LoadSpec
-from knobtop.recipes.recipe import (
-    BUNDLED_DIR,
+from knobtop.recipes.checks import check_for_server, static_knobs
+from knobtop.recipes.model import (
     Arm,
     Constraint,
     Recipe,
     RecipeError,
     Steady,
     Waits,
-    bundled_recipes,
-    check_for_server,
-    load_recipe,
     parse_bytes,
     server_flavors,
-    static_knobs,
-    williams_rows,
 )
+from knobtop.recipes.reader import BUNDLED_DIR, bundled_recipes, load_recipe
+from knobtop.recipes.schedule import williams_rows
 from knobtop.server.catalog import Catalog, build_catalog
 from knobtop.server.link import ServerVersion
 

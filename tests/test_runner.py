@@ -24,7 +24,8 @@ from knobtop.hosts.local import LocalHost
 from knobtop.journal import JournalReader, Load, Phase, RecipeRun, StepResult
 from knobtop.lab import Sandbox
 from knobtop.load.sysbench import Sysbench
-from knobtop.recipes.recipe import Recipe, RecipeError, load_recipe
+from knobtop.recipes.model import Recipe, RecipeError
+from knobtop.recipes.reader import load_recipe
 from knobtop.recipes.runner import RecipeRunner, RunAborted
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode

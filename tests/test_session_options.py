@@ -21,7 +21,9 @@ from knobtop.cli.live import (
 )
 from knobtop.cli.parser import build_parser
 from knobtop.load.base import LoadSpec
-from knobtop.recipes.recipe import Recipe, load_recipe
+from knobtop.recipes.checks import check_server
+from knobtop.recipes.model import Recipe
+from knobtop.recipes.reader import load_recipe
 from knobtop.session.options import LabPlace, ScheduledChange, SessionOptions
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
@@ -54,7 +56,8 @@ def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path
     differ = [n for n in names if getattr(run, n) != getattr(lab, n)]
     assert differ == ["checks"]  # all else is the same session
     (check,) = run.checks  # the recipe's own check of its knobs, on the run's own server
-    assert check.func == recipe.check_server and check.keywords == {"target": ""}
+    assert check.func == check_server and check.args == (recipe,)
+    assert check.keywords == {"target": ""}
     assert lab.checks == ()
 
 
@@ -146,7 +149,8 @@ def test_the_live_screen_holds_neither_the_session_nor_the_recipe_machinery() ->
     loaded = set(run.stderr.split())
     assert "knobtop.ui.app" in loaded  # the probe ran
     later = {"knobtop.session.served", "knobtop.session.core", "knobtop.session.sampler",
-             "knobtop.recipes.recipe", "knobtop.recipes.runner", "knobtop.analysis.results",
+             "knobtop.recipes.model", "knobtop.recipes.reader", "knobtop.recipes.runner",
+             "knobtop.analysis.results",
              # replay's reader (the incident page needs only its clock format, row 5d)
              "knobtop.analysis.replay"}
     assert not loaded & later, loaded & later

@@ -43,7 +43,8 @@ from knobtop.load.sysbench_options import (
     normal,
     refusal,
 )
-from knobtop.recipes.recipe import RecipeError, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import load_recipe
 from knobtop.server.link import ConnectionInfo, ServerLink
 
 pytestmark = pytest.mark.integration

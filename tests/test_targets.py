@@ -19,7 +19,8 @@ from knobtop.journal.events import Change, Header, Phase, event_from_dict, to_di
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.metrics.board import MetricBoard
-from knobtop.recipes.recipe import RecipeError, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import load_recipe
 
 BASE = """\
 name = "servers"

@@ -20,7 +20,7 @@ from knobtop.analysis.tune import (
     violations,
 )
 from knobtop.journal.events import RecipeRun, StepResult, Trial
-from knobtop.recipes.recipe import Arm
+from knobtop.recipes.model import Arm
 from knobtop.recipes.search import SearchError, load_search
 from knobtop.recipes.tune import prior_trials, spec_of, tune_plan, verification_steps
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from knobtop.analysis.results import Results
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
-    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.model import Recipe
     from knobtop.recipes.runner import Progress as RunProgress
     from knobtop.recipes.search import Search
     from knobtop.session.options import ScheduledChange
@@ -332,7 +332,7 @@ async def run_to_end(console: Console, what: str, session: SessionPort,
     """Open, run a recipe or a tune to its end (Ctrl+C/SIGTERM abort it), close with the
     reason; the exit code: 0 finished, 2 refused (nothing changed), 130 aborted, 1 failed
     (the runner restored the baseline either way)."""
-    from knobtop.recipes.recipe import RecipeError
+    from knobtop.recipes.model import RecipeError
     from knobtop.recipes.runner import RunAborted, RunFailed
 
     code, reason = 0, f"{what} finished"

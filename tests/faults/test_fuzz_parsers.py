@@ -44,7 +44,8 @@ from knobtop.load.sysbench_output import (
 )
 from knobtop.metrics.board import MetricBoard
 from knobtop.profiles import EXAMPLE_PATH, ProfileError, load_profile
-from knobtop.recipes.recipe import RecipeError, bundled_recipes, load_recipe
+from knobtop.recipes.model import RecipeError
+from knobtop.recipes.reader import bundled_recipes, load_recipe
 from knobtop.server.knobs import KnobError, KnobFacts, validate
 from knobtop.ui.replay_app import ReplayApp
 

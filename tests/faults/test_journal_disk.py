@@ -35,7 +35,7 @@ from knobtop.journal import Error, Event, JournalReader, JournalWriter, Load, No
 from knobtop.journal.index import JournalIndex
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadError
-from knobtop.recipes.recipe import load_recipe
+from knobtop.recipes.reader import load_recipe
 from knobtop.recipes.runner import RecipeRunner, RunFailed
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.journal_pane import JournalPane

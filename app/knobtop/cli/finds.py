@@ -15,7 +15,7 @@ from knobtop.printable import printable
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.model import Recipe
     from knobtop.recipes.search import Search
 
 
@@ -112,7 +112,8 @@ def recipe_shape(recipe: Recipe) -> str:
 
 
 def list_recipes() -> int:
-    from knobtop.recipes.recipe import RecipeError, bundled_recipes, load_recipe
+    from knobtop.recipes.model import RecipeError
+    from knobtop.recipes.reader import bundled_recipes, load_recipe
     from knobtop.recipes.runner import short_duration
 
     paths = bundled_recipes()
@@ -143,7 +144,7 @@ def search_seconds(search: Search) -> float:
 
 
 def list_searches() -> int:
-    from knobtop.recipes.recipe import BUNDLED_DIR
+    from knobtop.recipes.reader import BUNDLED_DIR
     from knobtop.recipes.runner import short_duration
     from knobtop.recipes.search import SearchError, load_search
 
@@ -177,7 +178,7 @@ def list_searches() -> int:
 
 def plan_warnings(recipe: Recipe, args: argparse.Namespace) -> list[str]:
     """What a run says only once a server answers, as far as the file alone tells."""
-    from knobtop.recipes.recipe import offline_warnings
+    from knobtop.recipes.checks import offline_warnings
 
     warnings = offline_warnings(recipe)
     if recipe.allow_reach and not args.allow_reach:
@@ -277,7 +278,7 @@ def completion(args: argparse.Namespace) -> int:
     import shtab
 
     from knobtop.cli.parser import build_parser
-    from knobtop.recipes.recipe import BUNDLED_DIR, bundled_recipes
+    from knobtop.recipes.reader import BUNDLED_DIR, bundled_recipes
 
     parser = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from knobtop.analysis.results import Results
     from knobtop.connect import SshOptions
-    from knobtop.recipes.recipe import Recipe, Target
+    from knobtop.recipes.model import Recipe, Target
     from knobtop.recipes.search import Search
     from knobtop.session.core import Session
     from knobtop.session.options import LabPlace, ServerPlace, SessionOptions
@@ -43,7 +43,9 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
     import dataclasses
 
     from knobtop.load.base import MAX_INSTANCES
-    from knobtop.recipes.recipe import MAX_REPLICATES, ORDERS, load_recipe
+    from knobtop.recipes.model import MAX_REPLICATES
+    from knobtop.recipes.reader import load_recipe
+    from knobtop.recipes.schedule import ORDERS
 
     recipe = load_recipe(args.recipe)
     reach_granted(recipe.allow_reach, str(recipe.path), args.allow_reach)
@@ -249,11 +251,13 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
     load.check()                                   # statements were forced on)
     import functools
 
+    from knobtop.recipes.checks import check_server
+
     options = SessionOptions(
         where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), targets=(),
-        allow_reach=args.allow_reach, checks=(functools.partial(recipe.check_server, target=""),),
+        allow_reach=args.allow_reach, checks=(functools.partial(check_server, recipe, target=""),),
     )
     if not recipe.targets:
         return options
@@ -265,7 +269,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
     targets = tuple(
         (t.name, dataclasses.replace(
             options, where=target_place(args, recipe, t, where), journal=None,
-            checks=(functools.partial(recipe.check_server, target=t.name),)))
+            checks=(functools.partial(check_server, recipe, target=t.name),)))
         for t in recipe.targets)
     return dataclasses.replace(options, targets=targets)
 
@@ -348,7 +352,7 @@ def run_tune(args: argparse.Namespace) -> int:
     import dataclasses
 
     from knobtop.analysis.tune import BASE
-    from knobtop.recipes.recipe import Arm
+    from knobtop.recipes.model import Arm
     from knobtop.recipes.runner import short_duration
     from knobtop.recipes.search import MAX_TRIALS, load_search
     from knobtop.recipes.tune import read_prior

@@ -55,16 +55,8 @@ from knobtop.load.sysbench_output import seconds_covered
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
-from knobtop.recipes.recipe import (
-    Action,
-    Arm,
-    Recipe,
-    RecipeError,
-    Step,
-    Timeline,
-    check_for_server,
-    check_for_targets,
-)
+from knobtop.recipes.checks import check_for_server, check_for_targets
+from knobtop.recipes.model import Action, Arm, Recipe, RecipeError, Step, Timeline
 from knobtop.recipes.timeline import checkpoint_values, still_moving
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError

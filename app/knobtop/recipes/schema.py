@@ -1,6 +1,6 @@
 """The keys of recipe and search files, for the generated reference (docs/reference/).
 
-The readers in ``recipe.py`` and ``search.py`` are the schema: their key tuples say which
+The readers in ``reader.py`` and ``search.py`` are the schema: their key tuples say which
 keys each table takes, and their checks (``integer``, ``number``, ``choice`` ...) say each
 value's type and range.  :func:`sections` returns the key tuples as the readers hold them;
 :func:`traced_checks` reads files through the very readers, recording every check they
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knobtop.recipes import recipe as _recipe
+from knobtop.recipes import model as _model
+from knobtop.recipes import reader as _reader
 from knobtop.recipes import search as _search
 from knobtop.tomlcheck import Table, parse, read_text_file
 
@@ -35,7 +36,7 @@ class Check:
 
 def sections() -> dict[str, dict[str, tuple[str, ...]]]:
     """Each file kind's tables and the keys the reader accepts in each, in its order."""
-    r, s = _recipe, _search
+    r, s = _reader, _search
     shared = {
         "[load]": r._LOAD_KEYS,
         "[wait]": r._WAIT_KEYS,
@@ -130,14 +131,14 @@ def traced_checks(paths: list[Path]) -> dict[str, dict[tuple[str, str], Check]]:
     out: dict[str, dict[tuple[str, str], Check]] = {"recipe": {}, "search": {}}
     for path in paths:
         kind = "search" if path.parent.name == "tune" else "recipe"
-        base = _search._SearchReader if kind == "search" else _recipe._Reader
+        base = _search._SearchReader if kind == "search" else _reader._Reader
 
         def error(key: str | None, problem: str, fix: str, shown: str = str(path)
                   ) -> Exception:
-            return _recipe.RecipeError(shown, key, problem, fix)
+            return _model.RecipeError(shown, key, problem, fix)
 
         text, _mode = read_text_file(path, error, "recipe file", "give a .toml file")
-        doc = parse(text, error, _recipe.README)
+        doc = parse(text, error, _reader.README)
         reader = _tracing(base, out[kind])(str(path), text)
         if kind == "search":
             reader.search(doc, path)
@@ -149,8 +150,8 @@ def traced_checks(paths: list[Path]) -> dict[str, dict[tuple[str, str], Check]]:
 def bundled_files() -> list[Path]:
     """The bundled recipes and searches, sorted: what :func:`traced_checks` reads for the
     reference."""
-    tune = sorted((_recipe.BUNDLED_DIR / "tune").glob("*.toml"))
-    return [*_recipe.bundled_recipes(), *tune]
+    tune = sorted((_reader.BUNDLED_DIR / "tune").glob("*.toml"))
+    return [*_reader.bundled_recipes(), *tune]
 
 
 # Keys whose range the file itself sets (a check's bounds differ from file to file).
@@ -201,14 +202,14 @@ _SHARED: dict[tuple[str, str], KeyDoc] = {
                                          "redo checkpoint age below this"),
     ("[wait]", "plateau"): ("boolean", "false", "after warmup, keep the load running until "
                             "TPS is steady"),
-    ("[wait]", "timeout"): ("number", str(int(_recipe.DEFAULT_TIMEOUT)),
+    ("[wait]", "timeout"): ("number", str(int(_model.DEFAULT_TIMEOUT)),
                             "seconds per wait; then a timeout is journaled and the step "
                             "measured anyway"),
-    ("[steady]", "window"): ("integer", str(_recipe.DEFAULT_STEADY[0]),
+    ("[steady]", "window"): ("integer", str(_model.DEFAULT_STEADY[0]),
                              "seconds the plateau rule looks at (noise: 2 x window)"),
-    ("[steady]", "cv_max"): ("number", str(_recipe.DEFAULT_STEADY[1]),
+    ("[steady]", "cv_max"): ("number", str(_model.DEFAULT_STEADY[1]),
                              'judge = "cv": the largest coefficient of variation'),
-    ("[steady]", "slope_max"): ("number", str(_recipe.DEFAULT_STEADY[2]),
+    ("[steady]", "slope_max"): ("number", str(_model.DEFAULT_STEADY[2]),
                                 'judge = "cv": the largest relative slope per second'),
     ("[steady]", "judge"): ("choice", "noise (cv when cv_max or slope_max is given)",
                             "the trend against its own noise, or the older CV and slope "
@@ -267,8 +268,8 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("[timeline]", "start"): ("table", "{}", "knob values before the load starts"),
     ("[timeline]", "checkpoints"): ("list of seconds", "required", "ascending, inside the "
                                     "load's duration"),
-    ("[timeline]", "metrics"): ("list of names", ", ".join(_recipe.DEFAULT_TIMELINE_METRICS),
-                                "of " + ", ".join(_recipe.TIMELINE_METRICS)),
+    ("[timeline]", "metrics"): ("list of names", ", ".join(_model.DEFAULT_TIMELINE_METRICS),
+                                "of " + ", ".join(_model.TIMELINE_METRICS)),
     ("[timeline]", "window"): ("number", "10", "seconds averaged at each checkpoint"),
     ("[timeline]", "action"): ("array of tables", "[]", "see [[timeline.action]]"),
     ("[[timeline.action]]", "at"): ("number", "required", "seconds from the load's start"),

@@ -43,18 +43,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knobtop.recipes.recipe import (
-    BUNDLED_DIR,
-    MAX_THREADS,
-    README,
-    Arm,
-    Recipe,
-    RecipeError,
-    Steady,
-    Waits,
-    _Load,
-    _Reader,
-)
+from knobtop.recipes.model import MAX_THREADS, Arm, Recipe, RecipeError, Steady, Waits
+from knobtop.recipes.reader import BUNDLED_DIR, README, _Load, _Reader
 from knobtop.server.catalog import Catalog
 from knobtop.server.knobcheck import absent_problem, close_name
 from knobtop.server.knobs import KnobError, validate

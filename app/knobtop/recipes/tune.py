@@ -45,7 +45,7 @@ from knobtop.analysis.tune import (
     violations,
 )
 from knobtop.journal.events import StepResult, Trial
-from knobtop.recipes.recipe import Arm, Step, arm_order
+from knobtop.recipes.model import Arm, Step
 from knobtop.recipes.resume import (
     leftover_knobs,
     prior_trials,
@@ -56,6 +56,7 @@ from knobtop.recipes.resume import (
     values_set,
 )
 from knobtop.recipes.runner import Progress, RecipeRunner
+from knobtop.recipes.schedule import arm_order
 from knobtop.recipes.search import Dimension, Search, SearchError, check_search
 from knobtop.session.port import SessionPort
 

@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen start
     from pathlib import Path
 
     from knobtop.analysis.results import Results
-    from knobtop.recipes.recipe import Recipe
+    from knobtop.recipes.model import Recipe
     from knobtop.recipes.runner import Progress, RecipeRunner
     from knobtop.recipes.search import Search
     from knobtop.recipes.tune import Tuner
