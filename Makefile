@@ -6,7 +6,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
-TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux
+TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux sudo
 
 .PHONY: lab test check lint layers typecheck pytest bench setup deps-lab deps-test deps-bench clean
 
@@ -72,7 +72,8 @@ missing = $(strip \
   $(if $(filter galera-4,$(1)),$(if $(wildcard /usr/lib/galera/libgalera_smm.so),,galera-4)) \
   $(if $(filter rsync,$(1)),$(if $(shell command -v rsync),,rsync)) \
   $(if $(filter mariadb-plugin-rocksdb,$(1)),$(if $(wildcard /usr/lib/mysql/plugin/ha_rocksdb.so),,mariadb-plugin-rocksdb)) \
-  $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)))
+  $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)) \
+  $(if $(filter sudo,$(1)),$(if $(shell command -v sudo),,sudo)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:

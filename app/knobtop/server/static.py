@@ -11,6 +11,7 @@ from pathlib import PurePath
 
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import Host, HostError
+from knobtop.hosts.execfiles import SUDO, sudo_fix, wants_password
 from knobtop.server.link import QUERY_TIMEOUT, ServerError, ServerLink
 
 DROPIN_HEADER = (
@@ -52,6 +53,46 @@ class ServerNode:
     restart_command: str
     dropin_path: PurePath
     healthy: Callable[[ServerLink], Awaitable[tuple[bool, str]]] | None = None
+    # What goes through ``sudo -n`` on the node's host: "restart_command", "dropin_path".
+    sudo: frozenset[str] = frozenset()
+
+    def argv(self, key: str, argv: Sequence[str]) -> list[str]:
+        """``argv``, run through ``sudo -n`` when the profile says so for ``key``."""
+        return [*(SUDO if key in self.sudo else ()), *argv]
+
+    @property
+    def dropin_sudo(self) -> bool:
+        return "dropin_path" in self.sudo
+
+    def sudo_commands(self) -> list[str]:
+        """What knobtop runs there through sudo, for the fix line."""
+        return [*([f"sh -c {shlex.quote(self.restart_command)}"]
+                  if "restart_command" in self.sudo else []),
+                *(["sh (the drop-in's read, write, stat and chown)"]
+                  if self.dropin_sudo else [])]
+
+
+async def check_sudo(node: ServerNode, limit: float = 15.0) -> None:
+    """``sudo -n true`` on the node's host when the profile uses sudo there: a sudo that
+    would ask for a password is named, with the fix, before anything is changed."""
+    if not node.sudo:
+        return
+    try:
+        result = await node.host.run([*SUDO, "true"], limit=limit)
+    except HostError as exc:
+        raise StaticChangeError(f"{node.name}: cannot check sudo: {exc}",
+                                rolled_back=True) from None
+    if result.returncode == 0:
+        return
+    user = getattr(node.host, "user", "") or "the SSH user"
+    if wants_password(result.stderr):
+        raise StaticChangeError(sudo_fix(user, node.host.name, node.sudo_commands()),
+                                rolled_back=True)
+    raise StaticChangeError(
+        f"{node.name}: sudo -n true failed on {node.host.name} "
+        f"(exit {result.returncode}: {result.stderr.strip()[-200:]}); install sudo there "
+        "and give that user passwordless sudo, or set sudo = false in the profile",
+        rolled_back=True)
 
 
 @dataclass(frozen=True)
@@ -172,6 +213,8 @@ class RestartApplier:
         """``settings``: knob -> value, or None to drop knobtop's line for it."""
         done: list[str] = []
         for node in self.nodes:
+            await check_sudo(node, self.query_timeout)  # before anything changes anywhere
+        for node in self.nodes:
             try:
                 await self._apply_node(node, settings)
             except StaticChangeError as exc:
@@ -290,7 +333,8 @@ class RestartApplier:
         knobtop did not write (not empty, no header) is refused: rewriting it would lose
         what it holds."""
         try:
-            text = (await node.host.read_file(node.dropin_path)).decode(errors="replace")
+            text = (await node.host.read_file(node.dropin_path, sudo=node.dropin_sudo)
+                    ).decode(errors="replace")
         except FileNotFoundError:
             return None, None
         except (OSError, HostError) as exc:
@@ -309,8 +353,8 @@ class RestartApplier:
         try:
             # -L: through a symlink, the file's mode and owner (a link's own are 0777/any)
             result = await node.host.run(
-                ["sh", "-c", 'stat -L -c "%a %u %g" -- "$1" && id -u', "sh",
-                 str(node.dropin_path)],
+                node.argv("dropin_path", ["sh", "-c", 'stat -L -c "%a %u %g" -- "$1" && id -u',
+                                          "sh", str(node.dropin_path)]),
                 limit=self.query_timeout,
             )
             mode, uid, gid, me = result.stdout.split()
@@ -337,15 +381,17 @@ class RestartApplier:
         the new file is in place (a failure after that leaves it changed)."""
         mode = owner.mode if owner is not None else NEW_DROPIN_MODE
         try:
-            await node.host.write_file_atomic(node.dropin_path, text.encode(), mode)
+            await node.host.write_file_atomic(node.dropin_path, text.encode(), mode,
+                                              sudo=node.dropin_sudo)
             if written is not None:
                 written()
             if owner is not None:
                 # The new file is the writer's; hand it back (a no-op when that is its owner).
                 result = await node.host.run(
-                    ["sh", "-c", 'stat -L -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
-                     'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
-                     str(owner.uid), str(owner.gid)],
+                    node.argv("dropin_path", [
+                        "sh", "-c", 'stat -L -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
+                        'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
+                        str(owner.uid), str(owner.gid)]),
                     limit=self.query_timeout,
                 )
                 if result.returncode != 0:
@@ -358,10 +404,16 @@ class RestartApplier:
     async def _restart(self, node: ServerNode, deadline: float) -> str:
         limit = max(1.0, min(self.restart_timeout, deadline - time.monotonic()))
         try:
-            result = await node.host.run(["sh", "-c", node.restart_command], limit=limit)
+            result = await node.host.run(
+                node.argv("restart_command", ["sh", "-c", node.restart_command]), limit=limit)
         except HostError as exc:
             raise StaticChangeError(f"{node.name}: restart failed: {exc}",
                                     rolled_back=False) from None
+        if result.returncode != 0 and "restart_command" in node.sudo and wants_password(
+                result.stderr):
+            user = getattr(node.host, "user", "") or "the SSH user"
+            raise StaticChangeError(sudo_fix(user, node.host.name, node.sudo_commands()),
+                                    rolled_back=False)
         if result.returncode != 0:
             # Whole lines (the server's error lines verbatim), the last 2000 characters' worth.
             tail = output_tail((result.stderr or result.stdout).strip(), 2000)

@@ -1,0 +1,168 @@
+"""Remote hosts as they are in the wild (issue 42): an sshd without the SFTP subsystem
+(files over the exec channel), sudo for a non-root SSH user, and an SSH link that drops in
+the middle of a static change.  Real sshd processes on loopback, a real mariadbd, sysbench."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from conftest import EventCollector, show_global
+from harness.binaries import require_binary
+from harness.sshd import SshServer, make_host
+from knobtop.hosts.base import HostError
+from knobtop.hosts.ssh import SshHost
+from knobtop.journal import Change, Load, Restart, Sample
+from knobtop.journal.events import Incident
+from knobtop.lab import Sandbox
+from knobtop.load.base import LoadSpec
+from knobtop.load.prepare import prepare_tables
+from knobtop.load.sysbench import Sysbench
+from knobtop.server.link import ServerLink
+from knobtop.server.static import ServerNode
+from knobtop.session.core import Session, SessionConfig
+
+pytestmark = pytest.mark.integration
+
+LIMIT = 30.0
+SMALL = LoadSpec(workload="oltp_point_select", threads=1, tables=1, table_size=500)
+
+
+@pytest.fixture(scope="module")
+def bare_sshd() -> Iterator[SshServer]:
+    """A host whose sshd has no ``Subsystem sftp`` line (127.0.0.11)."""
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.11",
+                   sftp=False) as server:
+        yield server
+
+
+@pytest.fixture
+async def lab(tmp_path: Path, sysbench_path: str) -> AsyncIterator[Sandbox]:
+    box = Sandbox(tmp_path / "lab")
+    box.start()
+    yield box
+    await asyncio.to_thread(box.stop)
+
+
+async def file_round(host: SshHost, where: Path) -> dict[str, Any]:
+    """Every file operation knobtop does, and what it left behind."""
+    path = where / "conf.d" / "knobtop.cnf"
+    out: dict[str, Any] = {}
+    async with asyncio.timeout(LIMIT):
+        await host.write_file_atomic(path, b"first\n", mode=0o640)
+        out["first"] = await host.read_file(path)
+        await host.write_file_atomic(path, b"second\n\x00\xff 'q\" $x `y`", mode=0o640)
+        out["second"] = await host.read_file(path)
+        with pytest.raises(FileNotFoundError) as missing:
+            await host.read_file(where / "no such; file")
+        out["missing"] = type(missing.value).__name__
+        quoted = where / "a dir with 'quotes' and $(spaces)" / "f.cnf"
+        await host.write_file_atomic(quoted, b"q", mode=0o600)
+        out["quoted"] = (quoted.read_bytes(), oct(quoted.stat().st_mode & 0o777))
+        with pytest.raises(HostError, match=r"cannot read .*conf\.d"):  # a directory: named
+            await host.read_file(where / "conf.d")
+    out["prev"] = path.with_name("knobtop.cnf.prev").read_bytes()
+    out["mode"] = oct(path.stat().st_mode & 0o777)
+    out["left"] = sorted(p.name for p in path.parent.iterdir())
+    return out
+
+
+async def test_files_over_exec_are_the_files_over_sftp(
+    ssh_target: SshServer, bare_sshd: SshServer, tmp_path: Path
+) -> None:
+    with_sftp, without = make_host(ssh_target), make_host(bare_sshd)
+    try:
+        got = [await file_round(host, tmp_path / name)
+               for host, name in ((with_sftp, "sftp"), (without, "exec"))]
+        assert (with_sftp.files, without.files) == ("sftp", "exec")  # chosen once, at connect
+    finally:
+        await with_sftp.close()
+        await without.close()
+    assert got[0] == got[1]
+    assert got[1]["second"] == b"second\n\x00\xff 'q\" $x `y`"
+    assert got[1]["prev"] == b"first\n" and got[1]["mode"] == "0o640"
+    assert got[1]["left"] == ["knobtop.cnf", "knobtop.cnf.prev"]  # no temporary name left
+    # SFTP was asked for once, at connect, and files went by commands after that
+    assert bare_sshd.log().count("subsystem request for sftp") == 1
+
+
+async def remote_session(srv: SshServer, lab: Sandbox, tmp_path: Path, name: str,
+                         collector: EventCollector) -> dict[str, Any]:
+    """A lab-equivalent session whose target and client are ``srv``: samples with remote OS
+    metrics, sysbench from the client (its password file written there), a static change
+    with restart and verify, the incident page's error log tail, and an undo."""
+    info = lab.connection()
+    target, client = make_host(srv), make_host(srv, name=f"client-{name}")
+    sysbench = Sysbench(client, mysql_socket=str(lab.socket), user=info.user,
+                        password=info.password, database="sbtest")
+    node = ServerNode(name="lab", host=target, link=lambda: ServerLink(info),
+                      restart_command=lab.restart_command(), dropin_path=lab.dropin_file)
+    journal = tmp_path / f"{name}.knobtop.jsonl"
+    config = SessionConfig(profile=name, connection=info, journal_path=journal,
+                           interval=0.25, load=SMALL, nodes=(node,))
+    session = Session(config, target, sysbench, clients=(client,))
+    session.listeners.append(collector)
+    out: dict[str, Any] = {}
+    try:
+        async with asyncio.timeout(120):
+            await prepare_tables(info, sysbench, SMALL)
+        await session.open()
+        await session.start_load()
+        await collector.wait_for(lambda ev: sum(isinstance(e, Load) for e in ev) >= 2, 60)
+        change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        out["change"] = (change.result, change.new, change.method)
+        out["in_force"] = await show_global(info, "innodb_doublewrite")
+        await session.incident_sampling(True)
+        await collector.wait_for(lambda ev: any(isinstance(e, Incident) for e in ev), LIMIT)
+        await session.incident_sampling(False)
+        undone = await session.undo()
+        out["undo"] = None if undone is None else (undone.result, undone.new)
+        out["after_undo"] = await show_global(info, "innodb_doublewrite")
+    finally:
+        await session.close()
+        await target.close()
+        await client.close()
+    events = collector.events
+    out["steps"] = [(e.step, e.result) for e in events if isinstance(e, Restart)]
+    samples = [e for e in events if isinstance(e, Sample)]
+    out["remote_os"] = any(target.name in s.host and s.host[target.name][0] is not None
+                           for s in samples)
+    out["load"] = any(isinstance(e, Load) and e.tps > 0 for e in events)
+    incident = next(e for e in events if isinstance(e, Incident))
+    out["log"] = (bool(incident.log), incident.log_path == str(lab.error_log),
+                  incident.problems)
+    header = orjson.loads(journal.read_bytes().split(b"\n")[0])
+    out["facts"] = {h: (f.get("files"), f.get("user"), f.get("sudo"))
+                    for h, f in header["hosts"].items()}
+    out["secret_kept_out"] = info.password not in journal.read_text()
+    out["changes"] = [(c.knob, c.result) for c in events if isinstance(c, Change)]
+    return out
+
+
+async def test_a_session_on_a_host_without_sftp_matches_one_with_it(
+    ssh_target: SshServer, bare_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    runs = {}
+    for name, srv in (("sftp", ssh_target), ("exec", bare_sshd)):
+        collector = EventCollector()
+        runs[name] = await remote_session(srv, lab, tmp_path, name, collector)
+    with_sftp, without = runs["sftp"], runs["exec"]
+    user = ssh_target.user
+    assert set(with_sftp["facts"].values()) == {("sftp", user, False)}
+    assert set(without["facts"].values()) == {("exec", user, False)}
+    for key in ("change", "in_force", "undo", "after_undo", "steps", "remote_os", "load",
+                "log", "secret_kept_out", "changes"):
+        assert with_sftp[key] == without[key], key
+    assert without["change"] == ("ok", "OFF", "dropin_restart")
+    assert without["in_force"] == "OFF" and without["after_undo"] == "ON"
+    assert without["steps"][:4] == [("write_dropin", "ok"), ("restart", "ok"), ("wait", "ok"),
+                                    ("verify", "ok")]
+    assert without["remote_os"] and without["load"] and without["secret_kept_out"]
+    assert without["log"] == (True, True, [])
+    assert os.path.exists(lab.dropin_file)
