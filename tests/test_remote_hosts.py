@@ -15,7 +15,8 @@ import pytest
 
 from conftest import EventCollector, show_global
 from harness.binaries import require_binary
-from harness.sshd import SshServer, make_host
+from harness.sshd import SshServer, make_host, system_user
+from knobtop.connect import ConnectError, SshOptions, build_hosts, preflight, server_nodes
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Change, Load, Restart, Sample
@@ -24,9 +25,17 @@ from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
+from knobtop.profiles import Profile, load_profile
 from knobtop.server.link import ServerLink
-from knobtop.server.static import ServerNode
+from knobtop.server.static import (
+    RestartApplier,
+    ServerNode,
+    StaticChangeError,
+    Step,
+    parse_dropin,
+)
 from knobtop.session.core import Session, SessionConfig
+from knobtop.session.sampler import host_facts
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +175,103 @@ async def test_a_session_on_a_host_without_sftp_matches_one_with_it(
     assert without["remote_os"] and without["load"] and without["secret_kept_out"]
     assert without["log"] == (True, True, [])
     assert os.path.exists(lab.dropin_file)
+
+
+# --------------------------------------------------------------------------- sudo
+
+
+@pytest.fixture(scope="module")
+def users_sshd() -> Iterator[SshServer]:
+    """127.0.0.12, where two users of their own log in with the client key: knobtop-sudo
+    (passwordless sudo for sh and true only) and knobtop-nosudo (no sudo at all)."""
+    require_binary("sudo", "sudo")
+    users = (system_user(SUDO_USER, sudo=True), system_user(NO_SUDO_USER, sudo=False))
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.12",
+                   login_users=users) as server:
+        yield server
+
+
+SUDO_USER, NO_SUDO_USER = "knobtop-sudo", "knobtop-nosudo"
+
+
+def sudo_profile(path: Path, srv: SshServer, user: str, lab: Sandbox) -> Profile:
+    info = lab.connection()
+    path.write_text(
+        "[target]\n"
+        f'ssh = "{user}@{srv.host}:{srv.port}"\n'
+        f"restart_command = {orjson.dumps(lab.restart_command()).decode()}\n"
+        f'dropin_path = "{lab.dropin_file}"\n'
+        "sudo = true\n"
+        "[target.mysql]\n"
+        'host = "127.0.0.1"\n'
+        f"port = {info.port}\n"
+        f'user = "{info.user}"\n'
+        'password = { env = "KNOBTOP_TEST_DB_PASSWORD" }\n'
+    )
+    path.chmod(0o600)
+    return load_profile(str(path))
+
+
+def ssh_options(srv: SshServer) -> SshOptions:
+    return SshOptions(known_hosts=str(srv.known_hosts_path), identities=(str(srv.client_key_path),),
+                      config="none")
+
+
+async def test_a_non_root_user_with_passwordless_sudo_restarts_the_server(
+    users_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    info = lab.connection()
+    profile = sudo_profile(tmp_path / "sudo.toml", users_sshd, SUDO_USER, lab)
+    ssh = ssh_options(users_sshd)
+    hosts = build_hosts(profile, ssh)
+    steps: list[Step] = []
+    try:
+        async with asyncio.timeout(LIMIT):
+            described = await preflight(profile, hosts, info, False, False, ssh)
+        assert "at 127.0.0.1" in described
+        (node,) = server_nodes(profile, hosts, info, ssh)
+        assert node.sudo == {"restart_command", "dropin_path"}
+        restarter = RestartApplier([node], on_step=steps.append, wait_timeout=60.0)
+        async with asyncio.timeout(restarter.time_limit):
+            await restarter.apply({"innodb_doublewrite": "OFF"})
+        facts = await host_facts(hosts.target, "target")
+    finally:
+        await hosts.close()
+    assert [(s.step, s.result) for s in steps] == [
+        ("write_dropin", "ok"), ("restart", "ok"), ("wait", "ok"), ("verify", "ok")]
+    assert await show_global(info, "innodb_doublewrite") == "OFF"
+    assert parse_dropin(lab.dropin_file.read_text()) == {"innodb_doublewrite": "OFF"}
+    # the drop-in lies under root's 0700 test directory: only sudo could have written it
+    assert (lab.dropin_file.stat().st_uid, os.stat(tmp_path).st_mode & 0o077) == (0, 0)
+    assert (facts["user"], facts["sudo"], facts["files"]) == (SUDO_USER, True, "sftp")
+
+
+async def test_a_user_without_sudo_is_told_the_fix_before_anything_changes(
+    users_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    info = lab.connection()
+    profile = sudo_profile(tmp_path / "nosudo.toml", users_sshd, NO_SUDO_USER, lab)
+    ssh = ssh_options(users_sshd)
+    hosts = build_hosts(profile, ssh)
+    before = lab.dropin_file.read_bytes() if lab.dropin_file.exists() else None
+    pid = lab.running_pid()
+    steps: list[Step] = []
+    try:
+        async with asyncio.timeout(LIMIT):
+            with pytest.raises(ConnectError) as at_connect:
+                await preflight(profile, hosts, info, False, False, ssh)
+        (node,) = server_nodes(profile, hosts, info, ssh)
+        restarter = RestartApplier([node], on_step=steps.append, wait_timeout=60.0)
+        async with asyncio.timeout(restarter.time_limit):
+            with pytest.raises(StaticChangeError) as at_change:
+                await restarter.apply({"innodb_doublewrite": "OFF"})
+    finally:
+        await hosts.close()
+    for message in (str(at_connect.value), str(at_change.value)):
+        assert NO_SUDO_USER in message and "never types one" in message
+        assert "NOPASSWD" in message and "/etc/sudoers.d/" in message
+        assert "sudo = false" in message  # the other way out
+    assert at_change.value.rolled_back and steps == []  # nothing was done, nothing journaled
+    assert (lab.dropin_file.read_bytes() if lab.dropin_file.exists() else None) == before
+    assert lab.running_pid() == pid  # never restarted
+    assert await show_global(info, "innodb_doublewrite") == "ON"

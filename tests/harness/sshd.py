@@ -306,6 +306,14 @@ def kill_session(srv: SshServer) -> list[int]:
 SUDOERS = Path("/etc/sudoers.d/knobtop-test")
 
 
+def _shadow_field(name: str) -> str:
+    for line in Path("/etc/shadow").read_text().splitlines():
+        user, _, rest = line.partition(":")
+        if user == name:
+            return rest.partition(":")[0]
+    return ""
+
+
 def system_user(name: str, *, sudo: bool) -> str:
     """A system user ``name`` for the tests (created once, kept: the machine is a
     throwaway CI one), with passwordless sudo for ``sh`` and ``true`` only when ``sudo``
@@ -318,6 +326,9 @@ def system_user(name: str, *, sudo: bool) -> str:
         subprocess.run(["useradd", "--system", "--shell", "/bin/sh", "--create-home",
                         "--home-dir", f"/var/lib/{name}", name], check=True,
                        capture_output=True)
+    # "*": no password to log in with, but not locked ("!"), which sshd without PAM refuses
+    if not _shadow_field(name).startswith("*"):
+        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
     if sudo:
         line = (f"{name} ALL=(root) NOPASSWD: /usr/bin/sh, /bin/sh, /usr/bin/true, "
                 "/bin/true\n")
