@@ -15,7 +15,7 @@ import pytest
 
 from conftest import EventCollector, show_global
 from harness.binaries import require_binary
-from harness.sshd import SshServer, make_host, system_user
+from harness.sshd import SshServer, kill_session, make_host, system_user
 from knobtop.connect import ConnectError, SshOptions, build_hosts, preflight, server_nodes
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
@@ -274,4 +274,147 @@ async def test_a_user_without_sudo_is_told_the_fix_before_anything_changes(
     assert at_change.value.rolled_back and steps == []  # nothing was done, nothing journaled
     assert (lab.dropin_file.read_bytes() if lab.dropin_file.exists() else None) == before
     assert lab.running_pid() == pid  # never restarted
+    assert await show_global(info, "innodb_doublewrite") == "ON"
+
+
+# --------------------------------------------------------------------------- the link drops
+
+
+@pytest.fixture
+def drop_sshd() -> Iterator[SshServer]:
+    """A target host of the test's own (127.0.0.13): the test kills its sshd."""
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.13") as server:
+        yield server
+
+
+class LinkKiller:
+    """A session listener that drops the SSH link when a journaled step of the static
+    change says ok (the seam: the exact moment, not a sleep), and brings sshd back at the
+    first failed reconnect when it stopped it."""
+
+    def __init__(self, srv: SshServer, after: str, how: str, *, revive: bool = True) -> None:
+        self.srv, self.after, self.how, self.revive = srv, after, how, revive
+        self.armed = False
+        self.killed = 0
+        self.revived = 0
+
+    def __call__(self, event: object) -> None:
+        if not isinstance(event, Restart):
+            return
+        if self.armed and event.step == self.after and event.result == "ok":
+            self.armed = False
+            self.killed += 1
+            if self.how == "sshd":
+                self.srv.kill()  # the listener and every connection's sshd: nobody answers
+            else:
+                assert kill_session(self.srv)  # this connection's sshd only
+        elif (event.step, event.result) == ("reconnect", "failed") and self.revive \
+                and self.srv.pid is None:
+            self.srv.restart()
+            self.revived += 1
+
+
+def drop_session(srv: SshServer, lab: Sandbox, tmp_path: Path, name: str
+                 ) -> tuple[Session, SshHost]:
+    info = lab.connection()
+    target = make_host(srv)
+    node = ServerNode(name="lab", host=target, link=lambda: ServerLink(info),
+                      restart_command=lab.restart_command(), dropin_path=lab.dropin_file,
+                      error_log=lab.error_log)
+    config = SessionConfig(profile=name, connection=info,
+                           journal_path=tmp_path / f"{name}.knobtop.jsonl", interval=0.25,
+                           nodes=(node,))
+    return Session(config, target, None), target
+
+
+def journaled(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()[1:]]
+
+
+@pytest.mark.parametrize(("after", "how"), [("write_dropin", "sshd"), ("restart", "session")])
+async def test_the_link_drops_in_the_middle_of_a_static_change(
+    drop_sshd: SshServer, lab: Sandbox, tmp_path: Path, after: str, how: str
+) -> None:
+    info = lab.connection()
+    session, target = drop_session(drop_sshd, lab, tmp_path, f"drop-{after}")
+    killer = LinkKiller(drop_sshd, after, how)
+    collector = EventCollector()
+    session.listeners += [killer, collector]
+    pid = lab.running_pid()
+    try:
+        await session.open()
+        killer.armed = True
+        async with asyncio.timeout(240):
+            change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+        in_force = await show_global(info, "innodb_doublewrite")
+        held = parse_dropin(lab.dropin_file.read_text())
+        # undo (or the change again, then undo) over the link that came back
+        async with asyncio.timeout(240):
+            if change.result != "ok":
+                again = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+                assert again.result == "ok", again.message
+            undone = await session.undo()
+        after_undo = await show_global(info, "innodb_doublewrite")
+    finally:
+        await session.close()
+        await target.close()
+    assert killer.killed == 1
+    steps = [(e.step, e.result, e.message) for e in collector.events if isinstance(e, Restart)]
+    first = steps[:next(i for i, s in enumerate(steps) if s[0] == "reconcile") + 1]
+    account = first[-1]
+    assert any(s[:2] == ("reconnect", "ok") for s in first)
+    if after == "write_dropin":
+        # sshd stopped right after the drop-in was written: the restart never ran
+        assert killer.revived == 1 and lab.running_pid() != pid  # (restarted later, by undo)
+        assert ("restart", "failed") in [s[:2] for s in first]
+        assert any(s[:2] == ("reconnect", "failed") for s in first)
+        assert account[:2] == ("reconcile", "ok")
+        assert account[2] == ("found innodb_doublewrite=ON in force after the link came back; "
+                              "rolled back; the previous drop-in was put back")
+        assert (change.result, in_force) == ("failed", "ON") and "rolled back" in change.message
+        assert "innodb_doublewrite" not in held
+    else:
+        # the connection's sshd killed right after the restart command returned
+        assert account == ("reconcile", "ok", "found innodb_doublewrite=OFF in force after "
+                           "the link came back; the change completed")
+        assert (change.result, in_force, held) == ("ok", "OFF", {"innodb_doublewrite": "OFF"})
+    assert undone is not None and (undone.result, undone.new) == ("ok", "ON")
+    assert after_undo == "ON"
+    assert parse_dropin(lab.dropin_file.read_text()).get("innodb_doublewrite", "ON") == "ON"
+    # The journal holds the same account, each reconnect try, and a clean end (quit works).
+    events = journaled(tmp_path / f"drop-{after}.knobtop.jsonl")
+    assert next(e["message"] for e in events if e.get("step") == "reconcile") == account[2]
+    assert any(e.get("step") == "reconnect" for e in events)
+    assert events[-1]["ev"] == "end"
+
+
+async def test_a_link_that_does_not_come_back_names_what_was_not_verified(
+    drop_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    info = lab.connection()
+    session, target = drop_session(drop_sshd, lab, tmp_path, "gone")
+    killer = LinkKiller(drop_sshd, "write_dropin", "sshd", revive=False)
+    collector = EventCollector()
+    session.listeners += [killer, collector]
+    try:
+        await session.open()
+        assert session.restarter is not None
+        session.restarter.reconnect_tries = 2
+        killer.armed = True
+        async with asyncio.timeout(120):
+            change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+    finally:
+        await session.close()
+        await target.close()
+    tries = [e for e in collector.events if isinstance(e, Restart) and e.step == "reconnect"]
+    assert [(e.result, e.message.split(":")[0]) for e in tries] == [
+        ("failed", "attempt 1 of 2"), ("failed", "attempt 2 of 2")]
+    assert change.result == "failed"
+    message = change.message
+    assert "did not come back (2 attempts" in message
+    assert "could not verify which values the server runs with" in message
+    assert f"the drop-in is {lab.dropin_file} on {target.name}" in message
+    assert f"{lab.dropin_file}.prev" in message
+    # What it said may be there is: the new drop-in, not in force (nothing restarted it).
+    assert parse_dropin(lab.dropin_file.read_text()) == {"innodb_doublewrite": "OFF"}
     assert await show_global(info, "innodb_doublewrite") == "ON"

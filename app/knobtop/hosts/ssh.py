@@ -425,6 +425,7 @@ class SshHost:
         self.files: str | None = None
         self.sudo = False  # a profile's restart or drop-in on this host goes through sudo -n
         self.user = ""  # the remote login, once connected
+        self.drops = 0  # connections lost (not closed by knobtop): a static change checks it
         self._lock = asyncio.Lock()
         self._state = "new"
         self._down_reason = ""
@@ -456,6 +457,7 @@ class SshHost:
             return
         self._conn = None
         self._sftp = None
+        self.drops += 1
         if self._jump_conn is not None:
             self._jump_conn.close()
             self._jump_conn = None
