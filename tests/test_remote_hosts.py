@@ -418,3 +418,61 @@ async def test_a_link_that_does_not_come_back_names_what_was_not_verified(
     # What it said may be there is: the new drop-in, not in force (nothing restarted it).
     assert parse_dropin(lab.dropin_file.read_text()) == {"innodb_doublewrite": "OFF"}
     assert await show_global(info, "innodb_doublewrite") == "ON"
+
+
+async def test_a_server_found_down_after_the_link_came_back_is_said_and_rolled_back(
+    drop_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    """The restart command stops the server, and the link drops before it starts it again
+    (sshd stopped; the remote watchdog ends the command): after the reconnect the server is
+    down, the journal says so with its error log's tail, and the old drop-in is restarted."""
+    info = lab.connection()
+    flag, stopped = tmp_path / "stop-only", tmp_path / "stopped"
+    flag.touch()
+    stop_then_hang = (
+        f"if [ -e {flag} ]; then rm -f {flag}; pid=$(cat {lab.pid_file}); kill -TERM $pid; "
+        # gone, or a zombie (its parent, this test, reaps it later)
+        f"while [ -e /proc/$pid ] && [ \"$(cut -d' ' -f3 /proc/$pid/stat)\" != Z ]; do "
+        f"sleep 0.1; done; touch {stopped}; sleep 300; "
+        f"fi; exec {lab.restart_command()}")
+    target = make_host(drop_sshd)
+    node = ServerNode(name="lab", host=target, link=lambda: ServerLink(info),
+                      restart_command=stop_then_hang, dropin_path=lab.dropin_file)
+    config = SessionConfig(profile="down", connection=info,
+                           journal_path=tmp_path / "down.knobtop.jsonl", interval=0.25,
+                           nodes=(node,))
+    session = Session(config, target, None)
+    killer = LinkKiller(drop_sshd, "never", "sshd")
+    collector = EventCollector()
+    session.listeners += [killer, collector]
+
+    async def drop_when_stopped() -> None:  # the seam: a file the restart command makes
+        async with asyncio.timeout(120):
+            while not stopped.exists():  # noqa: ASYNC110 (a file on disk: polled)
+                await asyncio.sleep(0.05)
+        drop_sshd.kill()
+
+    try:
+        await session.open()
+        assert session.restarter is not None
+        session.restarter.settle_timeout = 3.0
+        dropper = asyncio.create_task(drop_when_stopped())
+        async with asyncio.timeout(240):
+            change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+            await dropper
+    finally:
+        await session.close()
+        await target.close()
+    account = next(e for e in collector.events
+                   if isinstance(e, Restart) and e.step == "reconcile")
+    assert account.result == "failed"
+    assert account.message.startswith("the server is down after the link came back")
+    log_text = lab.error_log.read_text()
+    assert "no answer within 3 s of the link coming back" in account.message
+    tail = account.message.split("Its error log ends:\n", 1)[1].splitlines()
+    assert tail and all(line.split(" [knobtop")[0] in log_text for line in tail), tail
+    steps = [(e.step, e.result) for e in collector.events if isinstance(e, Restart)]
+    assert steps[-1] == ("rollback", "ok") and killer.revived == 1
+    assert change.result == "failed" and "rolled back" in change.message
+    assert await show_global(info, "innodb_doublewrite") == "ON"
+    assert parse_dropin(lab.dropin_file.read_text()) == {}

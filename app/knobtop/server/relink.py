@@ -15,9 +15,11 @@ from knobtop.hosts.base import HostError
 from knobtop.printable import printable
 from knobtop.server import dropin as static
 from knobtop.server.dropin import FileOwner, ServerNode, Step
+from knobtop.server.incident import log_line
 from knobtop.server.link import ServerError
 
-LOG_TAIL_BYTES = 2000  # of the error log, when the server is found down
+LOG_TAIL_BYTES = 4000  # of the error log, when the server is found down
+LOG_TAIL_LINES = 8
 
 
 class Applier(Protocol):
@@ -31,7 +33,9 @@ class Applier(Protocol):
     query_timeout: float
     connect_timeout: float
 
-    async def wait_until(self, node: ServerNode, deadline: float) -> str: ...
+    def error_log(self, node: ServerNode) -> str: ...
+
+    async def wait_until(self, node: ServerNode, deadline: float, since: str) -> str: ...
 
     async def write(self, node: ServerNode, text: str, owner: FileOwner | None) -> str: ...
 
@@ -50,7 +54,8 @@ def drops_of(node: ServerNode) -> int:
 
 
 def _shown(values: Mapping[str, str | None]) -> str:
-    return ", ".join(f"{k}={'(none)' if v is None else v}" for k, v in values.items())
+    return printable(", ".join(f"{k}={'(none)' if v is None else v}"
+                               for k, v in values.items()), newlines=False)
 
 
 async def _reconnect(applier: Applier, node: ServerNode, reason: str) -> None:
@@ -91,7 +96,8 @@ async def _values(applier: Applier, node: ServerNode,
     """The server's values of ``names`` once it answers (within ``settle_timeout``), or
     None and why not."""
     try:
-        await applier.wait_until(node, time.monotonic() + applier.settle_timeout)
+        await applier.wait_until(node, time.monotonic() + applier.settle_timeout,
+                                 f"within {applier.settle_timeout:g} s of the link coming back")
     except static.StaticChangeError as exc:
         return None, str(exc)
     link = node.link()
@@ -105,17 +111,22 @@ async def _values(applier: Applier, node: ServerNode,
         await link.close()
 
 
-async def _log_tail(node: ServerNode) -> str:
-    if node.error_log is None:
-        return "its error log is not known here"
+async def _log_tail(applier: Applier, node: ServerNode) -> str:
+    """The error log's last lines, redacted and printable as the incident page has them."""
+    path = applier.error_log(node)
+    if not path:
+        return "its error log is not known here (the server did not name one)"
     try:
         result = await node.host.run(
-            node.argv("dropin_path", ["tail", "-c", str(LOG_TAIL_BYTES), "--",
-                                      str(node.error_log)]), limit=15.0)
+            node.argv("dropin_path", ["tail", "-c", str(LOG_TAIL_BYTES), "--", path]),
+            limit=15.0)
     except HostError as exc:
-        return f"cannot read its error log {node.error_log}: {exc}"
-    text = static.output_tail(result.stdout.strip() or result.stderr.strip(), LOG_TAIL_BYTES)
-    return printable(text, newlines=True) or f"{node.error_log} is empty"
+        return f"cannot read its error log {printable(path, newlines=False)}: {exc}"
+    if result.returncode != 0:
+        return (f"cannot read its error log {printable(path, newlines=False)}: "
+                f"{printable(result.stderr.strip()[-200:], newlines=False)}")
+    lines = [log_line(ln) for ln in result.stdout.split("\n") if ln.strip()][-LOG_TAIL_LINES:]
+    return "\n".join(lines) or f"{printable(path, newlines=False)} is empty"
 
 
 async def reconcile(
@@ -150,10 +161,11 @@ async def reconcile(
     names = list(expected) or list(settings)
     values, down = await _values(applier, node, names)
     if values is None:
-        tail = await _log_tail(node)
+        tail = await _log_tail(applier, node)
         applier.on_step(static.Step(
             node.name, "reconcile", "failed", time.monotonic() - started,
-            f"the server is down after the link came back ({down}): {tail}"))
+            f"the server is down after the link came back: {down}. Its error log ends:\n"
+            f"{tail}"))
         # The old drop-in back, restarted, verified (or said why not).
         await applier.rollback(node, previous, owner, settings, why)
         return

@@ -7,6 +7,7 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from knobtop.hosts.base import HostError
 from knobtop.hosts.execfiles import sudo_fix, wants_password
@@ -57,6 +58,9 @@ class RestartApplier:
     reconnect_tries: int = 6
     settle_timeout: float = 30.0
     last_downtime: float | None = field(default=None, init=False)
+    # Each remote node's error log as its server names it (read before its first change),
+    # for the account after a dropped link when the server is then found down.
+    _error_logs: dict[str, str] = field(default_factory=dict, init=False)
 
     @property
     def phase_limit(self) -> float:
@@ -100,6 +104,8 @@ class RestartApplier:
 
     async def _apply_node(self, node: ServerNode, settings: Mapping[str, str | None]) -> None:
         drops = relink.drops_of(node)
+        if not node.host.local and node.error_log is None and node.name not in self._error_logs:
+            self._error_logs[node.name] = await self._find_error_log(node)
         stage, reason = "read", ""
         previous: str | None = None
         owner: FileOwner | None = None
@@ -157,9 +163,29 @@ class RestartApplier:
                 f"force did not finish within {self.relink_limit:g} s: check the server and "
                 f"{node.dropin_path} on {node.host.name} by hand", rolled_back=False) from None
 
+    async def _find_error_log(self, node: ServerNode) -> str:
+        """``@@log_error`` (made absolute with ``@@datadir``), "" when the server logs to
+        stderr or does not say within the query bounds (nothing depends on it)."""
+        link = node.link()
+        try:
+            async with asyncio.timeout(self.connect_timeout + self.query_timeout):
+                await link.connect()
+                rows = await link.query("SELECT @@log_error, @@datadir",
+                                        timeout=self.query_timeout)
+        except (ServerError, TimeoutError):
+            return ""
+        finally:
+            await link.close()
+        path, datadir = (str(rows[0][0] or ""), str(rows[0][1] or "")) if rows else ("", "")
+        return str(PurePosixPath(datadir) / path) if path and not path.startswith("/") else path
+
+    def error_log(self, node: ServerNode) -> str:
+        return str(node.error_log) if node.error_log is not None else (
+            self._error_logs.get(node.name, ""))
+
     # What server/relink.py uses of the steps.
-    async def wait_until(self, node: ServerNode, deadline: float) -> str:
-        return await self._wait(node, deadline)
+    async def wait_until(self, node: ServerNode, deadline: float, since: str) -> str:
+        return await self._wait(node, deadline, since)
 
     async def write(self, node: ServerNode, text: str, owner: FileOwner | None) -> str:
         return await self._write(node, text, owner)
@@ -327,7 +353,8 @@ class RestartApplier:
             )
         return node.restart_command
 
-    async def _wait(self, node: ServerNode, deadline: float) -> str:
+    async def _wait(self, node: ServerNode, deadline: float,
+                    since: str = "") -> str:
         """Poll until the node answers and is healthy, each attempt cut off at ``deadline``
         (a server that accepts connections but never answers cannot hold it)."""
         detail = "no answer yet"
@@ -349,7 +376,8 @@ class RestartApplier:
                 await link.close()
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         raise StaticChangeError(
-            f"{node.name}: not back within {self.wait_timeout:g} s of the restart ({detail})",
+            f"{node.name}: not back within {self.wait_timeout:g} s of the restart ({detail})"
+            if not since else f"{node.name}: no answer {since} ({detail})",
             rolled_back=False,
         )
 
