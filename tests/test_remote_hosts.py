@@ -16,7 +16,14 @@ import pytest
 from conftest import EventCollector, show_global
 from harness.binaries import require_binary
 from harness.sshd import SshServer, kill_session, make_host, system_user
-from knobtop.connect import ConnectError, SshOptions, build_hosts, preflight, server_nodes
+from knobtop.connect import (
+    ConnectError,
+    Hosts,
+    SshOptions,
+    build_hosts,
+    preflight,
+    server_nodes,
+)
 from knobtop.hosts.base import HostError
 from knobtop.hosts.ssh import SshHost
 from knobtop.journal import Change, Load, Restart, Sample
@@ -36,6 +43,7 @@ from knobtop.server.static import (
 )
 from knobtop.session.core import Session, SessionConfig
 from knobtop.session.sampler import host_facts
+from test_connect import knobtop, ssh_args, wait_journal, write_profile
 
 pytestmark = pytest.mark.integration
 
@@ -212,18 +220,20 @@ def sudo_profile(path: Path, srv: SshServer, user: str, lab: Sandbox) -> Profile
     return load_profile(str(path))
 
 
-def ssh_options(srv: SshServer) -> SshOptions:
-    return SshOptions(known_hosts=str(srv.known_hosts_path), identities=(str(srv.client_key_path),),
-                      config="none")
+def as_user(srv: SshServer, lab: Sandbox, path: Path, user: str
+            ) -> tuple[Profile, SshOptions, Hosts]:
+    """The profile with ``sudo = true`` for ``user``, this test's SSH options, its hosts."""
+    profile = sudo_profile(path, srv, user, lab)
+    ssh = SshOptions(known_hosts=str(srv.known_hosts_path),
+                     identities=(str(srv.client_key_path),), config="none")
+    return profile, ssh, build_hosts(profile, ssh)
 
 
 async def test_a_non_root_user_with_passwordless_sudo_restarts_the_server(
     users_sshd: SshServer, lab: Sandbox, tmp_path: Path
 ) -> None:
     info = lab.connection()
-    profile = sudo_profile(tmp_path / "sudo.toml", users_sshd, SUDO_USER, lab)
-    ssh = ssh_options(users_sshd)
-    hosts = build_hosts(profile, ssh)
+    profile, ssh, hosts = as_user(users_sshd, lab, tmp_path / "sudo.toml", SUDO_USER)
     steps: list[Step] = []
     try:
         async with asyncio.timeout(LIMIT):
@@ -250,9 +260,7 @@ async def test_a_user_without_sudo_is_told_the_fix_before_anything_changes(
     users_sshd: SshServer, lab: Sandbox, tmp_path: Path
 ) -> None:
     info = lab.connection()
-    profile = sudo_profile(tmp_path / "nosudo.toml", users_sshd, NO_SUDO_USER, lab)
-    ssh = ssh_options(users_sshd)
-    hosts = build_hosts(profile, ssh)
+    profile, ssh, hosts = as_user(users_sshd, lab, tmp_path / "nosudo.toml", NO_SUDO_USER)
     before = lab.dropin_file.read_bytes() if lab.dropin_file.exists() else None
     pid = lab.running_pid()
     steps: list[Step] = []
@@ -476,3 +484,33 @@ async def test_a_server_found_down_after_the_link_came_back_is_said_and_rolled_b
     assert change.result == "failed" and "rolled back" in change.message
     assert await show_global(info, "innodb_doublewrite") == "ON"
     assert parse_dropin(lab.dropin_file.read_text()) == {}
+
+
+def test_connect_with_a_client_host_without_sftp_runs_the_load(
+    tmp_path: Path, ssh_target: SshServer, bare_sshd: SshServer, mariadb: Sandbox,
+    sysbench_path: str,
+) -> None:
+    """`knobtop connect --headless`, sysbench on a client host whose sshd has no SFTP (its
+    password file written by the exec channel): the load runs, the host facts say so."""
+    profile = tmp_path / "bare.toml"
+    write_profile(profile, ssh_target, bare_sshd, mariadb)
+    journal = tmp_path / "bare.knobtop.jsonl"
+    proc = knobtop(
+        str(profile), *ssh_args(tmp_path, ssh_target, bare_sshd), "--headless",
+        "--duration", "60", "--journal", str(journal), "--load", "oltp_point_select",
+        "--threads", "1", "--tables", "1", "--table-size", "1000", "--interval", "0.5",
+        home=tmp_path / "home", password=mariadb.password(),
+    )
+    try:
+        wait_journal(proc, journal, lambda evs: sum(
+            e["ev"] == "load" and float(e["tps"]) > 0 for e in evs) >= 2)  # type: ignore[arg-type]
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    header = orjson.loads(journal.read_bytes().split(b"\n")[0])
+    facts = header["hosts"]
+    target = f"{ssh_target.user}@{ssh_target.host}:{ssh_target.port}"
+    assert (facts["app"]["files"], facts[target]["files"]) == ("exec", "sftp")
+    assert facts["app"]["user"] == bare_sshd.user and facts["app"]["sudo"] is False
+    assert "Traceback" not in err and mariadb.password() not in journal.read_text()

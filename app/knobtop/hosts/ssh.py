@@ -625,17 +625,18 @@ class SshHost:
             self._set_state("up", "")
             return conn
 
-    async def _probe_sftp(self, conn: asyncssh.SSHClientConnection) -> str:
-        """Whether the host's sshd has the SFTP subsystem ("sftp"), else "exec"."""
+    async def _probe_sftp(self, conn: asyncssh.SSHClientConnection) -> str | None:
+        """Whether the host's sshd has the SFTP subsystem ("sftp"), else "exec"; None when
+        the connection went meanwhile (the next connect asks again)."""
         try:
             async with asyncio.timeout(OP_LIMIT):
                 sftp = await conn.start_sftp_client()
         except TimeoutError:
-            return "exec"  # asked again by no one: a hung SFTP start would hang every write
+            return "exec"  # a hung SFTP start would hang every write; commands work anyway
+        except (asyncssh.DisconnectError, OSError, EOFError):
+            return None
         except asyncssh.Error:
-            return "exec"
-        except (OSError, EOFError):
-            return "sftp"  # the connection went: the next connect does not ask again
+            return "exec"  # "subsystem request failed": no Subsystem sftp in sshd_config
         sftp.exit()
         return "sftp"
 
