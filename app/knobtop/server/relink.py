@@ -169,7 +169,9 @@ async def reconcile(
         # The old drop-in back, restarted, verified (or said why not).
         await applier.rollback(node, previous, owner, settings, why)
         return
-    in_force = all(static.same_value(v, values.get(k)) for k, v in expected.items())
+    # Lines only dropped (no value to compare): what the drop-in holds is the answer.
+    in_force = all(static.same_value(v, values.get(k)) for k, v in expected.items()) \
+        if expected else dropin_new
     found = _shown({k: values.get(k) for k in names})
     if in_force and dropin_new:
         applier.on_step(static.Step(
