@@ -1,6 +1,6 @@
 """The exec channel's file commands (issue 42): every path reaches ``sh -c`` as one word,
 whatever it holds; what a failure means; sudo -n asking for a password
-is recognised (sudo 1.9.13p3 on the test machine).
+is recognised (sudo 1.9.13p3 on the test machine)."""
 
 from __future__ import annotations
 
