@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 LAB_PKGS  := mariadb-server sysbench
 BENCH_PKGS := mariadb-server sysbench tmux
 TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux \
-             zsh fish chromium
+             zsh fish chromium sudo
 
 .PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean \
         docs docs-ref screenshot
@@ -100,7 +100,8 @@ missing = $(strip \
   $(if $(filter tmux,$(1)),$(if $(shell command -v tmux),,tmux)) \
   $(if $(filter zsh,$(1)),$(if $(shell command -v zsh),,zsh)) \
   $(if $(filter fish,$(1)),$(if $(shell command -v fish),,fish)) \
-  $(if $(filter chromium,$(1)),$(if $(wildcard /usr/bin/chromium),,chromium)))
+  $(if $(filter chromium,$(1)),$(if $(wildcard /usr/bin/chromium),,chromium)) \
+  $(if $(filter sudo,$(1)),$(if $(shell command -v sudo),,sudo)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-from knobtop.ui.widgets.host_panel import COLUMNS, HostLines, Row, host_table
+from knobtop.ui.widgets.host_panel import COLUMNS, HostLines, Row, host_notes, host_table
 
 
 def lines(renderable: object, width: int) -> list[list[tuple[str, object]]]:
@@ -45,3 +45,12 @@ def test_the_panels_lines_are_the_tables_at_every_width() -> None:
         assert got == lines(host_table(rows), width), (rows, width)
         drawn_here += all(len(line) == 1 for line in got)  # its own lines, not the Table's
     assert drawn_here > 200  # most widths leave the host column room: drawn directly
+
+
+def test_the_host_column_says_how_the_host_is_reached() -> None:
+    """Issue 42: the journal's host facts say files go over the exec channel (no SFTP
+    subsystem) and sudo is used there; the panel says so after the host's name."""
+    assert host_notes({"files": "exec", "sudo": True}) == " (no sftp, sudo)"
+    assert host_notes({"files": "sftp", "sudo": False}) == ""
+    assert host_notes({"files": "exec"}) == " (no sftp)"
+    assert host_notes(None) == "" and host_notes(["exec"]) == ""

@@ -60,7 +60,8 @@ def test_example_file_loads() -> None:
     target = profile.target
     assert target.ssh == "db1"
     assert target.jump == "bastion"
-    assert target.restart_command == "sudo systemctl restart mariadb"
+    assert target.restart_command == "systemctl restart mariadb"
+    assert target.sudo == {"restart_command", "dropin_path"}
     assert target.dropin_path == "/etc/mysql/mariadb.conf.d/99-knobtop.cnf"
     assert target.flavor == "mariadb"
     assert target.mysql == MysqlSpec(
@@ -827,3 +828,45 @@ def test_example_file_commented_nodes_and_ndb_load(tmp_path: Path) -> None:
     assert profile.nodes[1].mysql_socket == "/run/mysqld/mysqld2.sock"
     assert profile.ndb is not None
     assert (profile.ndb.ssh, profile.ndb.connect_string) == ("mgm1", "mgm1:1186")
+
+
+# --------------------------------------------------------------------------- sudo (issue 42)
+
+
+def test_sudo_true_a_list_and_a_node_default(tmp_path: Path) -> None:
+    body = ('[target]\nssh = "db1"\nrestart_command = "systemctl restart mariadb"\n'
+            'dropin_path = "/etc/mysql/conf.d/zz.cnf"\nsudo = true\n')
+    profile = load_profile(str(write(tmp_path, body)))
+    assert profile.server_nodes()[0].sudo == {"restart_command", "dropin_path"}
+    listed = load_profile(str(write(tmp_path, body.replace("sudo = true",
+                                                            'sudo = ["restart_command"]'))))
+    assert listed.server_nodes()[0].sudo == {"restart_command"}
+    off = load_profile(str(write(tmp_path, body.replace("sudo = true", "sudo = false"))))
+    assert off.server_nodes()[0].sudo == frozenset()
+    nodes = ('[target]\nssh = "db1"\nsudo = ["dropin_path"]\n'
+             '[[node]]\nname = "a"\nrestart_command = "r"\ndropin_path = "/x.cnf"\n'
+             '[[node]]\nname = "b"\nrestart_command = "r"\ndropin_path = "/x.cnf"\nsudo = true\n')
+    a, b = load_profile(str(write(tmp_path, nodes))).server_nodes()
+    assert a.sudo == {"dropin_path"} and b.sudo == {"restart_command", "dropin_path"}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem", "fix"),
+    [
+        ('["restart_comand"]', "'restart_comand' is not something sudo can be used for",
+         "did you mean 'restart_command'?"),
+        ('"yes"', "expected true, false or a list of names", "sudo = true"),
+        ("[1]", "expected true, false or a list of names", 'sudo = ["restart_command"]'),
+    ],
+)
+def test_bad_sudo_values_name_the_fix(tmp_path: Path, value: str, problem: str,
+                                      fix: str) -> None:
+    err = refused(write(tmp_path, f'[target]\nssh = "db1"\nsudo = {value}\n'), "target.sudo")
+    assert problem in err.problem and fix in err.fix
+
+
+def test_sudo_on_this_machine_is_refused(tmp_path: Path) -> None:
+    err = refused(write(tmp_path, "[target]\nsudo = true\n"), "target.sudo")
+    assert "SSH hosts only" in err.problem and "set ssh" in err.fix
+    typo = refused(write(tmp_path, '[target]\nssh = "db1"\nsuod = true\n'), "target.suod")
+    assert "did you mean 'sudo'?" in typo.fix

@@ -24,7 +24,7 @@ from knobtop.profiles import ClientSpec, Profile, password_from_mycnf, server_ad
 from knobtop.server.health import node_health
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink
 from knobtop.server.ndb import NdbRollingRestart
-from knobtop.server.static import ServerNode
+from knobtop.server.static import ServerNode, StaticChangeError, check_sudo
 
 if TYPE_CHECKING:
     from knobtop.hosts.ssh import SshHost
@@ -258,8 +258,10 @@ def server_nodes(
             name=spec.name, host=host,
             link=functools.partial(ServerLink, node_info, via=tunnel),
             restart_command=spec.restart_command, dropin_path=PurePosixPath(spec.dropin_path),
-            healthy=node_healthy,
+            healthy=node_healthy, sudo=spec.sudo,
         ))
+        if spec.sudo and (remote := as_ssh(host)) is not None:
+            remote.sudo = True  # said in the journal's host facts and the Hosts panel
     return tuple(out)
 
 
@@ -302,7 +304,8 @@ def server_link(hosts: Hosts, info: ConnectionInfo, via: bool) -> ServerLink:
 
 
 async def preflight(
-    profile: Profile, hosts: Hosts, info: ConnectionInfo, via: bool, want_load: bool
+    profile: Profile, hosts: Hosts, info: ConnectionInfo, via: bool, want_load: bool,
+    ssh: SshOptions | None = None,
 ) -> str:
     """Reach every host and the server once, so problems surface before the screen
     opens; returns a one-line description of the server."""
@@ -318,6 +321,19 @@ async def preflight(
         version = await link.connect()
     finally:
         await link.close()
+    # sudo -n true where the profile uses sudo: a password it would ask is named now
+    nodes = server_nodes(profile, hosts, info, ssh or SshOptions(), via=via)
+    try:
+        for node in nodes:
+            try:
+                await check_sudo(node)
+            except StaticChangeError as exc:
+                raise ConnectError(str(exc)) from None
+    finally:
+        for node in nodes:
+            if all(node.host is not h for h in hosts.all):
+                with contextlib.suppress(Exception):
+                    await node.host.close()
     if want_load and hosts.clients:
         for driver in client_drivers(profile, hosts, info):
             try:

@@ -6,8 +6,10 @@ honoured) or at any path.  Layout (``knobtop/profile_example.toml`` is a complet
     [target]
     ssh = "db1"                # alias from ~/.ssh/config or user@host:port; omit for this machine
     jump = "bastion"           # optional
-    restart_command = "sudo systemctl restart mariadb"
+    restart_command = "systemctl restart mariadb"
     dropin_path = "/etc/mysql/mariadb.conf.d/99-knobtop.cnf"
+    sudo = true                # optional: the restart and the drop-in through sudo -n (SSH
+                               #   only); or a list: sudo = ["restart_command"]
     flavor = "mariadb"         # optional override: mariadb | mysql
     [target.mysql]
     host = "127.0.0.1"         # as seen from the target host
@@ -46,6 +48,7 @@ others can read raise ``ProfileError`` naming the file, the dotted key and the f
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -84,6 +87,7 @@ DEFAULT_NODE_TIMEOUT = 600.0
 FLAVORS = ("mariadb", "mysql")
 COMMAND_LINE = "command line"
 
+SUDO_KEYS = ("restart_command", "dropin_path")  # what ``sudo`` may name
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _DEST_FIX = (
     "use an alias from ~/.ssh/config, host, user@host or user@host:port "
@@ -144,6 +148,7 @@ class TargetSpec:
     restart_command: str | None = None
     dropin_path: str | None = None
     flavor: str | None = None
+    sudo: frozenset[str] = frozenset()  # of SUDO_KEYS: run through ``sudo -n``
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +182,7 @@ class NodeSpec:
     mysql_socket: str | None
     restart_command: str
     dropin_path: str
+    sudo: frozenset[str] = frozenset()  # of SUDO_KEYS: run through ``sudo -n``
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +237,7 @@ class Profile:
                 mysql_socket=target.mysql.socket,
                 restart_command=target.restart_command,
                 dropin_path=target.dropin_path,
+                sudo=target.sudo,
             ),
         )
 
@@ -408,6 +415,32 @@ class _Reader(Reader):
             raise self.wrong_type(f"{prefix}.{key}" if prefix else key, "a table", value, fix)
         return value
 
+    def sudo(self, table: Table, prefix: str, ssh: str | None) -> frozenset[str]:
+        """``sudo = true | false | ["restart_command", "dropin_path"]``: which of the node's
+        restart command and drop-in go through ``sudo -n`` (never a password)."""
+        if "sudo" not in table:
+            return frozenset()
+        value = table["sudo"]
+        dotted = f"{prefix}.sudo"
+        fix = 'write sudo = true, or a list of what needs it: sudo = ["restart_command"]'
+        if isinstance(value, bool):
+            chosen = frozenset(SUDO_KEYS) if value else frozenset()
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            for item in value:
+                if item not in SUDO_KEYS:
+                    close = difflib.get_close_matches(item, SUDO_KEYS, n=1, cutoff=0.6)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise self.error(dotted, f"{item!r} is not something sudo can be used for",
+                                     f"{hint}name any of {', '.join(SUDO_KEYS)}")
+            chosen = frozenset(value)
+        else:
+            raise self.wrong_type(dotted, "true, false or a list of names", value, fix)
+        if chosen and ssh is None:
+            raise self.error(dotted, "sudo is used on SSH hosts only, and this one is this "
+                             "machine (no ssh)", "remove sudo and run knobtop as a user who can "
+                             "restart the server and write the drop-in, or set ssh")
+        return chosen
+
     def destination(self, value: str | None, dotted: str) -> str | None:
         if value is None:
             return None
@@ -438,7 +471,8 @@ class _Reader(Reader):
     def target(self, table: Table) -> TargetSpec:
         p = "target"
         self.check_keys(
-            table, ("ssh", "jump", "mysql", "restart_command", "dropin_path", "flavor"), p
+            table, ("ssh", "jump", "mysql", "restart_command", "dropin_path", "flavor", "sudo"),
+            p,
         )
         ssh = self.destination(
             self.opt_str(table, "ssh", p, empty_fix="omit ssh for this machine, or " + _DEST_FIX),
@@ -487,6 +521,7 @@ class _Reader(Reader):
             restart_command=restart,
             dropin_path=dropin,
             flavor=flavor,
+            sudo=self.sudo(table, p, ssh),
         )
 
     def endpoint(
@@ -647,7 +682,8 @@ class _Reader(Reader):
         return tuple(out)
 
     def node(self, table: Table, p: str, target: TargetSpec) -> NodeSpec:
-        self.check_keys(table, ("name", "ssh", "mysql", "restart_command", "dropin_path"), p)
+        self.check_keys(
+            table, ("name", "ssh", "mysql", "restart_command", "dropin_path", "sudo"), p)
         name = self.req_str(table, "name", p, example='"db1" (a unique label for this server)')
         ssh = self.destination(
             self.opt_str(table, "ssh", p, empty_fix="omit ssh to use target.ssh, or " + _DEST_FIX),
@@ -687,6 +723,8 @@ class _Reader(Reader):
             mysql_socket=default.socket if socket is None else socket,
             restart_command=restart,
             dropin_path=dropin,
+            sudo=(self.sudo(table, p, target.ssh if ssh is None else ssh) if "sudo" in table
+                  else target.sudo),
         )
 
     def ndb(self, table: Table, target: TargetSpec) -> NdbSpec:

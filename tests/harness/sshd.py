@@ -52,8 +52,15 @@ class SshServer:
         log_level: str = "VERBOSE",
         start_attempts: int = 3,
         listen: str = "127.0.0.1",
+        sftp: bool = True,
+        login_users: tuple[str, ...] = (),
     ) -> None:
         self.host = listen
+        # False: no ``Subsystem sftp`` line, as on hardened hosts (knobtop falls back to exec)
+        self.sftp = sftp
+        # Other local users who may log in with the client key (see ``system_user``): the
+        # key files' directory is opened for them to read (sshd reads them as that user).
+        self.login_users = login_users
         self.sshd_path = sshd_path
         self.startup_timeout = startup_timeout
         self.log_level = log_level
@@ -81,6 +88,9 @@ class SshServer:
         try:
             self.dir = Path(self._tmp.name)
             self._write_keys()
+            if self.login_users:
+                self.dir.chmod(0o711)
+                self.authorized_keys_path.chmod(0o644)
             if os.geteuid() == 0:
                 # sshd refuses to start as root without its privilege-separation dir.
                 os.makedirs(_PRIVSEP_DIR, mode=0o755, exist_ok=True)
@@ -227,7 +237,7 @@ class SshServer:
                     "PubkeyAuthentication yes",
                     "PermitRootLogin prohibit-password",
                     "PrintMotd no",
-                    "Subsystem sftp internal-sftp",
+                    *(["Subsystem sftp internal-sftp"] if self.sftp else []),
                     f"LogLevel {self.log_level}",
                     "",
                 ]
@@ -282,6 +292,57 @@ class SshServer:
             return data
 
 
+def kill_session(srv: SshServer) -> list[int]:
+    """Drop every SSH connection to ``srv`` (SIGKILL its per-connection sshd processes),
+    leaving the listener up: a link that drops, and may be made again at once."""
+    assert srv.pid is not None
+    victims = srv._session_pids(srv.pid)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return victims
+
+
+SUDOERS = Path("/etc/sudoers.d/knobtop-test")
+
+
+def _shadow_field(name: str) -> str:
+    for line in Path("/etc/shadow").read_text().splitlines():
+        user, _, rest = line.partition(":")
+        if user == name:
+            return rest.partition(":")[0]
+    return ""
+
+
+def system_user(name: str, *, sudo: bool) -> str:
+    """A system user ``name`` for the tests (created once, kept: the machine is a
+    throwaway CI one), with passwordless sudo for ``sh`` and ``true`` only when ``sudo``
+    (a NOPASSWD line in /etc/sudoers.d/knobtop-test). Needs root."""
+    if os.geteuid() != 0:
+        raise SshServerError(f"creating the test user {name} needs root")
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--shell", "/bin/sh", "--create-home",
+                        "--home-dir", f"/var/lib/{name}", name], check=True,
+                       capture_output=True)
+    # "*": no password to log in with, but not locked ("!"), which sshd without PAM refuses
+    if not _shadow_field(name).startswith("*"):
+        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
+    if sudo:
+        line = (f"{name} ALL=(root) NOPASSWD: /usr/bin/sh, /bin/sh, /usr/bin/true, "
+                "/bin/true\n")
+        lines = SUDOERS.read_text().splitlines(keepends=True) if SUDOERS.exists() else []
+        if line not in lines:
+            SUDOERS.parent.mkdir(mode=0o750, exist_ok=True)
+            tmp = SUDOERS.with_name(".knobtop-test.tmp")
+            _write_private(tmp, "".join([*lines, line]).encode())
+            tmp.chmod(0o440)
+            subprocess.run(["visudo", "-cf", str(tmp)], check=True, capture_output=True)
+            tmp.replace(SUDOERS)
+    return name
+
+
 def make_host(srv: SshServer, **overrides: Any) -> SshHost:
     """An SshHost for ``srv``: its client key and known_hosts, no agent, no ssh config."""
     options: dict[str, Any] = {
@@ -291,5 +352,6 @@ def make_host(srv: SshServer, **overrides: Any) -> SshHost:
         "agent_path": None,
         "connect_timeout": 5.0,
     }
+    user = overrides.pop("user", srv.user)  # another local user (see ``system_user``)
     options.update(overrides)
-    return SshHost(f"{srv.user}@{srv.host}:{srv.port}", **options)
+    return SshHost(f"{user}@{srv.host}:{srv.port}", **options)

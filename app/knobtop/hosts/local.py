@@ -232,11 +232,20 @@ class LocalHost:
     async def which(self, program: str) -> str | None:
         return shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
 
-    async def read_file(self, path: PurePath) -> bytes:
+    async def read_file(self, path: PurePath, *, sudo: bool = False) -> bytes:
+        self._no_sudo(sudo)
         return await asyncio.to_thread(Path(path).read_bytes)
 
-    async def write_file_atomic(self, path: PurePath, data: bytes, mode: int = 0o600) -> None:
+    async def write_file_atomic(
+        self, path: PurePath, data: bytes, mode: int = 0o600, *, sudo: bool = False
+    ) -> None:
+        self._no_sudo(sudo)
         await asyncio.to_thread(write_atomic, Path(path), data, mode)
+
+    def _no_sudo(self, sudo: bool) -> None:
+        if sudo:  # profiles refuse it (tomlcheck names the key); this is the last guard
+            raise HostError(f"{self.name}: sudo is for SSH hosts: run knobtop as a user who "
+                            "can write the drop-in here, or reach this machine over SSH")
 
     def cpu_times(self) -> list[float]:
         times = psutil.cpu_times()

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import asyncssh
 
+from knobtop.hosts import execfiles
 from knobtop.hosts.base import HOST_CPU_FIELDS, CommandResult, HostError
 from knobtop.hosts.base import parse_destination as base_parse_destination
 from knobtop.hosts.names import check_resolves, config_line
@@ -459,6 +460,12 @@ class SshHost:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._jump_conn: asyncssh.SSHClientConnection | None = None
         self._sftp: tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient] | None = None
+        # How files are read and written: "sftp", or "exec" (cat, and a write to a temporary
+        # name then mv) when the sshd has no SFTP subsystem; tried once, at the first connect.
+        self.files: str | None = None
+        self.sudo = False  # a profile's restart or drop-in on this host goes through sudo -n
+        self.user = ""  # the remote login, once connected
+        self.drops = 0  # connections lost (not closed by knobtop): a static change checks it
         self._lock = asyncio.Lock()
         self._state = "new"
         self._down_reason = ""
@@ -490,6 +497,7 @@ class SshHost:
             return
         self._conn = None
         self._sftp = None
+        self.drops += 1
         if self._jump_conn is not None:
             self._jump_conn.close()
             self._jump_conn = None
@@ -671,8 +679,26 @@ class SshHost:
             self._conn = conn
             self._backoff = BACKOFF_FIRST
             self._next_try = 0.0
+            self.user = str(conn.get_extra_info("username") or "")
+            if self.files is None:
+                self.files = await self._probe_sftp(conn)
             self._set_state("up", "")
             return conn
+
+    async def _probe_sftp(self, conn: asyncssh.SSHClientConnection) -> str | None:
+        """Whether the host's sshd has the SFTP subsystem ("sftp"), else "exec"; None when
+        the connection went meanwhile (the next connect asks again)."""
+        try:
+            async with asyncio.timeout(OP_LIMIT):
+                sftp = await conn.start_sftp_client()
+        except TimeoutError:
+            return "exec"  # a hung SFTP start would hang every write; commands work anyway
+        except (asyncssh.DisconnectError, OSError, EOFError):
+            return None
+        except asyncssh.Error:
+            return "exec"  # "subsystem request failed": no Subsystem sftp in sshd_config
+        sftp.exit()
+        return "sftp"
 
     async def connect(self) -> None:
         """Connect now (otherwise the first call does); raises HostError with the fix."""
@@ -811,19 +837,63 @@ class SshHost:
         self._sftp = (conn, sftp)
         return sftp
 
-    async def read_file(self, path: PurePath) -> bytes:
+    async def read_file(self, path: PurePath, *, sudo: bool = False) -> bytes:
+        """The file's bytes: over SFTP, or ``cat`` where there is none (or with ``sudo``)."""
+        await self._ensure()
+        if sudo or self.files == "exec":
+            return await self._exec_file(execfiles.read_command(str(path), sudo=sudo), None,
+                                         f"cannot read {path}")
         sftp = await self._sftp_client()
         with self._errors(f"cannot read {path}"):
             async with asyncio.timeout(OP_LIMIT), sftp.open(str(path), "rb", encoding=None) as fh:
                 data = await fh.read()
         return cast(bytes, data)
 
-    async def write_file_atomic(self, path: PurePath, data: bytes, mode: int = 0o600) -> None:
+    async def _exec_file(self, command: str, data: bytes | None, what: str) -> bytes:
+        """Run one file script on the exec channel, ``data`` as its stdin, within OP_LIMIT;
+        its stdout, or the OSError/HostError its failure means."""
+        conn = await self._ensure()
+        proc: asyncssh.SSHClientProcess[bytes] | None = None
+        try:
+            async with asyncio.timeout(OP_LIMIT):
+                with self._errors(what):
+                    proc = await conn.create_process(command, encoding=None)
+                    out, err = await proc.communicate(data if data is not None else b"")
+        except TimeoutError:
+            raise HostError(f"{self.name}: {what}: no answer within {OP_LIMIT:g} s") from None
+        finally:
+            if proc is not None:
+                proc.close()
+        result = execfiles.ExecResult(proc.returncode, out or b"",
+                                      (err or b"").decode(errors="replace"))
+        if result.returncode == 0:
+            return result.stdout
+        if result.returncode is None:
+            raise HostError(f"{self.name}: {what}: the connection was lost")
+        if execfiles.wants_password(result.stderr):
+            raise HostError(execfiles.sudo_fix(self.user or "this user", self.name,
+                                               ["sh -c (knobtop's file scripts)"]))
+        problem = execfiles.file_error(self.name, what, result)
+        if problem is not None:
+            raise problem
+        raise HostError(f"{self.name}: {what}: {result.stderr.strip()[-300:] or 'failed'} "
+                        f"(exit {result.returncode})")
+
+    async def write_file_atomic(
+        self, path: PurePath, data: bytes, mode: int = 0o600, *, sudo: bool = False
+    ) -> None:
         """Write a temp file in the same directory, chmod, keep the old one as NAME.prev
-        (hard link), then rename over: readers never see half a file."""
+        (hard link), then rename over: readers never see half a file.  Over SFTP, or by
+        the exec channel's write script where there is none (or with ``sudo``)."""
         target = PurePosixPath(path)
         tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}")
         prev = str(target.parent / f"{target.name}.prev")
+        await self._ensure()
+        if sudo or self.files == "exec":
+            await self._exec_file(
+                execfiles.write_command(str(target), tmp, prev, mode, sudo=sudo), data,
+                f"cannot write {path}")
+            return
         sftp = await self._sftp_client()
         with self._errors(f"cannot write {path}"):
             async with asyncio.timeout(OP_LIMIT):

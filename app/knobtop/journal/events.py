@@ -145,7 +145,7 @@ class Restart(Event):
 
     kind: ClassVar[str] = "restart"
     node: str
-    step: str  # write_dropin | restart | wait | verify | rollback
+    step: str  # write_dropin | restart | wait | verify | rollback | reconnect | reconcile
     result: str  # ok | failed
     seconds: float
     message: str = ""

@@ -329,3 +329,6 @@ def _log_line(line: str, user: str = "") -> str:
     text = text if len(text) <= LOG_LINE_CHARS else text[: LOG_LINE_CHARS - 1] + "…"
     label = own_label(line, user) if user else ""
     return f"{text} {label}" if label else text
+
+
+log_line = _log_line  # server/relink.py journals a down server's tail the same way

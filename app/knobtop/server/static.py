@@ -7,128 +7,31 @@ import shlex
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import PurePosixPath
 
-from knobtop.errors import KnobtopError
-from knobtop.hosts.base import Host, HostError
-from knobtop.server.link import QUERY_TIMEOUT, ServerError, ServerLink
-
-DROPIN_HEADER = (
-    "# Written by knobtop: static knob changes of tuning experiments.\n"
-    "# knobtop rewrites this file; remove it to return to the server's own settings.\n"
+from knobtop.hosts.base import HostError
+from knobtop.hosts.execfiles import sudo_fix, wants_password
+from knobtop.server import relink
+from knobtop.server.dropin import (
+    DROPIN_HEADER,
+    DROPIN_MARK,
+    NEW_DROPIN_MODE,
+    FileOwner,
+    ServerNode,
+    StaticChangeError,
+    Step,
+    check_sudo,
+    output_tail,
+    parse_dropin,
+    read_values,
+    render_dropin,
+    same_value,
 )
-# What marks a file as knobtop's own: only such a file (or none) is ever rewritten.
-DROPIN_MARK = DROPIN_HEADER.splitlines()[0]
-NEW_DROPIN_MODE = 0o644
+from knobtop.server.link import QUERY_TIMEOUT, ServerError
+
 # On top of the steps' own limits (see ``RestartApplier.phase_limit``): the drop-in's
 # file transfers and the steps' bookkeeping.
 SETTLE = 5.0
-
-
-class StaticChangeError(KnobtopError, RuntimeError):
-    """A static change failed; ``rolled_back`` says whether the old state is back."""
-
-    def __init__(self, message: str, *, rolled_back: bool) -> None:
-        super().__init__(message)
-        self.rolled_back = rolled_back
-
-
-@dataclass(frozen=True)
-class FileOwner:
-    """An existing drop-in's mode and owner, kept when knobtop rewrites it."""
-
-    mode: int
-    uid: int
-    gid: int
-
-
-@dataclass(frozen=True)
-class ServerNode:
-    """One server that a static change restarts (several for a rolling restart)."""
-
-    name: str
-    host: Host
-    link: Callable[[], ServerLink]  # a fresh, unconnected link to this node
-    restart_command: str
-    dropin_path: PurePath
-    healthy: Callable[[ServerLink], Awaitable[tuple[bool, str]]] | None = None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a static change, journaled as a ``restart`` event."""
-
-    node: str
-    step: str  # "write_dropin" | "restart" | "wait" | "verify" | "rollback"
-    result: str  # "ok" | "failed"
-    seconds: float
-    message: str = ""
-
-
-def parse_dropin(text: str | None) -> dict[str, str]:
-    """The ``[mysqld]`` settings of a knobtop drop-in (other sections are not ours)."""
-    out: dict[str, str] = {}
-    section = ""
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip().lower()
-            continue
-        if section == "mysqld" and "=" in line:
-            key, _, value = line.partition("=")
-            out[key.strip().replace("-", "_").lower()] = value.strip()
-    return out
-
-
-def render_dropin(settings: Mapping[str, str]) -> str:
-    lines = [DROPIN_HEADER, "[mysqld]\n"]
-    lines += [f"{key} = {value}\n" for key, value in sorted(settings.items())]
-    return "".join(lines)
-
-
-def same_value(expected: str, actual: str | None) -> bool:
-    """Does the server's reading equal what was asked (ON/1, 256M/268435456, 90/90.000000)?"""
-    if actual is None:
-        return False
-    a, b = expected.strip().upper(), actual.strip().upper()
-    if a == b:
-        return True
-    truth = {"ON": "1", "TRUE": "1", "OFF": "0", "FALSE": "0"}
-    if truth.get(a, a) == truth.get(b, b):
-        return True
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
-
-
-async def read_values(
-    link: ServerLink, names: Sequence[str], *, timeout: float | None = None
-) -> dict[str, str | None]:
-    rows = await link.query(
-        f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(names))})",
-        list(names),
-        timeout=timeout,
-    )
-    got = {str(k).lower(): None if v is None else str(v) for k, v in rows}
-    return {n: got.get(n) for n in names}
-
-
-def output_tail(text: str, limit: int) -> str:
-    """The last lines of ``text`` that fit in ``limit`` characters, each one whole (a
-    single longer last line is cut at its start)."""
-    lines = text.splitlines()
-    kept: list[str] = []
-    size = 0
-    for line in reversed(lines):
-        size += len(line) + 1
-        if size > limit and kept:
-            break
-        kept.append(line if size <= limit else line[-limit:])
-    return "\n".join(reversed(kept))
-
 
 @dataclass
 class RestartApplier:
@@ -150,7 +53,14 @@ class RestartApplier:
     restart_timeout: float = 300.0  # the restart command alone (within wait_timeout)
     query_timeout: float = QUERY_TIMEOUT  # each health and verify query
     connect_timeout: float = 5.0  # the verify step's connect
+    # After the SSH link dropped mid-change (server/relink.py): tries to reach the host again,
+    # and how long a server found not answering then is given to answer.
+    reconnect_tries: int = 6
+    settle_timeout: float = 30.0
     last_downtime: float | None = field(default=None, init=False)
+    # Each remote node's error log as its server names it (read before its first change),
+    # for the account after a dropped link when the server is then found down.
+    _error_logs: dict[str, str] = field(default_factory=dict, init=False)
 
     @property
     def phase_limit(self) -> float:
@@ -166,11 +76,20 @@ class RestartApplier:
     @property
     def time_limit(self) -> float:
         """The most ``apply`` takes: every node's change and one rollback."""
-        return (len(self.nodes) + 1) * self.phase_limit
+        return (len(self.nodes) + 1) * self.phase_limit + len(self.nodes) * self.relink_limit
+
+    @property
+    def relink_limit(self) -> float:
+        """The most the account after a dropped link takes: the reconnect tries (with their
+        pauses), reading the drop-in and the values, and a rollback."""
+        return (self.reconnect_tries * (self.query_timeout + 5.0) + self.settle_timeout
+                + self.phase_limit + SETTLE)
 
     async def apply(self, settings: Mapping[str, str | None]) -> None:
         """``settings``: knob -> value, or None to drop knobtop's line for it."""
         done: list[str] = []
+        for node in self.nodes:
+            await check_sudo(node, self.query_timeout)  # before anything changes anywhere
         for node in self.nodes:
             try:
                 await self._apply_node(node, settings)
@@ -184,7 +103,10 @@ class RestartApplier:
             done.append(node.name)
 
     async def _apply_node(self, node: ServerNode, settings: Mapping[str, str | None]) -> None:
-        stage = "read"
+        drops = relink.drops_of(node)
+        if not node.host.local and node.error_log is None and node.name not in self._error_logs:
+            self._error_logs[node.name] = await self._find_error_log(node)
+        stage, reason = "read", ""
         previous: str | None = None
         owner: FileOwner | None = None
         try:
@@ -207,7 +129,7 @@ class RestartApplier:
                 stage = "restart"
                 expected = {k: v for k, v in settings.items() if v is not None}
                 await self._restart_and_check(node, expected)
-                return
+                stage = "done"
         except StaticChangeError as exc:
             if stage in ("read", "write"):  # the drop-in was not replaced
                 raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
@@ -220,6 +142,56 @@ class RestartApplier:
             # Cut off mid-write or later: put the old file back whatever got done.
             reason = (f"{node.name}: the change did not finish within {self.phase_limit:g} s "
                       "(restart, wait and verify)")
+        if stage == "done":
+            if relink.link_dropped(node, drops):  # every step said ok, over a link that went
+                await self._relinked(node, previous, owner, settings, "")
+            return
+        if relink.link_dropped(node, drops):
+            # What is in force is found out first: a restart may have happened or not.
+            await self._relinked(node, previous, owner, settings, reason)
+            return
+        await self._rollback(node, previous, owner, settings, reason)
+
+    async def _relinked(self, node: ServerNode, previous: str | None, owner: FileOwner | None,
+                        settings: Mapping[str, str | None], reason: str) -> None:
+        try:
+            async with asyncio.timeout(self.relink_limit):
+                await relink.reconcile(self, node, previous, owner, settings, reason)
+        except TimeoutError:
+            raise StaticChangeError(
+                f"{reason or node.name}; after the SSH link dropped, finding out what is in "
+                f"force did not finish within {self.relink_limit:g} s: check the server and "
+                f"{node.dropin_path} on {node.host.name} by hand", rolled_back=False) from None
+
+    async def _find_error_log(self, node: ServerNode) -> str:
+        """``@@log_error`` (made absolute with ``@@datadir``), "" when the server logs to
+        stderr or does not say within the query bounds (nothing depends on it)."""
+        link = node.link()
+        try:
+            async with asyncio.timeout(self.connect_timeout + self.query_timeout):
+                await link.connect()
+                rows = await link.query("SELECT @@log_error, @@datadir",
+                                        timeout=self.query_timeout)
+        except (ServerError, TimeoutError):
+            return ""
+        finally:
+            await link.close()
+        path, datadir = (str(rows[0][0] or ""), str(rows[0][1] or "")) if rows else ("", "")
+        return str(PurePosixPath(datadir) / path) if path and not path.startswith("/") else path
+
+    def error_log(self, node: ServerNode) -> str:
+        return str(node.error_log) if node.error_log is not None else (
+            self._error_logs.get(node.name, ""))
+
+    # What server/relink.py uses of the steps.
+    async def wait_until(self, node: ServerNode, deadline: float, since: str) -> str:
+        return await self._wait(node, deadline, since)
+
+    async def write(self, node: ServerNode, text: str, owner: FileOwner | None) -> str:
+        return await self._write(node, text, owner)
+
+    async def rollback(self, node: ServerNode, previous: str | None, owner: FileOwner | None,
+                       settings: Mapping[str, str | None], reason: str) -> None:
         await self._rollback(node, previous, owner, settings, reason)
 
     async def _restart_and_check(self, node: ServerNode, expected: Mapping[str, str]) -> None:
@@ -290,7 +262,8 @@ class RestartApplier:
         knobtop did not write (not empty, no header) is refused: rewriting it would lose
         what it holds."""
         try:
-            text = (await node.host.read_file(node.dropin_path)).decode(errors="replace")
+            text = (await node.host.read_file(node.dropin_path, sudo=node.dropin_sudo)
+                    ).decode(errors="replace")
         except FileNotFoundError:
             return None, None
         except (OSError, HostError) as exc:
@@ -309,8 +282,8 @@ class RestartApplier:
         try:
             # -L: through a symlink, the file's mode and owner (a link's own are 0777/any)
             result = await node.host.run(
-                ["sh", "-c", 'stat -L -c "%a %u %g" -- "$1" && id -u', "sh",
-                 str(node.dropin_path)],
+                node.argv("dropin_path", ["sh", "-c", 'stat -L -c "%a %u %g" -- "$1" && id -u',
+                                          "sh", str(node.dropin_path)]),
                 limit=self.query_timeout,
             )
             mode, uid, gid, me = result.stdout.split()
@@ -337,15 +310,17 @@ class RestartApplier:
         the new file is in place (a failure after that leaves it changed)."""
         mode = owner.mode if owner is not None else NEW_DROPIN_MODE
         try:
-            await node.host.write_file_atomic(node.dropin_path, text.encode(), mode)
+            await node.host.write_file_atomic(node.dropin_path, text.encode(), mode,
+                                              sudo=node.dropin_sudo)
             if written is not None:
                 written()
             if owner is not None:
                 # The new file is the writer's; hand it back (a no-op when that is its owner).
                 result = await node.host.run(
-                    ["sh", "-c", 'stat -L -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
-                     'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
-                     str(owner.uid), str(owner.gid)],
+                    node.argv("dropin_path", [
+                        "sh", "-c", 'stat -L -c "%u %g" -- "$1" | grep -qx "$2 $3" || '
+                        'chown "$2:$3" -- "$1"', "sh", str(node.dropin_path),
+                        str(owner.uid), str(owner.gid)]),
                     limit=self.query_timeout,
                 )
                 if result.returncode != 0:
@@ -358,10 +333,16 @@ class RestartApplier:
     async def _restart(self, node: ServerNode, deadline: float) -> str:
         limit = max(1.0, min(self.restart_timeout, deadline - time.monotonic()))
         try:
-            result = await node.host.run(["sh", "-c", node.restart_command], limit=limit)
+            result = await node.host.run(
+                node.argv("restart_command", ["sh", "-c", node.restart_command]), limit=limit)
         except HostError as exc:
             raise StaticChangeError(f"{node.name}: restart failed: {exc}",
                                     rolled_back=False) from None
+        if result.returncode != 0 and "restart_command" in node.sudo and wants_password(
+                result.stderr):
+            user = getattr(node.host, "user", "") or "the SSH user"
+            raise StaticChangeError(sudo_fix(user, node.host.name, node.sudo_commands()),
+                                    rolled_back=False)
         if result.returncode != 0:
             # Whole lines (the server's error lines verbatim), the last 2000 characters' worth.
             tail = output_tail((result.stderr or result.stdout).strip(), 2000)
@@ -372,7 +353,8 @@ class RestartApplier:
             )
         return node.restart_command
 
-    async def _wait(self, node: ServerNode, deadline: float) -> str:
+    async def _wait(self, node: ServerNode, deadline: float,
+                    since: str = "") -> str:
         """Poll until the node answers and is healthy, each attempt cut off at ``deadline``
         (a server that accepts connections but never answers cannot hold it)."""
         detail = "no answer yet"
@@ -394,7 +376,8 @@ class RestartApplier:
                 await link.close()
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
         raise StaticChangeError(
-            f"{node.name}: not back within {self.wait_timeout:g} s of the restart ({detail})",
+            f"{node.name}: not back within {self.wait_timeout:g} s of the restart ({detail})"
+            if not since else f"{node.name}: no answer {since} ({detail})",
             rolled_back=False,
         )
 
@@ -418,3 +401,21 @@ class RestartApplier:
             raise StaticChangeError(f"{node.name}: the value did not take: {shown}",
                                     rolled_back=False)
         return ", ".join(f"{k}={got[k]}" for k in expected)
+
+
+__all__ = [
+    "DROPIN_HEADER",
+    "DROPIN_MARK",
+    "NEW_DROPIN_MODE",
+    "FileOwner",
+    "RestartApplier",
+    "ServerNode",
+    "StaticChangeError",
+    "Step",
+    "check_sudo",
+    "output_tail",
+    "parse_dropin",
+    "read_values",
+    "render_dropin",
+    "same_value",
+]

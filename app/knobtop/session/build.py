@@ -145,7 +145,8 @@ def _server_session(options: SessionOptions, place: ServerPlace,
             with feedback.status(f"Reaching {profile.target.ssh or 'this machine'} ..."):
                 # LinkBench runs from this machine: no client host or sysbench needed
                 described = await preflight(profile, hosts, info, via,
-                                            want_load and spec.workload not in BUILTIN_ONLY)
+                                            want_load and spec.workload not in BUILTIN_ONLY,
+                                            place.ssh)
             feedback.say(f"Server: {described}", highlight=False)
             # Before any table or load: what the command will set, against the server.
             await check_at_start(server_link(hosts, info, via), options)

@@ -55,12 +55,18 @@ async def host_facts(host: Host, role: str) -> dict[str, Any]:
         }
     facts: dict[str, Any] = {"role": role, "destination": getattr(host, "destination", "")}
     try:
-        result = await host.run(["sh", "-c", "hostname; nproc; uname -srm"], limit=15)
+        result = await host.run(["sh", "-c", "hostname; nproc; uname -srm; id -un"], limit=15)
         lines = result.stdout.splitlines()
-        if result.returncode == 0 and len(lines) >= 3:
-            facts.update(hostname=lines[0], cpus=int(lines[1]), os=lines[2])
+        if result.returncode == 0 and len(lines) >= 4:
+            facts.update(hostname=lines[0], cpus=int(lines[1]), os=lines[2], user=lines[3])
     except (HostError, ValueError) as exc:
         facts["error"] = str(exc)
+    # How files travel ("sftp", or "exec": cat and mv, the sshd has no SFTP subsystem) and
+    # whether the profile's restart and drop-in go through sudo -n there.
+    files = getattr(host, "files", None)
+    if files is not None:
+        facts["files"] = files
+    facts["sudo"] = bool(getattr(host, "sudo", False))
     return facts
 
 

@@ -43,6 +43,17 @@ def _cell(metric: str, value: float | None) -> str:
 Row = tuple[Text | str, ...]
 
 
+def host_notes(facts: object) -> str:
+    """What the journal's host facts say about reaching the host, after its name: files
+    over the exec channel (its sshd has no SFTP subsystem), sudo for restarts and the
+    drop-in."""
+    if not isinstance(facts, dict):
+        return ""
+    notes = [*(["no sftp"] if facts.get("files") == "exec" else []),
+             *(["sudo"] if facts.get("sudo") is True else [])]
+    return f" ({', '.join(notes)})" if notes else ""
+
+
 def host_table(rows: list[Row]) -> Table:
     """The panel as a Rich Table: a host column that takes the room left (ellipsis when
     short of it), the figures right-justified, one space after each column."""
@@ -112,7 +123,8 @@ class HostPanel(Static):
             load = board.load_by_src.get(f"sysbench@{host}") if board.load_running else None
             metrics["tps"] = load.tps if load is not None else None
             metrics["p95"] = load.lat if load is not None else None
-            rows.append((Text(host), *(_cell(m, metrics.get(m)) for m, _ in COLUMNS)))
+            rows.append((Text(host + host_notes(board.header.hosts.get(host))),
+                         *(_cell(m, metrics.get(m)) for m, _ in COLUMNS)))
         for node, hit in board.ndb_hit.items():
             shown = "–" if hit is None else f"{hit:.1f}%"  # noqa: RUF001
             rows.append((Text(f"ndb node {node}"), f"dpb hit {shown}",
