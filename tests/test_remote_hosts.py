@@ -402,6 +402,77 @@ async def test_the_link_drops_in_the_middle_of_a_static_change(
     assert events[-1]["ev"] == "end"
 
 
+#: The host's ForceCommand: the client's command runs as ever; once the arm file exists,
+#: the command that renames the drop-in into place runs, then the connection's sshd is
+#: killed before its exit status can go back: the new file is in place, its answer lost.
+DROP_AFTER_RENAME = """#!/bin/sh
+sh -c "$SSH_ORIGINAL_COMMAND"
+status=$?
+case "$SSH_ORIGINAL_COMMAND" in
+  *"mv -f -T"*{dropin}*)
+    if rm -- {arm} 2>/dev/null; then
+      p=$$
+      while [ "$p" -gt 1 ]; do
+        if [ "$(cat /proc/$p/comm)" = sshd ]; then kill -9 "$p"; exit 1; fi
+        p=$(cut -d' ' -f4 /proc/$p/stat)
+      done
+    fi;;
+esac
+exit $status
+"""
+
+
+async def test_a_link_lost_during_the_drop_ins_write_is_reconciled(
+    lab: Sandbox, tmp_path: Path
+) -> None:
+    """The link drops inside the write itself, after the rename but before its answer (a
+    host without SFTP, so the write is one command; the host's own wrapper kills the
+    connection at that command): knobtop does not say "nothing was changed" while the new
+    drop-in sits there for the next restart to apply; it reconnects, finds the old value in
+    force and the new file, and puts the previous drop-in back."""
+    import shlex
+
+    arm = tmp_path / "arm"
+    wrapper = tmp_path / "drop-after-rename.sh"
+    wrapper.write_text(DROP_AFTER_RENAME.format(dropin=shlex.quote(str(lab.dropin_file)),
+                                                arm=shlex.quote(str(arm))))
+    wrapper.chmod(0o755)
+    with SshServer(require_binary("sshd", "openssh-server"), listen="127.0.0.14", sftp=False,
+                   force_command=str(wrapper)) as srv:
+        info = lab.connection()
+        session, target = drop_session(srv, lab, tmp_path, "drop-in-write")
+        collector = EventCollector()
+        session.listeners.append(collector)
+        try:
+            await session.open()
+            arm.touch()
+            async with asyncio.timeout(240):
+                change = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+            in_force = await show_global(info, "innodb_doublewrite")
+            held = parse_dropin(lab.dropin_file.read_text())
+            async with asyncio.timeout(240):  # the link is back: the change works again
+                again = await session.set_knob("innodb_doublewrite", "OFF", restart_ok=True)
+                undone = await session.undo()
+        finally:
+            await session.close()
+            await target.close()
+    assert not arm.exists()  # the wrapper dropped the link at the rename, once
+    assert target.files == "exec"
+    steps = [(e.step, e.result, e.message) for e in collector.events if isinstance(e, Restart)]
+    first = steps[:next(i for i, s in enumerate(steps) if s[0] == "reconcile") + 1]
+    assert first[0][:2] == ("write_dropin", "failed")
+    assert ("restart", "ok") not in [s[:2] for s in first]  # the restart never ran
+    assert any(s[:2] == ("reconnect", "ok") for s in first)
+    assert first[-1] == ("reconcile", "ok", "found innodb_doublewrite=ON in force after the "
+                         "link came back; rolled back; the previous drop-in was put back")
+    assert change.result == "failed" and "rolled back" in change.message
+    assert "nothing was changed" not in change.message
+    assert (in_force, "innodb_doublewrite" in held) == ("ON", False)
+    assert again.result == "ok" and undone is not None and undone.result == "ok"
+    assert await show_global(info, "innodb_doublewrite") == "ON"
+    assert parse_dropin(lab.dropin_file.read_text()).get("innodb_doublewrite", "ON") == "ON"
+
+
 async def test_a_link_that_does_not_come_back_names_what_was_not_verified(
     drop_sshd: SshServer, lab: Sandbox, tmp_path: Path
 ) -> None:

@@ -54,8 +54,12 @@ class SshServer:
         listen: str = "127.0.0.1",
         sftp: bool = True,
         login_users: tuple[str, ...] = (),
+        force_command: str | None = None,
     ) -> None:
         self.host = listen
+        # sshd's ForceCommand: every login runs this program instead, the client's command
+        # in $SSH_ORIGINAL_COMMAND (a test's wrapper that acts at an exact command)
+        self.force_command = force_command
         # False: no ``Subsystem sftp`` line, as on hardened hosts (knobtop falls back to exec)
         self.sftp = sftp
         # Other local users who may log in with the client key (see ``system_user``): the
@@ -238,6 +242,7 @@ class SshServer:
                     "PermitRootLogin prohibit-password",
                     "PrintMotd no",
                     *(["Subsystem sftp internal-sftp"] if self.sftp else []),
+                    *([f"ForceCommand {self.force_command}"] if self.force_command else []),
                     f"LogLevel {self.log_level}",
                     "",
                 ]

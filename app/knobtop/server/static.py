@@ -131,7 +131,9 @@ class RestartApplier:
                 await self._restart_and_check(node, expected)
                 stage = "done"
         except StaticChangeError as exc:
-            if stage in ("read", "write"):  # the drop-in was not replaced
+            # The drop-in was not replaced, unless the link dropped during the write: the
+            # new file may be in place with its answer lost, so that is found out first.
+            if stage == "read" or (stage == "write" and not relink.link_dropped(node, drops)):
                 raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
             reason = str(exc)
         except TimeoutError:
