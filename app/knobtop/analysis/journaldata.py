@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,8 +34,8 @@ from knobtop.journal import (
     Trial,
     Unknown,
 )
-from knobtop.journal.events import target_of
-from knobtop.metrics.derive import Snapshot, derive
+from knobtop.journal.events import JsonDict, target_of
+from knobtop.metrics.derive import BRIEF_ROW, BriefDeriver, Snapshot, derive
 from knobtop.printable import printable
 
 # Columns of one per-interval row (and of the CSV report), in order.
@@ -187,10 +187,6 @@ class PhaseStats:
 # --------------------------------------------------------------------------- reading
 
 
-def _in_range(t: float, t_from: float | None, t_to: float | None) -> bool:
-    return (t_from is None or t >= t_from) and (t_to is None or t < t_to)
-
-
 def _apply_change(knobs: KnobValues, change: Change) -> None:
     if change.result != "ok":
         return
@@ -198,20 +194,6 @@ def _apply_change(knobs: KnobValues, change: Change) -> None:
     for knob, values in change.side_effects.items():
         if isinstance(values, list | tuple) and len(values) == 2:
             knobs[knob] = values[1]
-
-
-def _line_of_event(path: Path, index: int) -> int:
-    """The line number of the ``index``-th event (1-based; blank lines are not events)."""
-    with path.open("rb") as fh:
-        fh.readline()
-        line_no, seen = 1, 0
-        for line in fh:
-            line_no += 1
-            if line.strip():
-                seen += 1
-                if seen == index:
-                    return line_no
-    return line_no
 
 
 @dataclass
@@ -227,13 +209,48 @@ class _Loader:
         self.data = data
         self.t_from = data.t_from
         self.t_to = data.t_to
-        self.prev: Snapshot | None = None
+        self.deriver = BriefDeriver(data.header.counters, data.header.host_fields)
+        self.prev_raw: tuple[float, list[int | float | None], dict[str, list[float]],
+                             bool] | None = None
         self.pending_load: LoadPoint | None = None
         self.open_phase: _OpenPhase | None = None
         self.spans: list[PhaseSpan] = []
         self.baseline_seen = False
         self.unknown: Counter[str] = Counter()
         self.last_seen = 0.0
+
+    def feed_sample(self, d: JsonDict) -> None:
+        """``feed`` of a sample line's checked JSON object (JournalReader.quick): the
+        same fold without building the Sample."""
+        if d.get("target"):
+            self.data.other_targets += 1
+            return
+        t = d["t"]
+        self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
+                         self._seen(t))
+
+    def feed_load(self, d: JsonDict) -> None:
+        """``feed`` of a load line's checked JSON object, without building the Load."""
+        if d.get("target"):
+            self.data.other_targets += 1
+            return
+        t = d["t"]
+        self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
+
+    def _seen(self, t: float) -> bool:
+        """What ``feed`` does with every event's time (min and max as the comparisons they
+        make); whether it lies inside the range."""
+        if t > self.last_seen:
+            self.last_seen = t
+        if (self.t_from is not None and not t >= self.t_from) or (
+                self.t_to is not None and not t < self.t_to):
+            return False
+        data = self.data
+        if data.first_t is None or t < data.first_t:
+            data.first_t = t
+        if data.last_t is None or t > data.last_t:
+            data.last_t = t
+        return True
 
     def feed(self, event: Event) -> None:
         data = self.data
@@ -246,11 +263,7 @@ class _Loader:
             if isinstance(event, Knobs):
                 data.target_knobs.setdefault(target, dict(event.values))
             return
-        self.last_seen = max(self.last_seen, event.t)
-        inside = _in_range(event.t, self.t_from, self.t_to)
-        if inside:
-            data.first_t = event.t if data.first_t is None else min(data.first_t, event.t)
-            data.last_t = event.t if data.last_t is None else max(data.last_t, event.t)
+        inside = self._seen(event.t)
         if isinstance(event, Sample):
             self._sample(event, inside)
         elif isinstance(event, Load):
@@ -293,37 +306,36 @@ class _Loader:
             data.end = event
 
     def _sample(self, event: Sample, inside: bool) -> None:
-        header = self.data.header
-        snap = Snapshot.from_values(
-            event.t, header.counters, event.v, event.host, reconnect=event.re
-        )
-        values = derive(self.prev, snap, header.host_fields, brief=True)
-        self.prev = snap
+        self._raw_sample(event.t, event.wall, event.v, event.host, event.re, inside)
+
+    def _raw_sample(self, t: float, wall: float, v: list[int | float | None],
+                    host: dict[str, list[float]], re: bool, inside: bool) -> None:
+        prev, self.prev_raw = self.prev_raw, (t, v, host, re)
+        try:
+            tps, qps, hit, dirty, history, age, cpu, running = self.deriver.step(t, v, host, re)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ArithmeticError):
+            # A malformed sample: derive itself says what is wrong (or, if it finds
+            # nothing, its values stand).
+            values = derive(None if prev is None else _snapshot(self.data.header, *prev),
+                            _snapshot(self.data.header, t, v, host, re),
+                            self.data.header.host_fields, brief=True)
+            tps, qps, hit, dirty, history, age, cpu, running = (
+                values.get(k) for k in BRIEF_ROW)
         load, self.pending_load = self.pending_load, None
         if not inside:
             return
-        self.data.rows.append(
-            Row(
-                t=event.t,
-                wall=event.wall,
-                tps=values.get("tps"),
-                qps=values.get("qps"),
-                hit_ratio=values.get("hit_ratio"),
-                dirty_pct=values.get("dirty_pct"),
-                history_len=values.get("history_len"),
-                checkpoint_age=values.get("checkpoint_age"),
-                cpu=values.get("cpu"),
-                load_tps=load.tps if load else None,
-                load_p95=load.p95 if load else None,
-                threads_running=values.get("threads_running"),
-            )
-        )
+        self.data.rows.append(Row(t, wall, tps, qps, hit, dirty, history, age, cpu,
+                                  load.tps if load else None, load.p95 if load else None,
+                                  running))
 
     def _load(self, event: Load, inside: bool) -> None:
+        self._raw_load(event.t, event.src, event.tps, event.lat, inside)
+
+    def _raw_load(self, t: float, src: str, tps: float, lat: float, inside: bool) -> None:
         hosts = self.open_phase.hosts if self.open_phase else 1
-        if hosts > 1 and event.src != "all":
+        if hosts > 1 and src != "all":
             return  # several clients: their per-second sum ("all") is the phase's number
-        point = LoadPoint(t=event.t, tps=float(event.tps), p95=float(event.lat))
+        point = LoadPoint(t, float(tps), float(lat))
         self.pending_load = point
         if inside:
             self.data.loads.append(point)
@@ -399,17 +411,42 @@ def load_journal(
     reader = JournalReader(path)
     data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
     loader = _Loader(data)
-    for event in reader:
-        try:
-            loader.feed(event)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            line_no = _line_of_event(path, reader.stats.events)
-            raise JournalFormatError(
-                path, line_no, f"{event.kind} event has values of the wrong type ({exc})"
-            ) from None
+    for _row in fold(reader, loader):
+        pass
     loader.finish()
     data.torn_tail = reader.stats.torn_tail
     return data
+
+
+def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
+    """Feed every event of the journal to ``loader``, yielding each row as it is added (the
+    CSV report writes them as they come).  Samples and load reports come checked but not
+    built into events (JournalReader.quick); a value of the wrong type the checks let
+    through (a host's CPU list shorter than its fields) is named by file and line."""
+    rows = loader.data.rows
+    for line_no, item in reader.quick():
+        before = len(rows)
+        try:
+            if type(item) is dict:
+                if item["ev"] == "sample":
+                    loader.feed_sample(item)
+                else:
+                    loader.feed_load(item)
+            else:
+                assert isinstance(item, Event)
+                loader.feed(item)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            kind = item["ev"] if isinstance(item, dict) else item.kind
+            raise JournalFormatError(
+                reader.path, line_no, f"{kind} event has values of the wrong type ({exc})"
+            ) from None
+        if len(rows) > before:
+            yield rows[-1]
+
+
+def _snapshot(header: Header, t: float, v: list[int | float | None],
+              host: dict[str, list[float]], re: bool) -> Snapshot:
+    return Snapshot.from_values(t, header.counters, v, host, reconnect=re)
 
 
 # --------------------------------------------------------------------------- statistics
