@@ -15,7 +15,7 @@ import pytest
 
 from harness.hostile import hostile_journal
 from knobtop.analysis.journaldata import ROW_FIELDS, load_journal
-from knobtop.analysis.report import csv_report, markdown_report
+from knobtop.analysis.report import csv_report, csv_stream, markdown_report
 from knobtop.journal import JournalFormatError, JournalReader, Sample
 from knobtop.journal.events import EventDecodeError, event_from_dict, target_of
 from knobtop.journal.reader import load_ok, sample_ok
@@ -208,3 +208,109 @@ def test_reports_unchanged_by_range(tmp_path: Path) -> None:
     assert "| # |" in markdown_report(part)
     assert csv_report(part).count("\n") == len(inside) + 1
     assert len(ROW_FIELDS) == 12
+
+
+def edited(tmp_path: Path, name: str, edit: Any) -> Path:
+    """The recorded lab-80s journal with ``edit(events)`` applied to its events (dicts)."""
+    lines = [orjson.loads(x) for x in (DATA / "lab-80s.knobtop.jsonl").read_bytes()
+             .splitlines() if x.strip()]
+    events = edit(lines[1:]) or lines[1:]
+    path = tmp_path / name
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [lines[0], *events]))
+    return path
+
+
+def no_end(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The phase still running at the end: no stop, no end event, a sample last."""
+    kept = [e for e in events if not (e["ev"] == "phase" and e["action"] != "start")
+            and e["ev"] != "end"]
+    last = max(i for i, e in enumerate(kept) if e["ev"] == "sample")
+    return kept[:last + 1]
+
+
+def stop_early(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The phase's stop stamped before the samples written ahead of it (out of order)."""
+    for e in events:
+        if e["ev"] == "phase" and e["action"] != "start":
+            e["t"] -= 3.0
+    return events
+
+
+def two_phases(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A second phase from t=40 on two clients (only their sum "all" counts), escaped."""
+    start = next(e for e in events if e["ev"] == "phase")
+    out = []
+    for e in events:
+        if e["ev"] == "load" and e["t"] >= 40:
+            out.append({**e, "src": "all", "tps": e["tps"] * 2})
+        out.append(e)
+        if e["ev"] == "sample" and 40 <= e["t"] < 41:
+            out.append({**start, "t": e["t"] + 0.001, "phase": 2, "host": "a,b",
+                        "workload": "oltp_\u0001point"})
+    return out
+
+
+def test_csv_streams_what_csv_report_writes(tmp_path: Path) -> None:
+    """The streamed CSV is csv_report's text, line for line, over recorded, hostile, odd
+    and edited journals and ranges, the edge ones too (a range starting at the journal's
+    last time while its phase still runs: load_journal drops that phase)."""
+    journals = [*RECORDED, hostile_journal(tmp_path / "hostile.knobtop.jsonl"),
+                odd_journal(tmp_path / "odd.knobtop.jsonl"),
+                edited(tmp_path, "no-end.knobtop.jsonl", no_end),
+                edited(tmp_path, "stop-early.knobtop.jsonl", stop_early),
+                edited(tmp_path, "two.knobtop.jsonl", two_phases)]
+    torn = tmp_path / "torn.knobtop.jsonl"
+    torn.write_bytes(journals[0].read_bytes() + b'{"ev":"sample","t":99')
+    journals.append(torn)
+    for path in journals:
+        whole = load_journal(path)
+        times = [r.t for r in whole.rows]
+        assert whole.last_t is not None
+        ranges = [(None, None), (times[1], None), (times[3], times[-3]), (None, times[5]),
+                  (whole.last_t, None), (times[-1], None), (1e9, None), (-5.0, 0.0)]
+        for t_from, t_to in ranges:
+            want = csv_report(load_journal(path, t_from=t_from, t_to=t_to))
+            got = list(csv_stream(path, t_from, t_to))
+            assert "".join(got) == want, (path.name, t_from, t_to)
+            assert len(got) == want.count("\n")  # a line at a time
+    edge = journals[-4]  # no end: from its last sample on, load_journal drops the phase
+    last = load_journal(edge).rows[-1]
+    assert "".join(csv_stream(edge, last.t)).endswith(",,,\n")
+    assert not "".join(csv_stream(edge, last.t - 0.5)).endswith(",,,\n")
+    two = "".join(csv_stream(journals[-2]))
+    assert ",2,oltp_\\x01point,4\n" in two  # the second phase, its name made printable
+
+
+def test_csv_stream_stops_at_a_bad_line_naming_it(tmp_path: Path) -> None:
+    lines = (DATA / "lab-80s.knobtop.jsonl").read_bytes().splitlines(keepends=True)
+    n = len(lines) // 2
+    path = tmp_path / "bad.knobtop.jsonl"
+    path.write_bytes(b"".join([*lines[:n], b'{"ev":"sample","t":1,\n', *lines[n:]]))
+    with pytest.raises(JournalFormatError) as want:
+        load_journal(path)
+    out = []
+    with pytest.raises(JournalFormatError) as got:
+        for line in csv_stream(path):
+            out.append(line)
+    assert str(got.value) == str(want.value) and got.value.line_no == n + 1
+    assert 1 < len(out) < n  # the rows before it went out
+
+
+def test_csv_output_file_left_as_it_was_by_a_bad_journal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`report --format csv -o FILE` writes through FILE.part: a journal found bad halfway
+    leaves FILE as it was and no part behind; a good one replaces it."""
+    from knobtop.cli import main
+
+    lines = (DATA / "lab-80s.knobtop.jsonl").read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad.knobtop.jsonl"
+    bad.write_bytes(b"".join([*lines[:40], b"not json\n", *lines[40:]]))
+    out = tmp_path / "r.csv"
+    out.write_text("before\n")
+    assert main(["report", str(bad), "--format", "csv", "-o", str(out)]) != 0
+    assert f"{bad}:41: not valid JSON" in capsys.readouterr().err
+    assert out.read_text() == "before\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.knobtop.jsonl", "r.csv"]
+    assert main(["report", str(DATA / "lab-80s.knobtop.jsonl"), "--format", "csv", "-o",
+                 str(out)]) == 0
+    assert out.read_text() == csv_report(load_journal(DATA / "lab-80s.knobtop.jsonl"))

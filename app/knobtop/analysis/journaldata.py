@@ -444,6 +444,53 @@ def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
             yield rows[-1]
 
 
+def phase_spans(path: Path, t_from: float | None = None, t_to: float | None = None
+                ) -> tuple[list[PhaseSpan], PhaseSpan | None, float]:
+    """The load phases of the journal as load_journal finds them, read without decoding
+    the lines that cannot be phase events: only a line with ``phase`` or a backslash (a
+    JSON escape may spell it) in its bytes can decode to one.  A phase still running at the
+    end of the journal ends at infinity here (load_journal ends it at the journal's last
+    time, which takes reading every line); it is also returned (None if there is none or
+    the range leaves nothing of it), with its start.  A line that is not an event is
+    passed over: load_journal names it."""
+    reader = JournalReader(path)
+    data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
+    loader = _Loader(data)
+    for line in _maybe_phases(path):
+        try:
+            event = reader.decode_line(line, 0)
+            if isinstance(event, Phase):
+                loader.feed(event)
+        except (JournalFormatError, TypeError, ValueError, KeyError, AttributeError):
+            continue
+    running = loader.open_phase
+    loader.last_seen = float("inf")
+    loader.finish()
+    if running is None:
+        return data.phases, None, 0.0
+    start = running.event.t  # did finish() keep it? (the clipping of finish())
+    lo = max(start, t_from if t_from is not None else float("-inf"))
+    hi = t_to if t_to is not None else float("inf")
+    kept = not (hi < lo or hi == lo)  # its end, infinity, is past its start
+    return data.phases, data.phases[-1] if kept else None, start
+
+
+def _maybe_phases(path: Path, block: int = 1 << 20) -> Iterator[bytes]:
+    """The whole lines after the header that hold ``phase`` or a backslash (a last line
+    without its newline is a cut-off write, not a line)."""
+    with path.open("rb") as fh:
+        fh.readline()
+        rest = b""
+        while chunk := fh.read(block):
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            chunk, rest = chunk[:cut], chunk[cut:]
+            if b"phase" in chunk or b"\\" in chunk:
+                for line in chunk.splitlines(keepends=True):
+                    if (b"phase" in line or b"\\" in line) and not line.isspace():
+                        yield line
+
+
 def _snapshot(header: Header, t: float, v: list[int | float | None],
               host: dict[str, list[float]], re: bool) -> Snapshot:
     return Snapshot.from_values(t, header.counters, v, host, reconnect=re)

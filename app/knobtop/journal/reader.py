@@ -87,13 +87,14 @@ class JournalReader:
                     return
                 if line.strip() == b"":
                     continue
-                event = self._decode(line, line_no)
+                event = self.decode_line(line, line_no)
                 self.stats.events += 1
                 if isinstance(event, Unknown):
                     self.stats.unknown_types += 1
                 yield event
 
-    def _decode(self, line: bytes, line_no: int) -> Event:
+    def decode_line(self, line: bytes, line_no: int) -> Event:
+        """One line of the journal as an event (JournalFormatError names ``line_no``)."""
         return self._event(self._json(line, line_no), line_no)
 
     def _json(self, line: bytes, line_no: int) -> JsonDict:
