@@ -2,6 +2,9 @@
 changes (knobtop's and those made outside it), restarts, notes, marks, errors, load phases,
 and one row of derived metrics per sample (rates derived from the raw counters exactly as
 the live screen derives them); per-phase statistics."""
+# About 600 lines: the one fold from a journal's events to what reports need, fed three ways
+# that must agree line for line (the quick path's checked samples, the report cache's kept
+# fold, the CSV stream's phase pass); split, the three would drift apart.
 
 from __future__ import annotations
 
@@ -11,6 +14,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from knobtop.analysis.reportcache import (
+    DEFAULT_CACHE,
+    BadKept,
+    Kept,
+    ReportCache,
+    default_dir,
+    digest,
+)
 from knobtop.analysis.times import fmt_rel
 from knobtop.journal import (
     Change,
@@ -210,6 +221,7 @@ class _Loader:
         self.t_from = data.t_from
         self.t_to = data.t_to
         self.deriver = BriefDeriver(data.header.counters, data.header.host_fields)
+        self.keep: Kept | None = None  # filled for the report cache as the journal is read
         self.prev_raw: tuple[float, list[int | float | None], dict[str, list[float]],
                              bool] | None = None
         self.pending_load: LoadPoint | None = None
@@ -224,6 +236,8 @@ class _Loader:
         same fold without building the Sample."""
         if d.get("target"):
             self.data.other_targets += 1
+            if self.keep is not None:
+                self.keep.other_targets += 1
             return
         t = d["t"]
         self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
@@ -233,6 +247,8 @@ class _Loader:
         """``feed`` of a load line's checked JSON object, without building the Load."""
         if d.get("target"):
             self.data.other_targets += 1
+            if self.keep is not None:
+                self.keep.other_targets += 1
             return
         t = d["t"]
         self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
@@ -322,6 +338,10 @@ class _Loader:
             tps, qps, hit, dirty, history, age, cpu, running = (
                 values.get(k) for k in BRIEF_ROW)
         load, self.pending_load = self.pending_load, None
+        if self.keep is not None:  # (kept only from a read of the whole journal)
+            self.keep.rows.append([t, wall, tps, qps, hit, dirty, history, age, cpu,
+                                   load.tps if load else None, load.p95 if load else None,
+                                   running])
         if not inside:
             return
         self.data.rows.append(Row(t, wall, tps, qps, hit, dirty, history, age, cpu,
@@ -334,9 +354,13 @@ class _Loader:
     def _raw_load(self, t: float, src: str, tps: float, lat: float, inside: bool) -> None:
         hosts = self.open_phase.hosts if self.open_phase else 1
         if hosts > 1 and src != "all":
+            if self.keep is not None:
+                self.keep.dropped.append(t)
             return  # several clients: their per-second sum ("all") is the phase's number
         point = LoadPoint(t, float(tps), float(lat))
         self.pending_load = point
+        if self.keep is not None:
+            self.keep.loads.append([t, point.tps, point.p95])
         if inside:
             self.data.loads.append(point)
 
@@ -393,7 +417,8 @@ class _Loader:
 
 
 def load_journal(
-    path: str | Path, *, t_from: float | None = None, t_to: float | None = None
+    path: str | Path, *, t_from: float | None = None, t_to: float | None = None,
+    cache: ReportCache | None = DEFAULT_CACHE,
 ) -> JournalData:
     """Read a journal once, keeping what reports need.
 
@@ -411,11 +436,65 @@ def load_journal(
     reader = JournalReader(path)
     data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
     loader = _Loader(data)
+    if cache is DEFAULT_CACHE:
+        where = default_dir()
+        cache = ReportCache(where) if where is not None else None
+    size = path.stat().st_size
+    kept = cache.read(path, size) if cache is not None else None
+    if kept is not None:
+        try:
+            _from_kept(reader, loader, kept)
+        except BadKept:
+            return load_journal(path, t_from=t_from, t_to=t_to, cache=None)
+        loader.finish()
+        return data
+    sha256 = digest(path, size) if cache is not None and size >= cache.min_bytes else None
+    if sha256 is not None:
+        loader.keep = Kept()
     for _row in fold(reader, loader):
         pass
     loader.finish()
     data.torn_tail = reader.stats.torn_tail
+    if (sha256 is not None and cache is not None and loader.keep is not None
+            and reader.consumed == size == path.stat().st_size
+            and digest(path, size) == sha256):  # the bytes folded are the bytes hashed
+        loader.keep.torn_tail = data.torn_tail
+        cache.write(path, size, sha256, loader.keep)
     return data
+
+
+def _from_kept(reader: JournalReader, loader: _Loader, kept: Kept) -> None:
+    """load_journal from a kept fold: the rows and load reports inside the range, the
+    times of every sample and load report (the range's first and last), and every other
+    line read and checked again, in order."""
+    data = loader.data
+    t_from, t_to = data.t_from, data.t_to
+
+    def inside(t: float) -> bool:
+        return (t_from is None or t >= t_from) and (t_to is None or t < t_to)
+
+    for cells in kept.each_row():
+        loader._seen(cells[0])
+        if inside(cells[0]):
+            data.rows.append(Row(*cells))
+    for t, tps, p95 in kept.each_load():
+        loader._seen(t)
+        if inside(t):
+            data.loads.append(LoadPoint(t, tps, p95))
+    for t in kept.dropped:
+        loader._seen(t)
+    data.other_targets = kept.other_targets
+    data.torn_tail = kept.torn_tail
+    with reader.path.open("rb") as fh:
+        for offset, line_no in kept.lines:
+            fh.seek(offset)
+            event = reader.decode_line(fh.readline(), line_no)
+            try:
+                loader.feed(event)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+                raise JournalFormatError(
+                    reader.path, line_no, f"{event.kind} event has values of the wrong type "
+                    f"({exc})") from None
 
 
 def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
@@ -424,6 +503,7 @@ def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
     built into events (JournalReader.quick); a value of the wrong type the checks let
     through (a host's CPU list shorter than its fields) is named by file and line."""
     rows = loader.data.rows
+    keep = loader.keep
     for line_no, item in reader.quick():
         before = len(rows)
         try:
@@ -434,6 +514,11 @@ def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
                     loader.feed_load(item)
             else:
                 assert isinstance(item, Event)
+                if keep is not None:
+                    if isinstance(item, Sample | Load):  # not the quick path's: not kept
+                        loader.keep = keep = None
+                    else:
+                        keep.lines.append([reader.line_start, line_no])
                 loader.feed(item)
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
             kind = item["ev"] if isinstance(item, dict) else item.kind

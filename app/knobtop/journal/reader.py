@@ -50,6 +50,7 @@ class JournalReader:
         self.path = path
         self.stats = ReadStats()
         self._header: Header | None = None
+        self.consumed = self.line_start = 0  # quick(): bytes read, start of the last line
 
     @property
     def header(self) -> Header:
@@ -120,11 +121,15 @@ class JournalReader:
         check, goes through ``event_from_dict`` as ever, so a wrong one is refused with
         the same message naming the file and line."""
         with self.path.open("rb") as fh:
-            self._header = self._decode_header(fh.readline())
+            first = fh.readline()
+            self._header = self._decode_header(first)
             line_no = 1
             stats = self.stats
+            self.consumed = len(first)  # bytes read; where the line yielded starts
             for line in fh:
                 line_no += 1
+                self.line_start = self.consumed
+                self.consumed += len(line)
                 if not line.endswith(b"\n"):
                     stats.torn_tail = True  # only the last line can lack it: a cut-off write
                     return

@@ -1,0 +1,247 @@
+"""What a report derived from a long journal, kept for the next report of it (issue 41).
+
+Reading a day's journal means decoding and checking 172,800 lines and deriving 86,400
+rows: seconds of Python.  The first report of a journal does that and keeps the result:
+every sample's row, every load report kept, the times of the load reports a several-client
+phase leaves out, and where every other line starts (a change, a phase, a recipe step...).
+The next report of the same bytes reads those rows back and decodes only the other lines,
+through the same checks as ever.
+
+Never trusted blindly: the kept file names the journal's size and SHA-256 over all of it,
+and the next report uses it only when both still match (a journal written to since, cut
+short or edited is read again, and kept again).  The kept file itself carries an HMAC under
+a key only this user can read (``key`` in the cache directory, 0600), so a kept file changed
+by anyone or anything, or planted there, is never used: it is read again from the journal.
+Its contents are type-checked as they are read back, too.
+
+Where: ``$XDG_CACHE_HOME/knobtop/reports`` (``~/.cache/knobtop/reports``), a file per
+journal path; never beside the journal (someone else's directory, perhaps read-only).
+``KNOBTOP_REPORT_CACHE=off`` turns it off; journals under 1 MiB are not kept (reading them
+is as quick as reading what was kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import hmac
+import itertools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knobtop.safefile import NotOwnFile, read_own
+
+VERSION = 1
+#: load_journal's default: the cache in default_dir() (None: no cache)
+DEFAULT_CACHE: Any = object()
+ENV = "KNOBTOP_REPORT_CACHE"
+MIN_BYTES = 1 << 20
+_NUM = frozenset({int, float})
+_NUM_NONE = frozenset({int, float, type(None)})
+
+
+CHUNK = 4096  # rows (and load reports) a line of the kept file
+
+
+class BadKept(ValueError):
+    """A kept fold whose values are not what load_journal keeps (read the journal instead)."""
+
+
+@dataclass
+class Kept:
+    """One journal's fold, as load_journal keeps it: ``rows`` (each Row's 12 fields) and
+    ``loads`` (t, tps, p95) of the whole journal, ``dropped`` (times of the load reports
+    left out), ``other_targets`` among the samples and load reports, ``lines`` (offset,
+    line number) of every other line, ``torn_tail``.  Read back, the rows and load reports
+    stay JSON lines of CHUNK each until ``each_row``/``each_load`` parse them, a chunk at a
+    time (a day's rows as lists at once would double a report's memory)."""
+
+    rows: list[list[Any]] = field(default_factory=list)
+    loads: list[list[Any]] = field(default_factory=list)
+    dropped: list[float] = field(default_factory=list)
+    other_targets: int = 0
+    lines: list[list[int]] = field(default_factory=list)
+    torn_tail: bool = False
+    row_chunks: list[memoryview] = field(default_factory=list)
+    load_chunks: list[memoryview] = field(default_factory=list)
+
+    def each_row(self) -> Iterator[list[Any]]:
+        """Every row's 12 fields, checked (BadKept if one is not)."""
+        for chunk in self.row_chunks:
+            for row in _parsed(chunk):
+                if (type(row) is not list or len(row) != 12
+                        or not _NUM_NONE.issuperset(map(type, row))
+                        or type(row[0]) not in _NUM or type(row[1]) not in _NUM):
+                    raise BadKept("a kept row")
+                yield row
+
+    def each_load(self) -> Iterator[list[Any]]:
+        for chunk in self.load_chunks:
+            for load in _parsed(chunk):
+                if type(load) is not list or len(load) != 3 or not _NUM.issuperset(
+                        map(type, load)):
+                    raise BadKept("a kept load report")
+                yield load
+
+
+def _parsed(chunk: memoryview) -> list[Any]:
+    try:
+        items = orjson.loads(chunk)
+    except orjson.JSONDecodeError:
+        raise BadKept("a kept line") from None
+    if type(items) is not list:
+        raise BadKept("a kept line")
+    return items
+
+
+def default_dir() -> Path | None:
+    """The cache directory, or None when ``KNOBTOP_REPORT_CACHE=off``."""
+    if os.environ.get(ENV, "").lower() in ("off", "0", "no"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "knobtop" / "reports"
+
+
+def digest(path: Path, size: int) -> str:
+    """SHA-256 of the first ``size`` bytes of ``path``."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        left = size
+        while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+            h.update(chunk)
+            left -= len(chunk)
+    return h.hexdigest()
+
+
+class ReportCache:
+    """The kept folds of journals, in ``directory``."""
+
+    def __init__(self, directory: Path, min_bytes: int = MIN_BYTES) -> None:
+        self.directory = directory
+        self.min_bytes = min_bytes
+
+    def _file(self, journal: Path) -> Path:
+        name = hashlib.sha256(os.fsencode(journal.resolve())).hexdigest()[:40]
+        return self.directory / f"{name}.json"
+
+    def _key(self, create: bool) -> bytes | None:
+        """This user's key (made on first use); None when there is none or it is not a
+        regular file of 32 bytes."""
+        path = self.directory / "key"
+        if create and not path.exists():
+            import secrets  # (only when a key is made: the report's start stays light)
+
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    os.write(fd, secrets.token_bytes(32))
+                finally:
+                    os.close(fd)
+        try:
+            key = read_own(path)
+        except (OSError, NotOwnFile):
+            return None
+        return key if len(key) == 32 else None
+
+    def read(self, journal: Path, size: int) -> Kept | None:
+        """The kept fold of ``journal`` if it was kept from exactly these ``size`` bytes
+        (same SHA-256) and the kept file is intact; else None."""
+        if size < self.min_bytes:
+            return None
+        key = self._key(create=False)
+        if key is None:
+            return None
+        try:
+            blob = read_own(self._file(journal))
+        except (OSError, NotOwnFile):
+            return None
+        view = memoryview(blob)  # slices of it, not copies: a day's rows are 14 MB
+        cut = blob.find(b"\n")
+        if cut < 0:
+            return None
+        want = hmac.new(key, view[cut + 1:], hashlib.sha256).hexdigest().encode()
+        if not hmac.compare_digest(bytes(view[:cut]), want):
+            return None
+        parts = []
+        start = cut + 1
+        while (end := blob.find(b"\n", start)) >= 0:
+            parts.append(view[start:end])
+            start = end + 1
+        try:
+            head = orjson.loads(parts[0]) if parts else None
+            if (type(head) is not dict or head.get("v") != VERSION
+                    or head.get("size") != size or head.get("sha256") != digest(journal, size)):
+                return None
+            n_rows, n_loads = head.get("row_lines"), head.get("load_lines")
+            if type(n_rows) is not int or type(n_loads) is not int or len(parts) != (
+                    2 + n_rows + n_loads):
+                return None
+            kept = _checked(orjson.loads(parts[1]))
+        except (orjson.JSONDecodeError, ValueError):
+            return None
+        if kept is not None:
+            kept.row_chunks = parts[2:2 + n_rows]
+            kept.load_chunks = parts[2 + n_rows:]
+        return kept
+
+    def write(self, journal: Path, size: int, sha256: str, kept: Kept) -> None:
+        """Keep ``kept`` for the ``size`` bytes of ``journal`` whose SHA-256 is ``sha256``
+        (best effort: a cache that cannot be written leaves the report as it is)."""
+        if size < self.min_bytes:
+            return
+        key = self._key(create=True)
+        if key is None:
+            return
+        n_rows, n_loads = -(-len(kept.rows) // CHUNK), -(-len(kept.loads) // CHUNK)
+        head = [orjson.dumps({"v": VERSION, "size": size, "sha256": sha256,
+                              "row_lines": n_rows, "load_lines": n_loads}) + b"\n",
+                orjson.dumps({"dropped": kept.dropped, "other_targets": kept.other_targets,
+                              "lines": kept.lines, "torn_tail": kept.torn_tail}) + b"\n"]
+        mac = hmac.new(key, digestmod=hashlib.sha256)
+        import tempfile  # (only when a fold is kept)
+
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".part-")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(b"0" * mac.digest_size * 2 + b"\n")  # the MAC, once it is known
+                for items in (kept.rows, kept.loads):  # a chunk at a time, as read back
+                    for part in itertools.chain(head, (
+                            orjson.dumps(items[i:i + CHUNK]) + b"\n"
+                            for i in range(0, len(items), CHUNK))):
+                        mac.update(part)
+                        fh.write(part)
+                    head = []
+                fh.seek(0)
+                fh.write(mac.hexdigest().encode())
+            os.replace(tmp, self._file(journal))
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS):
+                raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _checked(body: Any) -> Kept | None:
+    """The kept fold's small part, if every value in it has the type load_journal kept."""
+    if type(body) is not dict:
+        return None
+    dropped, lines = body.get("dropped"), body.get("lines")
+    other, torn = body.get("other_targets"), body.get("torn_tail")
+    if not (type(dropped) is list and type(lines) is list and type(other) is int
+            and type(torn) is bool and _NUM.issuperset(map(type, dropped))):
+        return None
+    for line in lines:
+        if type(line) is not list or len(line) != 2 or any(type(x) is not int for x in line):
+            return None
+    return Kept(dropped=dropped, other_targets=other, lines=lines, torn_tail=torn)
