@@ -474,15 +474,20 @@ def report_rows(rc: dict[str, Any]) -> list[Row]:
     def spread(cell: dict[str, Any]) -> str:
         return f"{cell['spread'][0]:.2f}-{cell['spread'][1]:.2f}"
 
-    out = [Row("3h", "`knobtop report` of a 1 / 6 / 24 h journal (whole process, median)",
+    out = [Row("3h", "`knobtop report` of a 1 / 6 / 24 h journal (whole process, median; "
+               "its fold kept by the first report)",
                f"{secs['1']:.3f} / {secs['6']:.3f} / {secs['24']:.3f} s (runs "
-               f"{spread(rep['1'])} / {spread(rep['6'])} / {spread(rep['24'])})",
+               f"{spread(rep['1'])} / {spread(rep['6'])} / {spread(rep['24'])}); first "
+               f"report {rep['1']['cold']:.2f} / {rep['6']['cold']:.2f} / "
+               f"{rep['24']['cold']:.2f} s",
                "<= 0.15 s (1 h), <= 1.0 s (24 h)",
                verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0))]
     rss = rep["24"]["rss"]
+    cold_rss = rep["24"]["cold_rss"]
     out.append(Row("3i", "`knobtop report` of a 24 h journal: peak RSS",
-                   f"{rss / 1e6:.0f} MB ({rc['sizes']['24'] / 1e6:.1f} MB journal)",
-                   "<= 100 MB", verdict(rss <= 100e6)))
+                   f"{rss / 1e6:.0f} MB; first report {cold_rss / 1e6:.0f} MB "
+                   f"({rc['sizes']['24'] / 1e6:.1f} MB journal)",
+                   "<= 100 MB", verdict(max(rss, cold_rss) <= 100e6)))
     growth = per_hour["24"] / per_hour["6"]
     out.append(Row("3j", "report's cost per hour of journal at 1 / 6 / 24 h (3h / hours)",
                    f"{per_hour['1']:.3f} / {per_hour['6']:.3f} / {per_hour['24']:.4f} s; "
@@ -499,7 +504,7 @@ def report_rows(rc: dict[str, Any]) -> list[Row]:
     cmp_, merge = rc["compare"], rc["merge"]
     out.append(Row("3l", "`knobtop compare A B --format text` of two 24 h journals (whole "
                    "process, median)", f"{cmp_['seconds']:.3f} s (runs {spread(cmp_)}); "
-                   f"{cmp_['rss'] / 1e6:.0f} MB", "<= 2.0 s",
+                   f"{cmp_['rss'] / 1e6:.0f} MB; first {cmp_['cold']:.2f} s", "<= 2.0 s",
                    verdict(cmp_["seconds"] <= 2.0)))
     out.append(Row("3m", "`knobtop compare A B C --merge` of three recipe journals (whole "
                    "process, median)", f"{merge['seconds']:.3f} s (runs {spread(merge)})",
@@ -775,6 +780,10 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   a second 24-hour one started at another time; three recipe journals of 15 minutes with a
   recipe run of 5 replicates x 2 thread counts), each command a whole process, median of 5
   after one that warms the page cache, peak RSS the kernel's for the process (`wait4`).
+  That first run of a report or comparison reads every line and keeps the journal's fold
+  (`knobtop.analysis.reportcache`, journals of 1 MiB and more); the runs counted read the
+  fold back (checked against the journal's size and SHA-256) and the other lines: the
+  rows give the first run's figures beside them.
   3h: `knobtop report` of each; 3i: its peak RSS on the 24-hour one; 3j: 3h's seconds per
   hour of journal, the 24-hour one's against the 6-hour one's (a report costs no more per
   hour of a longer journal); 3k: `report --format csv` of the 24-hour journal, time to its
