@@ -314,3 +314,37 @@ def test_csv_output_file_left_as_it_was_by_a_bad_journal(
     assert main(["report", str(DATA / "lab-80s.knobtop.jsonl"), "--format", "csv", "-o",
                  str(out)]) == 0
     assert out.read_text() == csv_report(load_journal(DATA / "lab-80s.knobtop.jsonl"))
+
+
+def test_bootstrap_draws_as_choices_and_median() -> None:
+    """stats.bootstrap_ratio_ci's written-out resampling gives the bounds that
+    rng.choices + statistics.median give, bit for bit (zeros and ties in A too)."""
+    import random
+    import statistics
+
+    from knobtop.analysis.stats import _quantile_sorted, bootstrap_ratio_ci
+
+    def reference(a: list[float], b: list[float], seed: int) -> tuple[float, float]:
+        rng = random.Random(seed)
+        ratios = []
+        for _ in range(300):
+            ma = statistics.median(rng.choices(a, k=len(a)))
+            mb = statistics.median(rng.choices(b, k=len(b)))
+            if ma != 0:
+                ratios.append(mb / ma)
+        ratios.sort()
+        alpha = (1.0 - 0.95) / 2  # as bootstrap_ratio_ci computes it
+        return _quantile_sorted(ratios, alpha), _quantile_sorted(ratios, 1.0 - alpha)
+
+    g = random.Random(3)
+    checked = 0
+    for n in range(300):
+        a = [g.choice([0, 1, 2.5, 3, 1000.0, 7]) if n % 3 == 0 else g.uniform(1, 100)
+             for _ in range(g.randint(1, 9))]
+        b = [g.uniform(0, 100) for _ in range(g.randint(1, 9))]
+        if statistics.median(a) == 0:
+            continue
+        assert repr(bootstrap_ratio_ci(a, b, resamples=300, seed=n)) == repr(
+            reference(a, b, n))
+        checked += 1
+    assert checked > 200

@@ -390,14 +390,14 @@ def merge_journals(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
-    from knobtop.analysis.journaldata import load_journal
-    from knobtop.analysis.times import parse_range
-
     if args.merge:
         return merge_journals(args)
     if args.more:
         return compare_phases(args)
+    from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.times import parse_range
+
     if args.format == "csv":
         raise BadValue("--format csv is for --merge (recipe journals as one table)")
     span_a = parse_range(args.range_a) if args.range_a else (None, None)
