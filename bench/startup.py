@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="the figures as JSON (run_all.py)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # the report cache's
         journal = Path(tmp) / "hour.knobtop.jsonl"
         generate(journal, 3600)
         # PYTHONDONTWRITEBYTECODE=1 (as on the farm) compiles every module on each start;
