@@ -128,6 +128,13 @@ def test_a_tampered_kept_file_is_never_used(tmp_path: Path) -> None:
     same_data(load_journal(path, cache=cache), fresh)
     assert used(cache, path)  # a new key, a new kept file
     key = cache.directory / "key"
+    key.chmod(0o644)
+    assert not used(cache, path)  # a key others can read
+    key.chmod(0o600)
+    assert used(cache, path)
+    cache.directory.chmod(0o777)
+    assert not used(cache, path)  # a directory others can write (and swap the key in)
+    cache.directory.chmod(0o700)
     key.rename(cache.directory / "real-key")
     os.symlink(cache.directory / "real-key", key)
     assert not used(cache, path)  # the key must be a file, not a link

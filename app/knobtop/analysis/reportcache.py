@@ -131,8 +131,9 @@ class ReportCache:
         return self.directory / f"{name}.json"
 
     def _key(self, create: bool) -> bytes | None:
-        """This user's key (made on first use); None when there is none or it is not a
-        regular file of 32 bytes."""
+        """This user's key (made on first use); None when there is none, or it is not a
+        regular file of 32 bytes that only this user can read in a directory of this
+        user's that no one else can write."""
         path = self.directory / "key"
         if create and not path.exists():
             import secrets  # (only when a key is made: the report's start stays light)
@@ -146,8 +147,13 @@ class ReportCache:
                     os.close(fd)
         try:
             key = read_own(path)
+            st, where = os.lstat(path), os.lstat(self.directory)
         except (OSError, NotOwnFile):
             return None
+        uid = os.geteuid()
+        if (st.st_uid != uid or st.st_mode & 0o077 or where.st_uid != uid
+                or where.st_mode & 0o022):
+            return None  # a key others can read, or put there: nothing kept is trusted
         return key if len(key) == 32 else None
 
     def read(self, journal: Path, size: int) -> Kept | None:
