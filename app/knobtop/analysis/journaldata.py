@@ -234,24 +234,25 @@ class _Loader:
     def feed_sample(self, d: JsonDict) -> None:
         """``feed`` of a sample line's checked JSON object (JournalReader.quick): the
         same fold without building the Sample."""
-        if d.get("target"):
-            self.data.other_targets += 1
-            if self.keep is not None:
-                self.keep.other_targets += 1
-            return
-        t = d["t"]
-        self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
-                         self._seen(t))
+        if not self._other_target(d):
+            t = d["t"]
+            self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
+                             self._seen(t))
 
     def feed_load(self, d: JsonDict) -> None:
         """``feed`` of a load line's checked JSON object, without building the Load."""
-        if d.get("target"):
-            self.data.other_targets += 1
-            if self.keep is not None:
-                self.keep.other_targets += 1
-            return
-        t = d["t"]
-        self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
+        if not self._other_target(d):
+            t = d["t"]
+            self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
+
+    def _other_target(self, d: JsonDict) -> bool:
+        """A sample or load report of a recipe's further server: counted, not folded."""
+        if not d.get("target"):
+            return False
+        self.data.other_targets += 1
+        if self.keep is not None:
+            self.keep.other_targets += 1
+        return True
 
     def _seen(self, t: float) -> bool:
         """What ``feed`` does with every event's time (min and max as the comparisons they
