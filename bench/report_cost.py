@@ -10,10 +10,9 @@ second 24-hour journal is the same day started at another time.  A recipe journa
 Each figure: the median of ``--runs`` runs after one that warms the page cache and, for a
 journal of 1 MiB or more, keeps its fold (knobtop.analysis.reportcache: the first report of
 a journal reads every line; the next ones read what was kept): that first run's figures are
-given too, as ``cold``.  Peak RSS
-is the kernel's (``wait4``) for the process itself, started from a shell that execs it.
-Every process starts as an installed knobtop does (bytecode compiled first,
-bench/common.py compile_knobtop).
+given too, as ``cold``.  Peak RSS is the kernel's (``wait4``) for the process itself,
+forked by a bare interpreter.  Every process starts as an installed knobtop does (bytecode
+compiled first, bench/common.py compile_knobtop).
 
 Run:  .venv/bin/python bench/report_cost.py [--runs 5] [--json]
 """
@@ -75,14 +74,26 @@ def knobtop(*argv: str) -> list[str]:
     return [sys.executable, "-m", "knobtop", *argv]
 
 
+# A child's peak RSS (getrusage) counts the memory of the process it was forked from until
+# its exec: forked from this script (tens of MB of journals made) it would read as at least
+# that.  So each command is forked by a bare interpreter (-S -I: about 9 MB), which reports
+# its child's peak on its own last line of stderr.
+FORKER = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\nmaxrss {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def one_run(argv: list[str]) -> tuple[float, int, float | None, float | None]:
     """(seconds to exit, peak RSS in bytes, seconds to the first line out, to the second)."""
     began = time.perf_counter()
-    # Started from a small shell that execs it: a child's peak RSS counts the memory of the
-    # process it was forked from until its exec (this script's, tens of MB); the shell's is 2.
-    proc = subprocess.Popen(["/bin/sh", "-c", 'exec "$@"', "sh", *argv],
+    proc = subprocess.Popen([sys.executable, "-S", "-I", "-c", FORKER, *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
     first = second = None
     if proc.stdout.readline():
         first = time.perf_counter() - began
@@ -90,13 +101,12 @@ def one_run(argv: list[str]) -> tuple[float, int, float | None, float | None]:
             second = time.perf_counter() - began
     while proc.stdout.read(1 << 16):
         pass
-    _pid, status, usage = os.wait4(proc.pid, 0)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.wait()
     took = time.perf_counter() - began
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode != 0:
+    if proc.returncode != 0 or "maxrss " not in err:
         raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {err[-1000:]}")
-    return took, usage.ru_maxrss * 1024, first, second
+    return took, int(err.rsplit("maxrss ", 1)[1]) * 1024, first, second
 
 
 def measure(argv: list[str], runs: int) -> dict[str, Any]:

@@ -68,7 +68,11 @@ def test_kept_fold_of_a_hostile_journal(tmp_path: Path) -> None:
 def used(cache: ReportCache, path: Path) -> bool:
     """Whether the next report reads the kept fold (seen by what it reads: a kept fold
     whose rows were replaced would show them)."""
-    return cache.read(path, path.stat().st_size) is not None
+    kept = cache.open(path, path.stat().st_size)
+    if kept is None:
+        return False
+    kept.close()
+    return True
 
 
 def test_a_journal_changed_since_is_read_again(tmp_path: Path) -> None:

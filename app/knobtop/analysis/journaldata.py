@@ -339,10 +339,6 @@ class _Loader:
             tps, qps, hit, dirty, history, age, cpu, running = (
                 values.get(k) for k in BRIEF_ROW)
         load, self.pending_load = self.pending_load, None
-        if self.keep is not None:  # (kept only from a read of the whole journal)
-            self.keep.rows.append([t, wall, tps, qps, hit, dirty, history, age, cpu,
-                                   load.tps if load else None, load.p95 if load else None,
-                                   running])
         if not inside:
             return
         self.data.rows.append(Row(t, wall, tps, qps, hit, dirty, history, age, cpu,
@@ -360,8 +356,6 @@ class _Loader:
             return  # several clients: their per-second sum ("all") is the phase's number
         point = LoadPoint(t, float(tps), float(lat))
         self.pending_load = point
-        if self.keep is not None:
-            self.keep.loads.append([t, point.tps, point.p95])
         if inside:
             self.data.loads.append(point)
 
@@ -441,15 +435,19 @@ def load_journal(
         where = default_dir()
         cache = ReportCache(where) if where is not None else None
     size = path.stat().st_size
-    kept = cache.read(path, size) if cache is not None else None
+    kept = cache.open(path, size) if cache is not None else None
     if kept is not None:
         try:
             _from_kept(reader, loader, kept)
-        except BadKept:
+        except BadKept:  # (values of the wrong type: the journal then)
             return load_journal(path, t_from=t_from, t_to=t_to, cache=None)
+        finally:
+            kept.close()
         loader.finish()
         return data
-    sha256 = digest(path, size) if cache is not None and size >= cache.min_bytes else None
+    whole = t_from is None and t_to is None  # (a range's fold is kept by no one)
+    sha256 = digest(path, size) if (cache is not None and size >= cache.min_bytes
+                                    and whole) else None
     if sha256 is not None:
         loader.keep = Kept()
     for _row in fold(reader, loader):
@@ -460,7 +458,7 @@ def load_journal(
             and reader.consumed == size == path.stat().st_size
             and digest(path, size) == sha256):  # the bytes folded are the bytes hashed
         loader.keep.torn_tail = data.torn_tail
-        cache.write(path, size, sha256, loader.keep)
+        cache.write(path, size, sha256, loader.keep, data.rows, data.loads)
     return data
 
 

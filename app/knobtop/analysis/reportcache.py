@@ -28,14 +28,14 @@ import hashlib
 import hmac
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from knobtop.safefile import NotOwnFile, read_own
+from knobtop.safefile import NotOwnFile, open_own, read_own
 
 VERSION = 1
 #: load_journal's default: the cache in default_dir() (None: no cache)
@@ -47,6 +47,11 @@ _NUM_NONE = frozenset({int, float, type(None)})
 
 
 CHUNK = 4096  # rows (and load reports) a line of the kept file
+# The fields of analysis.journaldata's Row and LoadPoint, in their order (not imported:
+# journaldata imports this module).
+ROW_FIELDS = ("t", "wall", "tps", "qps", "hit_ratio", "dirty_pct", "history_len",
+              "checkpoint_age", "cpu", "load_tps", "load_p95", "threads_running")
+LOAD_FIELDS = ("t", "tps", "p95")
 
 
 class BadKept(ValueError):
@@ -55,26 +60,31 @@ class BadKept(ValueError):
 
 @dataclass
 class Kept:
-    """One journal's fold, as load_journal keeps it: ``rows`` (each Row's 12 fields) and
-    ``loads`` (t, tps, p95) of the whole journal, ``dropped`` (times of the load reports
-    left out), ``other_targets`` among the samples and load reports, ``lines`` (offset,
-    line number) of every other line, ``torn_tail``.  Read back, the rows and load reports
-    stay JSON lines of CHUNK each until ``each_row``/``each_load`` parse them, a chunk at a
-    time (a day's rows as lists at once would double a report's memory)."""
+    """One journal's fold as load_journal keeps it, but for its rows and load reports:
+    ``dropped`` (times of the load reports a several-client phase leaves out),
+    ``other_targets`` among the samples and load reports, ``lines`` ([offset, line number]
+    of every other line), ``torn_tail``.  Opened from the cache, ``each_row`` and
+    ``each_load`` then read the rows (each Row's 12 fields) and load reports ([t, tps, p95])
+    from the kept file, CHUNK a line, a line at a time (a day's rows held as lists at once
+    would add a third to a report's memory)."""
 
-    rows: list[list[Any]] = field(default_factory=list)
-    loads: list[list[Any]] = field(default_factory=list)
     dropped: list[float] = field(default_factory=list)
     other_targets: int = 0
     lines: list[list[int]] = field(default_factory=list)
     torn_tail: bool = False
-    row_chunks: list[memoryview] = field(default_factory=list)
-    load_chunks: list[memoryview] = field(default_factory=list)
+    fh: BinaryIO | None = None
+    row_lines: int = 0
+    load_lines: int = 0
+
+    def _chunks(self, n: int) -> Iterator[list[Any]]:
+        assert self.fh is not None
+        for _ in range(n):
+            yield _parsed(self.fh.readline())
 
     def each_row(self) -> Iterator[list[Any]]:
-        """Every row's 12 fields, checked (BadKept if one is not)."""
-        for chunk in self.row_chunks:
-            for row in _parsed(chunk):
+        """Every row's 12 fields, checked (BadKept if one is not); first."""
+        for chunk in self._chunks(self.row_lines):
+            for row in chunk:
                 if (type(row) is not list or len(row) != 12
                         or not _NUM_NONE.issuperset(map(type, row))
                         or type(row[0]) not in _NUM or type(row[1]) not in _NUM):
@@ -82,15 +92,20 @@ class Kept:
                 yield row
 
     def each_load(self) -> Iterator[list[Any]]:
-        for chunk in self.load_chunks:
-            for load in _parsed(chunk):
+        """Every load report's [t, tps, p95], checked; after the rows."""
+        for chunk in self._chunks(self.load_lines):
+            for load in chunk:
                 if type(load) is not list or len(load) != 3 or not _NUM.issuperset(
                         map(type, load)):
                     raise BadKept("a kept load report")
                 yield load
 
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
 
-def _parsed(chunk: memoryview) -> list[Any]:
+
+def _parsed(chunk: bytes) -> list[Any]:
     try:
         items = orjson.loads(chunk)
     except orjson.JSONDecodeError:
@@ -156,60 +171,67 @@ class ReportCache:
             return None  # a key others can read, or put there: nothing kept is trusted
         return key if len(key) == 32 else None
 
-    def read(self, journal: Path, size: int) -> Kept | None:
+    def open(self, journal: Path, size: int) -> Kept | None:
         """The kept fold of ``journal`` if it was kept from exactly these ``size`` bytes
-        (same SHA-256) and the kept file is intact; else None."""
+        (same SHA-256) and the kept file is intact (its HMAC, checked over the whole file
+        before anything in it is used; read again from the same open file, which a newer
+        kept file renamed into place does not change); else None.  Close it when done."""
         if size < self.min_bytes:
             return None
         key = self._key(create=False)
         if key is None:
             return None
         try:
-            blob = read_own(self._file(journal))
+            fh = open_own(self._file(journal))
         except (OSError, NotOwnFile):
             return None
-        view = memoryview(blob)  # slices of it, not copies: a day's rows are 14 MB
-        cut = blob.find(b"\n")
-        if cut < 0:
-            return None
-        want = hmac.new(key, view[cut + 1:], hashlib.sha256).hexdigest().encode()
-        if not hmac.compare_digest(bytes(view[:cut]), want):
-            return None
-        parts = []
-        start = cut + 1
-        while (end := blob.find(b"\n", start)) >= 0:
-            parts.append(view[start:end])
-            start = end + 1
         try:
-            head = orjson.loads(parts[0]) if parts else None
-            if (type(head) is not dict or head.get("v") != VERSION
-                    or head.get("size") != size or head.get("sha256") != digest(journal, size)):
-                return None
-            n_rows, n_loads = head.get("row_lines"), head.get("load_lines")
-            if type(n_rows) is not int or type(n_loads) is not int or len(parts) != (
-                    2 + n_rows + n_loads):
-                return None
-            kept = _checked(orjson.loads(parts[1]))
-        except (orjson.JSONDecodeError, ValueError):
-            return None
-        if kept is not None:
-            kept.row_chunks = parts[2:2 + n_rows]
-            kept.load_chunks = parts[2 + n_rows:]
+            kept = self._opened(fh, key, journal, size)
+        except (OSError, orjson.JSONDecodeError, ValueError):
+            kept = None
+        if kept is None:
+            fh.close()
         return kept
 
-    def write(self, journal: Path, size: int, sha256: str, kept: Kept) -> None:
-        """Keep ``kept`` for the ``size`` bytes of ``journal`` whose SHA-256 is ``sha256``
-        (best effort: a cache that cannot be written leaves the report as it is)."""
+    def _opened(self, fh: BinaryIO, key: bytes, journal: Path, size: int) -> Kept | None:
+        mac = hmac.new(key, digestmod=hashlib.sha256)
+        said = fh.readline().rstrip(b"\n")
+        while chunk := fh.read(1 << 20):
+            mac.update(chunk)
+        if not hmac.compare_digest(said, mac.hexdigest().encode()):
+            return None
+        fh.seek(len(said) + 1)
+        head = orjson.loads(fh.readline())
+        if (type(head) is not dict or head.get("v") != VERSION or head.get("size") != size
+                or head.get("sha256") != digest(journal, size)):
+            return None
+        kept = _checked(orjson.loads(fh.readline()))
+        rows, loads = head.get("row_lines"), head.get("load_lines")
+        if kept is None or type(rows) is not int or type(loads) is not int:
+            return None
+        kept.fh, kept.row_lines, kept.load_lines = fh, rows, loads
+        return kept
+
+    def write(self, journal: Path, size: int, sha256: str, kept: Kept,
+              rows: Sequence[Any], loads: Sequence[Any]) -> None:
+        """Keep ``kept`` and the whole journal's ``rows`` and ``loads`` (Row, LoadPoint) for
+        the ``size`` bytes of ``journal`` whose SHA-256 is ``sha256`` (best effort: a cache
+        that cannot be written leaves the report as it is)."""
         if size < self.min_bytes:
             return
         key = self._key(create=True)
         if key is None:
             return
-        n_rows, n_loads = -(-len(kept.rows) // CHUNK), -(-len(kept.loads) // CHUNK)
+        n_rows, n_loads = -(-len(rows) // CHUNK), -(-len(loads) // CHUNK)
         head = [orjson.dumps({"v": VERSION, "size": size, "sha256": sha256,
                               "row_lines": n_rows, "load_lines": n_loads}) + b"\n",
                 orjson.dumps({"dropped": kept.dropped, "other_targets": kept.other_targets,
                               "lines": kept.lines, "torn_tail": kept.torn_tail}) + b"\n"]
+        lines = itertools.chain(head, (
+            orjson.dumps([[getattr(r, f) for f in fields] for r in items[i:i + CHUNK]])
+            + b"\n"
+            for items, fields in ((rows, ROW_FIELDS), (loads, LOAD_FIELDS))
+            for i in range(0, len(items), CHUNK)))
         mac = hmac.new(key, digestmod=hashlib.sha256)
         import tempfile  # (only when a fold is kept)
 
@@ -220,13 +242,9 @@ class ReportCache:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(b"0" * mac.digest_size * 2 + b"\n")  # the MAC, once it is known
-                for items in (kept.rows, kept.loads):  # a chunk at a time, as read back
-                    for part in itertools.chain(head, (
-                            orjson.dumps(items[i:i + CHUNK]) + b"\n"
-                            for i in range(0, len(items), CHUNK))):
-                        mac.update(part)
-                        fh.write(part)
-                    head = []
+                for part in lines:  # a chunk at a time, as read back
+                    mac.update(part)
+                    fh.write(part)
                 fh.seek(0)
                 fh.write(mac.hexdigest().encode())
             os.replace(tmp, self._file(journal))
