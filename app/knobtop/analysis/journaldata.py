@@ -8,6 +8,8 @@ the live screen derives them); per-phase statistics."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -427,7 +429,25 @@ def load_journal(
     Events of unknown types are skipped and counted; a torn last line (a
     write cut off by a kill) is left out and noted in ``torn_tail``.
     """
-    path = Path(path)
+    with _no_gc():
+        return _load(Path(path), t_from, t_to, cache)
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: a day's fold makes a million objects, none in a
+    cycle, and the collector would walk them all again and again (a fifth of the time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _load(path: Path, t_from: float | None, t_to: float | None,
+          cache: ReportCache | None) -> JournalData:
     reader = JournalReader(path)
     data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
     loader = _Loader(data)
@@ -440,7 +460,7 @@ def load_journal(
         try:
             _from_kept(reader, loader, kept)
         except BadKept:  # (values of the wrong type: the journal then)
-            return load_journal(path, t_from=t_from, t_to=t_to, cache=None)
+            return _load(path, t_from, t_to, None)
         finally:
             kept.close()
         loader.finish()
@@ -589,8 +609,13 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def phase_stats(data: JournalData, span: PhaseSpan) -> PhaseStats:
-    rows = [r for r in data.rows if span.contains(r.t)]
-    loads = [p for p in data.loads if span.contains(p.t)]
+    lo, hi = span.start, span.end  # span.contains, written out (a day: 172,800 times)
+    if span.ended_by == "end of journal":
+        rows = [r for r in data.rows if lo <= r.t <= hi]
+        loads = [p for p in data.loads if lo <= p.t <= hi]
+    else:
+        rows = [r for r in data.rows if lo <= r.t < hi]
+        loads = [p for p in data.loads if lo <= p.t < hi]
     return PhaseStats(
         number=span.number,
         workload=span.workload,
