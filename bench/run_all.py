@@ -527,6 +527,7 @@ def chosen_rows(plan: Plan, keys: list[str]) -> list[Row]:
     if unknown:
         raise SystemExit(f"--rows {','.join(unknown)}: not a row that runs without the full "
                          f"run's server; choose among {', '.join(known)}")
+    compile_knobtop()  # as the full run does: the processes start as an installed knobtop
     out: list[Row] = []
     for group, (ks, measure, build) in STANDALONE.items():
         if any(k in keys for k in ks):

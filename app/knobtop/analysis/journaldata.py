@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import starmap
 from pathlib import Path
 
 from knobtop.analysis.reportcache import (
@@ -70,6 +72,7 @@ ROW_FIELDS = (
 CSV_FIELDS = (*ROW_FIELDS, "phase", "workload", "threads")
 
 KnobValues = dict[str, str | None]
+_T = operator.itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +258,26 @@ class _Loader:
         if self.keep is not None:
             self.keep.other_targets += 1
         return True
+
+    def _seen_all(self, times: list[float]) -> None:
+        """_seen of each of ``times`` in turn: max() and min() keep the first of equals,
+        as _seen's strict comparisons do."""
+        if not times:
+            return
+        top = max(times)
+        if top > self.last_seen:
+            self.last_seen = top
+        if self.t_from is not None or self.t_to is not None:
+            lo, hi = self.t_from, self.t_to
+            times = [t for t in times if (lo is None or t >= lo) and (hi is None or t < hi)]
+            if not times:
+                return
+        data = self.data
+        first, last = min(times), max(times)
+        if data.first_t is None or first < data.first_t:
+            data.first_t = first
+        if data.last_t is None or last > data.last_t:
+            data.last_t = last
 
     def _seen(self, t: float) -> bool:
         """What ``feed`` does with every event's time (min and max as the comparisons they
@@ -492,16 +515,16 @@ def _from_kept(reader: JournalReader, loader: _Loader, kept: Kept) -> None:
     def inside(t: float) -> bool:
         return (t_from is None or t >= t_from) and (t_to is None or t < t_to)
 
-    for cells in kept.each_row():
-        loader._seen(cells[0])
-        if inside(cells[0]):
-            data.rows.append(Row(*cells))
-    for t, tps, p95 in kept.each_load():
-        loader._seen(t)
-        if inside(t):
-            data.loads.append(LoadPoint(t, tps, p95))
-    for t in kept.dropped:
-        loader._seen(t)
+    whole = t_from is None and t_to is None
+    for chunk in kept.row_chunks():  # (C's loops where they can: a day has 86,400 rows)
+        loader._seen_all(list(map(_T, chunk)))
+        data.rows.extend(starmap(Row, chunk if whole else (
+            c for c in chunk if inside(c[0]))))
+    for chunk in kept.load_chunks():
+        loader._seen_all(list(map(_T, chunk)))
+        data.loads.extend(starmap(LoadPoint, chunk if whole else (
+            c for c in chunk if inside(c[0]))))
+    loader._seen_all(kept.dropped)
     data.other_targets = kept.other_targets
     data.torn_tail = kept.torn_tail
     with reader.path.open("rb") as fh:

@@ -27,6 +27,7 @@ import errno
 import hashlib
 import hmac
 import itertools
+import operator
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ ENV = "KNOBTOP_REPORT_CACHE"
 MIN_BYTES = 1 << 20
 _NUM = frozenset({int, float})
 _NUM_NONE = frozenset({int, float, type(None)})
+_T, _WALL = operator.itemgetter(0), operator.itemgetter(1)
 
 
 CHUNK = 4096  # rows (and load reports) a line of the kept file
@@ -81,24 +83,32 @@ class Kept:
         for _ in range(n):
             yield _parsed(self.fh.readline())
 
-    def each_row(self) -> Iterator[list[Any]]:
-        """Every row's 12 fields, checked (BadKept if one is not); first."""
+    def row_chunks(self) -> Iterator[list[list[Any]]]:
+        """The rows, CHUNK at a time, each 12 fields of which the first two (t, wall) are
+        numbers and the rest numbers or null (BadKept if not); first."""
         for chunk in self._chunks(self.row_lines):
-            for row in chunk:
-                if (type(row) is not list or len(row) != 12
-                        or not _NUM_NONE.issuperset(map(type, row))
-                        or type(row[0]) not in _NUM or type(row[1]) not in _NUM):
-                    raise BadKept("a kept row")
-                yield row
+            try:
+                ok = (all(type(r) is list and len(r) == 12 for r in chunk)
+                      and _NUM_NONE.issuperset(map(type, itertools.chain.from_iterable(chunk)))
+                      and _NUM.issuperset(map(type, map(_T, chunk)))
+                      and _NUM.issuperset(map(type, map(_WALL, chunk))))
+            except TypeError:
+                ok = False
+            if not ok:
+                raise BadKept("a kept row")
+            yield chunk
 
-    def each_load(self) -> Iterator[list[Any]]:
-        """Every load report's [t, tps, p95], checked; after the rows."""
+    def load_chunks(self) -> Iterator[list[list[Any]]]:
+        """The load reports' [t, tps, p95], CHUNK at a time, checked; after the rows."""
         for chunk in self._chunks(self.load_lines):
-            for load in chunk:
-                if type(load) is not list or len(load) != 3 or not _NUM.issuperset(
-                        map(type, load)):
-                    raise BadKept("a kept load report")
-                yield load
+            try:
+                ok = (all(type(x) is list and len(x) == 3 for x in chunk)
+                      and _NUM.issuperset(map(type, itertools.chain.from_iterable(chunk))))
+            except TypeError:
+                ok = False
+            if not ok:
+                raise BadKept("a kept load report")
+            yield chunk
 
     def close(self) -> None:
         if self.fh is not None:
