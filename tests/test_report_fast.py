@@ -348,3 +348,27 @@ def test_bootstrap_draws_as_choices_and_median() -> None:
             reference(a, b, n))
         checked += 1
     assert checked > 200
+
+
+def test_idle_past_the_cpu_fields_is_named_as_derive_names_it(tmp_path: Path) -> None:
+    """A header whose host fields put ``idle`` after a field that is no CPU time: derive
+    stops at the first sample with a rate, and so does the quick path, with its words."""
+    lines = [orjson.loads(x) for x in (DATA / "lab-80s.knobtop.jsonl").read_bytes()
+             .splitlines() if x.strip()]
+    header = lines[0]
+    fields = header["host_fields"]
+    order = [f for f in fields if f != "idle"] + ["idle"]
+    header["host_fields"] = ["load1", *order]
+    for e in lines[1:]:
+        if e["ev"] == "sample":
+            e["host"] = {h: [0.5, *(xs[fields.index(f)] for f in order)]
+                         for h, xs in e["host"].items()}
+    path = tmp_path / "fields.knobtop.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    samples = [n for n, e in enumerate(lines) if e["ev"] == "sample"]
+    with pytest.raises(JournalFormatError) as err:
+        load_journal(path, cache=None)
+    with pytest.raises(ValueError) as want:
+        reference_rows(path)
+    assert err.value.line_no == samples[1] + 1
+    assert err.value.reason == f"sample event has values of the wrong type ({want.value})"

@@ -363,6 +363,9 @@ class BriefDeriver:
         self.index, self.cpu_n = _layout(tuple(host_fields))
         self.cpu_fields = host_fields[:self.cpu_n]
         self.has_idle = "idle" in self.index
+        fields = list(self.cpu_fields)
+        self.idle_i = fields.index("idle") if "idle" in fields else None
+        self.io_i = fields.index("iowait") if "iowait" in fields else None
         self._pickers: dict[int, Callable[[list[Number | None]], tuple[Number | None, ...]]] = {}
         # The previous sample: t, its picked counters, its host CPU times
         self.prev: tuple[float, tuple[Number | None, ...], Mapping[str, Sequence[float]]] | None
@@ -423,12 +426,24 @@ class BriefDeriver:
             hit = 100.0 * (1.0 - reads / requests)
         cpu = None
         if self.has_idle:
-            cpu_n = self.cpu_n
+            cpu_n, idle_i, io_i = self.cpu_n, self.idle_i, self.io_i
             for host, snap in host_cpu.items():
                 before = p_host.get(host)
-                if before is not None:
+                if before is None:
+                    continue
+                if idle_i is None:  # "idle" past the CPU fields: cpu_percent as it is
                     pct = cpu_percent(before[:cpu_n], snap[:cpu_n], self.cpu_fields)
-                    if pct is not None:
-                        cpu = pct[0]
-                        break
+                    if pct is None:
+                        continue
+                    cpu = pct[0]
+                    break
+                # cpu_percent, written out with the fields' places found once
+                deltas = [b - a for a, b in zip(before[:cpu_n], snap[:cpu_n], strict=False)]
+                total = sum(deltas)
+                if total <= 0:
+                    continue
+                idle = deltas[idle_i]
+                iowait = deltas[io_i] if io_i is not None else 0.0
+                cpu = 100.0 * (total - idle - iowait) / total
+                break
         return tps, qps, hit, *gauges[:3], cpu, gauges[3]
