@@ -477,7 +477,8 @@ def _load(path: Path, t_from: float | None, t_to: float | None,
     if cache is DEFAULT_CACHE:
         where = default_dir()
         cache = ReportCache(where) if where is not None else None
-    size = path.stat().st_size
+    before = path.stat()
+    size = before.st_size
     kept = cache.open(path, size) if cache is not None else None
     if kept is not None:
         try:
@@ -488,20 +489,18 @@ def _load(path: Path, t_from: float | None, t_to: float | None,
             kept.close()
         loader.finish()
         return data
-    whole = t_from is None and t_to is None  # (a range's fold is kept by no one)
-    sha256 = digest(path, size) if (cache is not None and size >= cache.min_bytes
-                                    and whole) else None
-    if sha256 is not None:
-        loader.keep = Kept()
+    if cache is not None and size >= cache.min_bytes and t_from is None and t_to is None:
+        loader.keep = Kept()  # (a range's fold is kept by no one)
     for _row in fold(reader, loader):
         pass
     loader.finish()
     data.torn_tail = reader.stats.torn_tail
-    if (sha256 is not None and cache is not None and loader.keep is not None
-            and reader.consumed == size == path.stat().st_size
-            and digest(path, size) == sha256):  # the bytes folded are the bytes hashed
-        loader.keep.torn_tail = data.torn_tail
-        cache.write(path, size, sha256, loader.keep, data.rows, data.loads)
+    if cache is not None and loader.keep is not None and reader.consumed == size:
+        after = path.stat()  # the bytes hashed are the bytes folded: the file unchanged
+        if (after.st_size, after.st_mtime_ns, after.st_ino) == (
+                size, before.st_mtime_ns, before.st_ino):
+            loader.keep.torn_tail = data.torn_tail
+            cache.write(path, size, digest(path, size), loader.keep, data.rows, data.loads)
     return data
 
 
