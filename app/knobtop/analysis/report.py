@@ -410,10 +410,11 @@ def csv_stream(path: Path, t_from: float | None = None, t_to: float | None = Non
 
     A row's phase cells need the load phases, which a first pass finds without decoding
     the samples (journaldata.phase_spans); a phase still running at the journal's end
-    holds every later row.  The one case that needs the journal's last time (a row at
-    exactly ``t_from`` in a phase that was still running when the journal ended there) is
-    held until that time is known.  A bad line ends the stream with the same error as
-    csv_report's, after the rows before it."""
+    takes in every row after its start (load_journal ends it at the journal's last time,
+    and no row comes after that).  The one case that needs that time itself (a row at
+    exactly ``t_from`` in a phase still running when the journal ended there) is held
+    until it is known.  A bad line ends the stream with the same error as csv_report's,
+    after the rows before it."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
 
