@@ -175,3 +175,21 @@ def test_small_journals_and_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("KNOBTOP_REPORT_CACHE", "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_dir() == tmp_path / "xdg" / "knobtop" / "reports"
+
+
+def test_the_oldest_kept_files_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from knobtop.analysis import reportcache
+
+    monkeypatch.setattr(reportcache, "KEEP_FILES", 2)
+    cache = cache_at(tmp_path)
+    paths = []
+    for n in range(3):
+        path = tmp_path / f"j{n}.knobtop.jsonl"
+        path.write_bytes(RECORDED[0].read_bytes())
+        load_journal(path, cache=cache)
+        paths.append(path)
+        kept = sorted(cache.directory.glob("*.json"))
+        for when, p in enumerate(kept):  # written in turn: make the order plain
+            os.utime(p, ns=(when, when) if p != cache._file(path) else (10**18, 10**18))
+    assert len(list(cache.directory.glob("*.json"))) == 2
+    assert not used(cache, paths[0]) and used(cache, paths[1]) and used(cache, paths[2])

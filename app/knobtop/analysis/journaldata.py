@@ -107,6 +107,9 @@ class LoadPoint:
     p95: float
 
 
+_LOAD_FIELDS = ("t", "tps", "p95")  # LoadPoint's, in order
+
+
 @dataclass(frozen=True, slots=True)
 class PhaseSpan:
     """One load phase, clipped to the journal's read range.
@@ -500,7 +503,8 @@ def _load(path: Path, t_from: float | None, t_to: float | None,
         if (after.st_size, after.st_mtime_ns, after.st_ino) == (
                 size, before.st_mtime_ns, before.st_ino):
             loader.keep.torn_tail = data.torn_tail
-            cache.write(path, size, digest(path, size), loader.keep, data.rows, data.loads)
+            cache.write(path, size, digest(path, size), loader.keep,
+                        ((data.rows, ROW_FIELDS), (data.loads, _LOAD_FIELDS)))
     return data
 
 

@@ -49,11 +49,7 @@ _T, _WALL = operator.itemgetter(0), operator.itemgetter(1)
 
 
 CHUNK = 4096  # rows (and load reports) a line of the kept file
-# The fields of analysis.journaldata's Row and LoadPoint, in their order (not imported:
-# journaldata imports this module).
-ROW_FIELDS = ("t", "wall", "tps", "qps", "hit_ratio", "dirty_pct", "history_len",
-              "checkpoint_age", "cpu", "load_tps", "load_p95", "threads_running")
-LOAD_FIELDS = ("t", "tps", "p95")
+KEEP_FILES = 16  # kept folds at most (a day's journal's is 14 MB): the oldest go first
 
 
 class BadKept(ValueError):
@@ -223,15 +219,18 @@ class ReportCache:
         return kept
 
     def write(self, journal: Path, size: int, sha256: str, kept: Kept,
-              rows: Sequence[Any], loads: Sequence[Any]) -> None:
-        """Keep ``kept`` and the whole journal's ``rows`` and ``loads`` (Row, LoadPoint) for
-        the ``size`` bytes of ``journal`` whose SHA-256 is ``sha256`` (best effort: a cache
-        that cannot be written leaves the report as it is)."""
+              tables: tuple[tuple[Sequence[Any], Sequence[str]], ...]) -> None:
+        """Keep ``kept`` and the whole journal's rows and load reports (``tables``: the
+        objects and the names of their fields, Row's 12 then LoadPoint's 3) for the
+        ``size`` bytes of ``journal`` whose SHA-256 is ``sha256`` (best effort: a cache
+        that cannot be written leaves the report as it is).  The oldest kept files beyond
+        KEEP_FILES are removed."""
         if size < self.min_bytes:
             return
         key = self._key(create=True)
         if key is None:
             return
+        (rows, _), (loads, _) = tables
         n_rows, n_loads = -(-len(rows) // CHUNK), -(-len(loads) // CHUNK)
         head = [orjson.dumps({"v": VERSION, "size": size, "sha256": sha256,
                               "row_lines": n_rows, "load_lines": n_loads}) + b"\n",
@@ -240,8 +239,7 @@ class ReportCache:
         lines = itertools.chain(head, (
             orjson.dumps([[getattr(r, f) for f in fields] for r in items[i:i + CHUNK]])
             + b"\n"
-            for items, fields in ((rows, ROW_FIELDS), (loads, LOAD_FIELDS))
-            for i in range(0, len(items), CHUNK)))
+            for items, fields in tables for i in range(0, len(items), CHUNK)))
         mac = hmac.new(key, digestmod=hashlib.sha256)
         import tempfile  # (only when a fold is kept)
 
@@ -258,12 +256,24 @@ class ReportCache:
                 fh.seek(0)
                 fh.write(mac.hexdigest().encode())
             os.replace(tmp, self._file(journal))
+            self._trim()
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS):
                 raise
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+    def _trim(self) -> None:
+        """The oldest kept files (by when they were written) beyond KEEP_FILES removed."""
+        kept = []
+        for path in self.directory.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                kept.append((path.lstat().st_mtime_ns, path))
+        for _when, path in sorted(kept)[:-KEEP_FILES]:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 def _checked(body: Any) -> Kept | None:
