@@ -14,6 +14,7 @@ sysbench rows, and measures, in this order:
 4. journal cost per event and bytes per sample (``journal_cost.py``);
 5. RSS growth over a simulated day (``memory_growth.py``); and the RSS the two TUIs of (2)
    gained over the minutes they ran;
+3h-3m. reports and comparisons of long journals (``report_cost.py``);
 6d-6e. a person resizing and scrolling the live screen under load (``live_schedule.py``);
 2d-2e. in (2)'s loaded condition, how far the live screen runs behind its journal and how
    soon a key acts on it, watched from outside (``screen_lag.py``).
@@ -23,6 +24,7 @@ writes ``bench/RESULTS.md`` (``--results``; ``--quick`` writes nothing unless as
 dolphie 6.18.0 is installed from PyPI into ``bench/.dolphie-venv`` on first use.
 
 Run:  .venv/bin/python bench/run_all.py [--quick] [--results PATH]
+      .venv/bin/python bench/run_all.py --rows 3g,3h,3i  (just those rows; no RESULTS.md)
 """
 # Over 500 lines: the one table of every row with its goal, and the text RESULTS.md explains
 # the rows with; each measurement lives in a script of its own.
@@ -88,6 +90,7 @@ class Plan:
     paint_every: int = 300
     person_window: float = 60.0  # rows 6d-6e: a person at the screen, per interval
     startup_runs: int = 5  # rows 3c-3g: whole-process start-ups
+    report_runs: int = 5  # rows 3h-3m: whole-process reports and comparisons of long journals
     stats_sims: int = 3000  # rows 8a-8b: one-cell tables per figure (8-cell: a fifth)
     lag_window: float = 120.0  # row 2d: seconds of samples (p99: the second-latest of ~120)
     lag_presses: int = 60  # row 2e: note dialogs opened and closed (120 keys)
@@ -96,7 +99,8 @@ class Plan:
 QUICK = Plan(rounds=2, seconds=4, probe=5.0, tui_warm=2.0, tui_window=6.0, builtin_rounds=1,
              builtin_seconds=4, journal_seconds=3600, seeks=20, cost_seconds=600,
              cost_repeats=1, memory_seconds=1800, paint_every=300, person_window=8.0,
-             startup_runs=1, stats_sims=300, lag_window=10.0, lag_presses=5)
+             startup_runs=1, report_runs=1, stats_sims=300, lag_window=10.0,
+             lag_presses=5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,10 +206,11 @@ def run(plan: Plan, cleanup: Cleanup) -> dict[str, Any]:
         f"{2 * plan.lag_presses} keys, beside dolphie and saturating sysbench")
     res["lag"] = screen_lag(server, cleanup, tmp, plan.lag_window, plan.lag_presses)
     log("start-up of whole processes: --version, --help, report, lab, replay")
-    res["startup"] = run_json(["bench/startup.py", "--runs", str(plan.startup_runs), "--json"],
-                              timeout=600)
+    res["startup"] = measure_startup(plan)
     res["screens"] = run_json(["bench/startup_screens.py", "--runs", str(plan.startup_runs),
                                "--json"], timeout=900)
+    log("reports and comparisons of 1-, 6- and 24-hour journals (whole processes)")
+    res["report"] = measure_reports(plan)
     log(f"verdicts by simulation: {plan.stats_sims} one-cell and {plan.stats_sims // 5} "
         "8-cell tables per figure")
     res["stats"] = run_json(["bench/stats_power.py", "--sims", str(plan.stats_sims),
@@ -327,10 +332,8 @@ def rows(res: dict[str, Any]) -> list[Row]:
     out.append(Row("3d", "`replay` of a 24 h journal to its first frame (whole process, "
                    "median)", f"{sc['replay_first_frame']:.2f} s", "<= 1.0 s",
                    verdict(sc["replay_first_frame"] <= 1.0)))
-    for key, name, goal in (("3e", "--version", 0.1), ("3f", "--help", 0.1),
-                            ("3g", "report, 1-hour journal", 0.3)):
-        out.append(Row(key, f"`knobtop {name}` start to exit (whole process, median)",
-                       f"{st[name]:.3f} s", f"<= {goal:g} s", verdict(st[name] <= goal)))
+    out += startup_rows(st)
+    out += report_rows(res["report"])
     jc = res["journal"]
     out.append(Row("4a", "JournalWriter.append per event (secret redaction on)",
                    f"mean {jc['mean_us']:.1f} us (median {jc['median_us']:.1f}, "
@@ -439,6 +442,97 @@ def rows(res: dict[str, Any]) -> list[Row]:
         f"{r['power_one_0.20']:.0%} ({r['power_table_0.10']:.0%} / "
         f"{r['power_table_0.20']:.0%})" for r in st["rows"]),
         "reference (before issue 17, n=5: 25% / 70%, no Holm)", "info"))
+    return out
+
+
+def measure_startup(plan: Plan) -> dict[str, Any]:
+    return run_json(["bench/startup.py", "--runs", str(plan.startup_runs), "--json"],
+                    timeout=600)
+
+
+def startup_rows(st: dict[str, Any]) -> list[Row]:
+    """Rows 3e-3g: start-up of whole processes (``bench/startup.py``)."""
+    return [Row(key, f"`knobtop {name}` start to exit (whole process, median)",
+                f"{st[name]:.3f} s", f"<= {goal:g} s{why}", verdict(st[name] <= goal))
+            for key, name, goal, why in (
+                ("3e", "--version", 0.1, ""), ("3f", "--help", 0.1, ""),
+                ("3g", "report, 1-hour journal", 0.15, " (issue 41; was 0.3)"))]
+
+
+def measure_reports(plan: Plan) -> dict[str, Any]:
+    return run_json(["bench/report_cost.py", "--runs", str(plan.report_runs), "--json"],
+                    timeout=1800)
+
+
+def report_rows(rc: dict[str, Any]) -> list[Row]:
+    """Rows 3h-3m: reports and comparisons of long journals (``bench/report_cost.py``,
+    issue 41), all measured in the same run."""
+    rep = rc["report"]
+    secs = {h: rep[h]["seconds"] for h in ("1", "6", "24")}
+    per_hour = {h: secs[h] / int(h) for h in secs}
+
+    def spread(cell: dict[str, Any]) -> str:
+        return f"{cell['spread'][0]:.2f}-{cell['spread'][1]:.2f}"
+
+    out = [Row("3h", "`knobtop report` of a 1 / 6 / 24 h journal (whole process, median; "
+               "its fold kept by the first report)",
+               f"{secs['1']:.3f} / {secs['6']:.3f} / {secs['24']:.3f} s (runs "
+               f"{spread(rep['1'])} / {spread(rep['6'])} / {spread(rep['24'])}); first "
+               f"report {rep['1']['cold']:.2f} / {rep['6']['cold']:.2f} / "
+               f"{rep['24']['cold']:.2f} s",
+               "<= 0.15 s (1 h), <= 1.0 s (24 h)",
+               verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0))]
+    rss = rep["24"]["rss"]
+    cold_rss = rep["24"]["cold_rss"]
+    out.append(Row("3i", "`knobtop report` of a 24 h journal: peak RSS",
+                   f"{rss / 1e6:.0f} MB; first report {cold_rss / 1e6:.0f} MB "
+                   f"({rc['sizes']['24'] / 1e6:.1f} MB journal)",
+                   "<= 100 MB", verdict(max(rss, cold_rss) <= 100e6)))
+    growth = per_hour["24"] / per_hour["6"]
+    out.append(Row("3j", "report's cost per hour of journal at 1 / 6 / 24 h (3h / hours)",
+                   f"{per_hour['1']:.3f} / {per_hour['6']:.3f} / {per_hour['24']:.4f} s; "
+                   f"24 h against 6 h: {growth:.2f}x",
+                   "24 h <= 1.1x 6 h (no faster than the journal)", verdict(growth <= 1.1)))
+    c24, c1 = rc["csv"]["24"], rc["csv"]["1"]
+    out.append(Row("3k", "`report --format csv` of a 24 h journal: first line out, first "
+                   "row, peak RSS (the 1 h one's beside it)",
+                   f"{c24['first_line']:.3f} s, first row {c24['first_row']:.3f} s, all "
+                   f"{c24['seconds']:.2f} s; {c24['rss'] / 1e6:.0f} MB (1 h: "
+                   f"{c1['rss'] / 1e6:.0f} MB)",
+                   "<= 0.2 s; RSS within 10 MB of 1 h's",
+                   verdict(c24["first_line"] <= 0.2 and c24["rss"] <= c1["rss"] + 10e6)))
+    cmp_, merge = rc["compare"], rc["merge"]
+    out.append(Row("3l", "`knobtop compare A B --format text` of two 24 h journals (whole "
+                   "process, median)", f"{cmp_['seconds']:.3f} s (runs {spread(cmp_)}); "
+                   f"{cmp_['rss'] / 1e6:.0f} MB; first {cmp_['cold']:.2f} s", "<= 2.0 s",
+                   verdict(cmp_["seconds"] <= 2.0)))
+    out.append(Row("3m", "`knobtop compare A B C --merge` of three recipe journals (whole "
+                   "process, median)", f"{merge['seconds']:.3f} s (runs {spread(merge)})",
+                   "<= 0.5 s", verdict(merge["seconds"] <= 0.5)))
+    return out
+
+
+# Rows measured without a server, each group by one script: `run_all.py --rows 3g,3h` runs
+# only the scripts of the rows asked for and prints them (RESULTS.md is left as it is).
+STANDALONE: dict[str, tuple[tuple[str, ...], Any, Any]] = {
+    "startup": (("3e", "3f", "3g"), measure_startup, startup_rows),
+    "report": (("3h", "3i", "3j", "3k", "3l", "3m"), measure_reports, report_rows),
+}
+
+
+def chosen_rows(plan: Plan, keys: list[str]) -> list[Row]:
+    """The rows ``keys`` asked for, measured now (only their groups' scripts run)."""
+    known = {k: group for group, (ks, _m, _r) in STANDALONE.items() for k in ks}
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise SystemExit(f"--rows {','.join(unknown)}: not a row that runs without the full "
+                         f"run's server; choose among {', '.join(known)}")
+    compile_knobtop()  # as the full run does: the processes start as an installed knobtop
+    out: list[Row] = []
+    for group, (ks, measure, build) in STANDALONE.items():
+        if any(k in keys for k in ks):
+            log(f"rows {', '.join(k for k in ks if k in keys)} ({group})")
+            out += [r for r in build(measure(plan)) if r.key in keys]
     return out
 
 
@@ -683,6 +777,21 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   (proportional set size) of both, which counts the pages they share after the fork once.
   **3e-3g** `bench/startup.py`: `python -m knobtop --version`, `--help` and `report` of a
   1-hour journal, start to exit, median of 5.
+* **3h-3m** `bench/report_cost.py` (issue 41): journals made as 3a's (1, 6 and 24 hours;
+  a second 24-hour one started at another time; three recipe journals of 15 minutes with a
+  recipe run of 5 replicates x 2 thread counts), each command a whole process, median of 5
+  after one that warms the page cache, peak RSS the kernel's for the process (`wait4`).
+  That first run of a report or comparison reads every line and keeps the journal's fold
+  (`knobtop.analysis.reportcache`, journals of 1 MiB and more); the runs counted read the
+  fold back (checked against the journal's size and SHA-256) and the other lines: the
+  rows give the first run's figures beside them.
+  3h: `knobtop report` of each; 3i: its peak RSS on the 24-hour one; 3j: 3h's seconds per
+  hour of journal, the 24-hour one's against the 6-hour one's (a report costs no more per
+  hour of a longer journal); 3k: `report --format csv` of the 24-hour journal, time to its
+  first line (the column names) and first row, and its peak RSS against the 1-hour one's
+  (it streams: constant memory); 3l: `compare A B --format text` of the two 24-hour
+  journals; 3m: `compare A B C --merge` of the three recipe journals.
+  `run_all.py --rows 3g,3h,...` measures just the rows named (3e-3m) and prints them.
 * **7** `bench/builtin_vs_sysbench.py`: sysbench and knobtop's built-in driver alternated
   (3 rounds x 15 s), ratio of median TPS.
 * **7b** `bench/linkbench_driver.py`: LinkBench on the built-in driver with only GetNode
@@ -709,8 +818,17 @@ def main() -> int:
     ap.add_argument("--results", type=Path, default=None,
                     help="write the results here (default: bench/RESULTS.md for a full run, "
                     "nothing for --quick)")
+    ap.add_argument("--rows", default=None,
+                    help="only these rows, comma-separated (3e-3m: no server needed); prints "
+                    "them and writes no RESULTS.md")
     args = ap.parse_args()
     plan = QUICK if args.quick else Plan()
+    if args.rows:
+        if args.results:
+            raise SystemExit("--rows prints the rows asked for: drop --results")
+        table = chosen_rows(plan, [k.strip() for k in args.rows.split(",") if k.strip()])
+        print_table(table)
+        return 1 if any(r.verdict == "FAIL" for r in table) else 0
     results = args.results or (None if args.quick else BENCH / "RESULTS.md")
     cleanup = Cleanup()
 

@@ -21,6 +21,10 @@ from pathlib import Path
 from knobtop.errors import KnobtopError
 from knobtop.printable import printable
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO planted at the name must not hang the screen in open().
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -102,8 +106,8 @@ def open_append(path: Path, mode: int = 0o600) -> int:
     return fd
 
 
-def read_own(path: Path) -> bytes:
-    """The bytes of the regular file ``path`` (FileNotFoundError when there is none);
+def open_own(path: Path) -> BinaryIO:
+    """The regular file ``path``, open to read (FileNotFoundError when there is none);
     NotOwnFile for a link or anything but a regular file (a FIFO would never end)."""
     try:
         fd = os.open(path, _READ)
@@ -116,15 +120,19 @@ def read_own(path: Path) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise _refused(path, st)
         os.set_blocking(fd, True)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
-__all__ = ["NotOwnFile", "open_append", "read_own", "write_new"]
+def read_own(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (as open_own refuses what it refuses)."""
+    with open_own(path) as fh:
+        return fh.read()
+
+
+__all__ = ["NotOwnFile", "open_append", "open_own", "read_own", "write_new"]
 
 
 def private_cwd() -> str:

@@ -2,15 +2,30 @@
 changes (knobtop's and those made outside it), restarts, notes, marks, errors, load phases,
 and one row of derived metrics per sample (rates derived from the raw counters exactly as
 the live screen derives them); per-phase statistics."""
+# About 600 lines: the one fold from a journal's events to what reports need, fed three ways
+# that must agree line for line (the quick path's checked samples, the report cache's kept
+# fold, the CSV stream's phase pass); split, the three would drift apart.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import operator
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import starmap
 from pathlib import Path
 
+from knobtop.analysis.reportcache import (
+    DEFAULT_CACHE,
+    BadKept,
+    Kept,
+    ReportCache,
+    default_dir,
+    digest,
+)
 from knobtop.analysis.times import fmt_rel
 from knobtop.journal import (
     Change,
@@ -34,8 +49,8 @@ from knobtop.journal import (
     Trial,
     Unknown,
 )
-from knobtop.journal.events import target_of
-from knobtop.metrics.derive import Snapshot, derive
+from knobtop.journal.events import JsonDict, target_of
+from knobtop.metrics.derive import BRIEF_ROW, BriefDeriver, Snapshot, derive
 from knobtop.printable import printable
 
 # Columns of one per-interval row (and of the CSV report), in order.
@@ -57,6 +72,7 @@ ROW_FIELDS = (
 CSV_FIELDS = (*ROW_FIELDS, "phase", "workload", "threads")
 
 KnobValues = dict[str, str | None]
+_T = operator.itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +105,9 @@ class LoadPoint:
     t: float
     tps: float
     p95: float
+
+
+_LOAD_FIELDS = ("t", "tps", "p95")  # LoadPoint's, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +206,6 @@ class PhaseStats:
 # --------------------------------------------------------------------------- reading
 
 
-def _in_range(t: float, t_from: float | None, t_to: float | None) -> bool:
-    return (t_from is None or t >= t_from) and (t_to is None or t < t_to)
-
-
 def _apply_change(knobs: KnobValues, change: Change) -> None:
     if change.result != "ok":
         return
@@ -198,20 +213,6 @@ def _apply_change(knobs: KnobValues, change: Change) -> None:
     for knob, values in change.side_effects.items():
         if isinstance(values, list | tuple) and len(values) == 2:
             knobs[knob] = values[1]
-
-
-def _line_of_event(path: Path, index: int) -> int:
-    """The line number of the ``index``-th event (1-based; blank lines are not events)."""
-    with path.open("rb") as fh:
-        fh.readline()
-        line_no, seen = 1, 0
-        for line in fh:
-            line_no += 1
-            if line.strip():
-                seen += 1
-                if seen == index:
-                    return line_no
-    return line_no
 
 
 @dataclass
@@ -227,13 +228,74 @@ class _Loader:
         self.data = data
         self.t_from = data.t_from
         self.t_to = data.t_to
-        self.prev: Snapshot | None = None
+        self.deriver = BriefDeriver(data.header.counters, data.header.host_fields)
+        self.keep: Kept | None = None  # filled for the report cache as the journal is read
+        self.prev_raw: tuple[float, list[int | float | None], dict[str, list[float]],
+                             bool] | None = None
         self.pending_load: LoadPoint | None = None
         self.open_phase: _OpenPhase | None = None
         self.spans: list[PhaseSpan] = []
         self.baseline_seen = False
         self.unknown: Counter[str] = Counter()
         self.last_seen = 0.0
+
+    def feed_sample(self, d: JsonDict) -> None:
+        """``feed`` of a sample line's checked JSON object (JournalReader.quick): the
+        same fold without building the Sample."""
+        if not self._other_target(d):
+            t = d["t"]
+            self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
+                             self._seen(t))
+
+    def feed_load(self, d: JsonDict) -> None:
+        """``feed`` of a load line's checked JSON object, without building the Load."""
+        if not self._other_target(d):
+            t = d["t"]
+            self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
+
+    def _other_target(self, d: JsonDict) -> bool:
+        """A sample or load report of a recipe's further server: counted, not folded."""
+        if not d.get("target"):
+            return False
+        self.data.other_targets += 1
+        if self.keep is not None:
+            self.keep.other_targets += 1
+        return True
+
+    def _seen_all(self, times: list[float]) -> None:
+        """_seen of each of ``times`` in turn: max() and min() keep the first of equals,
+        as _seen's strict comparisons do."""
+        if not times:
+            return
+        top = max(times)
+        if top > self.last_seen:
+            self.last_seen = top
+        if self.t_from is not None or self.t_to is not None:
+            lo, hi = self.t_from, self.t_to
+            times = [t for t in times if (lo is None or t >= lo) and (hi is None or t < hi)]
+            if not times:
+                return
+        data = self.data
+        first, last = min(times), max(times)
+        if data.first_t is None or first < data.first_t:
+            data.first_t = first
+        if data.last_t is None or last > data.last_t:
+            data.last_t = last
+
+    def _seen(self, t: float) -> bool:
+        """What ``feed`` does with every event's time (min and max as the comparisons they
+        make); whether it lies inside the range."""
+        if t > self.last_seen:
+            self.last_seen = t
+        if (self.t_from is not None and not t >= self.t_from) or (
+                self.t_to is not None and not t < self.t_to):
+            return False
+        data = self.data
+        if data.first_t is None or t < data.first_t:
+            data.first_t = t
+        if data.last_t is None or t > data.last_t:
+            data.last_t = t
+        return True
 
     def feed(self, event: Event) -> None:
         data = self.data
@@ -246,11 +308,7 @@ class _Loader:
             if isinstance(event, Knobs):
                 data.target_knobs.setdefault(target, dict(event.values))
             return
-        self.last_seen = max(self.last_seen, event.t)
-        inside = _in_range(event.t, self.t_from, self.t_to)
-        if inside:
-            data.first_t = event.t if data.first_t is None else min(data.first_t, event.t)
-            data.last_t = event.t if data.last_t is None else max(data.last_t, event.t)
+        inside = self._seen(event.t)
         if isinstance(event, Sample):
             self._sample(event, inside)
         elif isinstance(event, Load):
@@ -293,37 +351,38 @@ class _Loader:
             data.end = event
 
     def _sample(self, event: Sample, inside: bool) -> None:
-        header = self.data.header
-        snap = Snapshot.from_values(
-            event.t, header.counters, event.v, event.host, reconnect=event.re
-        )
-        values = derive(self.prev, snap, header.host_fields, brief=True)
-        self.prev = snap
+        self._raw_sample(event.t, event.wall, event.v, event.host, event.re, inside)
+
+    def _raw_sample(self, t: float, wall: float, v: list[int | float | None],
+                    host: dict[str, list[float]], re: bool, inside: bool) -> None:
+        prev, self.prev_raw = self.prev_raw, (t, v, host, re)
+        try:
+            tps, qps, hit, dirty, history, age, cpu, running = self.deriver.step(t, v, host, re)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ArithmeticError):
+            # A malformed sample: derive itself says what is wrong (or, if it finds
+            # nothing, its values stand).
+            values = derive(None if prev is None else _snapshot(self.data.header, *prev),
+                            _snapshot(self.data.header, t, v, host, re),
+                            self.data.header.host_fields, brief=True)
+            tps, qps, hit, dirty, history, age, cpu, running = (
+                values.get(k) for k in BRIEF_ROW)
         load, self.pending_load = self.pending_load, None
         if not inside:
             return
-        self.data.rows.append(
-            Row(
-                t=event.t,
-                wall=event.wall,
-                tps=values.get("tps"),
-                qps=values.get("qps"),
-                hit_ratio=values.get("hit_ratio"),
-                dirty_pct=values.get("dirty_pct"),
-                history_len=values.get("history_len"),
-                checkpoint_age=values.get("checkpoint_age"),
-                cpu=values.get("cpu"),
-                load_tps=load.tps if load else None,
-                load_p95=load.p95 if load else None,
-                threads_running=values.get("threads_running"),
-            )
-        )
+        self.data.rows.append(Row(t, wall, tps, qps, hit, dirty, history, age, cpu,
+                                  load.tps if load else None, load.p95 if load else None,
+                                  running))
 
     def _load(self, event: Load, inside: bool) -> None:
+        self._raw_load(event.t, event.src, event.tps, event.lat, inside)
+
+    def _raw_load(self, t: float, src: str, tps: float, lat: float, inside: bool) -> None:
         hosts = self.open_phase.hosts if self.open_phase else 1
-        if hosts > 1 and event.src != "all":
+        if hosts > 1 and src != "all":
+            if self.keep is not None:
+                self.keep.dropped.append(t)
             return  # several clients: their per-second sum ("all") is the phase's number
-        point = LoadPoint(t=event.t, tps=float(event.tps), p95=float(event.lat))
+        point = LoadPoint(t, float(tps), float(lat))
         self.pending_load = point
         if inside:
             self.data.loads.append(point)
@@ -381,7 +440,8 @@ class _Loader:
 
 
 def load_journal(
-    path: str | Path, *, t_from: float | None = None, t_to: float | None = None
+    path: str | Path, *, t_from: float | None = None, t_to: float | None = None,
+    cache: ReportCache | None = DEFAULT_CACHE,
 ) -> JournalData:
     """Read a journal once, keeping what reports need.
 
@@ -395,21 +455,175 @@ def load_journal(
     Events of unknown types are skipped and counted; a torn last line (a
     write cut off by a kill) is left out and noted in ``torn_tail``.
     """
-    path = Path(path)
+    with _no_gc():
+        return _load(Path(path), t_from, t_to, cache)
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: a day's fold makes a million objects, none in a
+    cycle, and the collector would walk them all again and again (a fifth of the time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _load(path: Path, t_from: float | None, t_to: float | None,
+          cache: ReportCache | None) -> JournalData:
     reader = JournalReader(path)
     data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
     loader = _Loader(data)
-    for event in reader:
+    if cache is DEFAULT_CACHE:
+        where = default_dir()
+        cache = ReportCache(where) if where is not None else None
+    before = path.stat()
+    size = before.st_size
+    kept = cache.open(path, size) if cache is not None else None
+    if kept is not None:
         try:
-            loader.feed(event)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-            line_no = _line_of_event(path, reader.stats.events)
-            raise JournalFormatError(
-                path, line_no, f"{event.kind} event has values of the wrong type ({exc})"
-            ) from None
+            _from_kept(reader, loader, kept)
+        except BadKept:  # (values of the wrong type: the journal then)
+            return _load(path, t_from, t_to, None)
+        finally:
+            kept.close()
+        loader.finish()
+        return data
+    if cache is not None and size >= cache.min_bytes and t_from is None and t_to is None:
+        loader.keep = Kept()  # (a range's fold is kept by no one)
+    for _row in fold(reader, loader):
+        pass
     loader.finish()
     data.torn_tail = reader.stats.torn_tail
+    if cache is not None and loader.keep is not None and reader.consumed == size:
+        after = path.stat()  # the bytes hashed are the bytes folded: the file unchanged
+        if (after.st_size, after.st_mtime_ns, after.st_ino) == (
+                size, before.st_mtime_ns, before.st_ino):
+            loader.keep.torn_tail = data.torn_tail
+            cache.write(path, size, digest(path, size), loader.keep,
+                        ((data.rows, ROW_FIELDS), (data.loads, _LOAD_FIELDS)))
     return data
+
+
+def _from_kept(reader: JournalReader, loader: _Loader, kept: Kept) -> None:
+    """load_journal from a kept fold: the rows and load reports inside the range, the
+    times of every sample and load report (the range's first and last), and every other
+    line read and checked again, in order."""
+    data = loader.data
+    t_from, t_to = data.t_from, data.t_to
+
+    def inside(t: float) -> bool:
+        return (t_from is None or t >= t_from) and (t_to is None or t < t_to)
+
+    whole = t_from is None and t_to is None
+    for chunk in kept.row_chunks():  # (C's loops where they can: a day has 86,400 rows)
+        loader._seen_all(list(map(_T, chunk)))
+        data.rows.extend(starmap(Row, chunk if whole else (
+            c for c in chunk if inside(c[0]))))
+    for chunk in kept.load_chunks():
+        loader._seen_all(list(map(_T, chunk)))
+        data.loads.extend(starmap(LoadPoint, chunk if whole else (
+            c for c in chunk if inside(c[0]))))
+    loader._seen_all(kept.dropped)
+    data.other_targets = kept.other_targets
+    data.torn_tail = kept.torn_tail
+    with reader.path.open("rb") as fh:
+        for offset, line_no in kept.lines:
+            fh.seek(offset)
+            event = reader.decode_line(fh.readline(), line_no)
+            try:
+                loader.feed(event)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+                raise JournalFormatError(
+                    reader.path, line_no, f"{event.kind} event has values of the wrong type "
+                    f"({exc})") from None
+
+
+def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
+    """Feed every event of the journal to ``loader``, yielding each row as it is added (the
+    CSV report writes them as they come).  Samples and load reports come checked but not
+    built into events (JournalReader.quick); a value of the wrong type the checks let
+    through (a host's CPU list shorter than its fields) is named by file and line."""
+    rows = loader.data.rows
+    keep = loader.keep
+    for line_no, item in reader.quick():
+        before = len(rows)
+        try:
+            if type(item) is dict:
+                if item["ev"] == "sample":
+                    loader.feed_sample(item)
+                else:
+                    loader.feed_load(item)
+            else:
+                assert isinstance(item, Event)
+                if keep is not None:
+                    if isinstance(item, Sample | Load):  # not the quick path's: not kept
+                        loader.keep = keep = None
+                    else:
+                        keep.lines.append([reader.line_start, line_no])
+                loader.feed(item)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+            kind = item["ev"] if isinstance(item, dict) else item.kind
+            raise JournalFormatError(
+                reader.path, line_no, f"{kind} event has values of the wrong type ({exc})"
+            ) from None
+        if len(rows) > before:
+            yield rows[-1]
+
+
+def phase_spans(path: Path, t_from: float | None = None, t_to: float | None = None
+                ) -> tuple[list[PhaseSpan], PhaseSpan | None, float]:
+    """The load phases of the journal as load_journal finds them, read without decoding
+    the lines that cannot be phase events: only a line with ``phase`` or a backslash (a
+    JSON escape may spell it) in its bytes can decode to one.  A phase still running at the
+    end of the journal ends at infinity here (load_journal ends it at the journal's last
+    time, which takes reading every line); it is also returned (None if there is none or
+    the range leaves nothing of it), with its start.  A line that is not an event is
+    passed over: load_journal names it."""
+    reader = JournalReader(path)
+    data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
+    loader = _Loader(data)
+    for line in _maybe_phases(path):
+        try:
+            event = reader.decode_line(line, 0)
+            if isinstance(event, Phase):
+                loader.feed(event)
+        except (JournalFormatError, TypeError, ValueError, KeyError, AttributeError):
+            continue
+    running = loader.open_phase
+    loader.last_seen = float("inf")
+    loader.finish()
+    if running is None:
+        return data.phases, None, 0.0
+    start = running.event.t  # did finish() keep it? (the clipping of finish())
+    lo = max(start, t_from if t_from is not None else float("-inf"))
+    hi = t_to if t_to is not None else float("inf")
+    kept = not (hi < lo or hi == lo)  # its end, infinity, is past its start
+    return data.phases, data.phases[-1] if kept else None, start
+
+
+def _maybe_phases(path: Path, block: int = 1 << 20) -> Iterator[bytes]:
+    """The whole lines after the header that hold ``phase`` or a backslash (a last line
+    without its newline is a cut-off write, not a line)."""
+    with path.open("rb") as fh:
+        fh.readline()
+        rest = b""
+        while chunk := fh.read(block):
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            chunk, rest = chunk[:cut], chunk[cut:]
+            if b"phase" in chunk or b"\\" in chunk:
+                for line in chunk.splitlines(keepends=True):
+                    if (b"phase" in line or b"\\" in line) and not line.isspace():
+                        yield line
+
+
+def _snapshot(header: Header, t: float, v: list[int | float | None],
+              host: dict[str, list[float]], re: bool) -> Snapshot:
+    return Snapshot.from_values(t, header.counters, v, host, reconnect=re)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -421,8 +635,13 @@ def _median(values: Iterable[float | None]) -> float | None:
 
 
 def phase_stats(data: JournalData, span: PhaseSpan) -> PhaseStats:
-    rows = [r for r in data.rows if span.contains(r.t)]
-    loads = [p for p in data.loads if span.contains(p.t)]
+    lo, hi = span.start, span.end  # span.contains, written out (a day: 172,800 times)
+    if span.ended_by == "end of journal":
+        rows = [r for r in data.rows if lo <= r.t <= hi]
+        loads = [p for p in data.loads if lo <= p.t <= hi]
+    else:
+        rows = [r for r in data.rows if lo <= r.t < hi]
+        loads = [p for p in data.loads if lo <= p.t < hi]
     return PhaseStats(
         number=span.number,
         workload=span.workload,

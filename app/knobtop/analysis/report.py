@@ -5,14 +5,26 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knobtop.analysis.journaldata import CSV_FIELDS, ROW_FIELDS, JournalData, phase_table
+from knobtop.analysis.journaldata import (
+    CSV_FIELDS,
+    ROW_FIELDS,
+    JournalData,
+    PhaseSpan,
+    Row,
+    _Loader,
+    fold,
+    phase_spans,
+    phase_table,
+)
 from knobtop.analysis.times import fmt_rel, fmt_utc
 from knobtop.errors import BadValue
 from knobtop.journal import (
     Change,
     Header,
+    JournalReader,
     OutsideChange,
 )
 
@@ -361,6 +373,17 @@ def _csv_num(value: float | None) -> str:
     return "0" if text in ("", "-0") else text
 
 
+def _phase_cells(row: Row, span: PhaseSpan | None) -> list[str]:
+    inside = span is not None and span.start <= row.t
+    return [str(span.number), span.workload, str(span.threads)] if span and inside else [
+        "", "", ""]
+
+
+def _csv_row(row: Row, phase: list[str]) -> list[str]:
+    return ([f"{row.t:.4f}", f"{row.wall:.3f}"]
+            + [_csv_num(getattr(row, name)) for name in ROW_FIELDS[2:]] + phase)
+
+
 def csv_report(data: JournalData) -> str:
     """One row per sample interval (header row first; empty cells for missing values), with
     the load phase it fell in (number, workload, threads; empty while no load ran).
@@ -376,12 +399,59 @@ def csv_report(data: JournalData) -> str:
     for row in data.rows:
         while span is not None and span.end < row.t:
             span = next(spans, None)
-        inside = span is not None and span.start <= row.t
-        phase = [str(span.number), span.workload, str(span.threads)] if span and inside else [
-            "", "", ""]
-        writer.writerow(
-            [f"{row.t:.4f}", f"{row.wall:.3f}"]
-            + [_csv_num(getattr(row, name)) for name in ROW_FIELDS[2:]]
-            + phase
-        )
+        writer.writerow(_csv_row(row, _phase_cells(row, span)))
     return buf.getvalue()
+
+
+def csv_stream(path: Path, t_from: float | None = None, t_to: float | None = None
+               ) -> Iterator[str]:
+    """csv_report's text, line by line as the journal is read, in constant memory: the
+    column names at once, then each sample's row as soon as it is derived.
+
+    A row's phase cells need the load phases, which a first pass finds without decoding
+    the samples (journaldata.phase_spans); a phase still running at the journal's end
+    takes in every row after its start (load_journal ends it at the journal's last time,
+    and no row comes after that).  The one case that needs that time itself (a row at
+    exactly ``t_from`` in a phase still running when the journal ended there) is held
+    until it is known.  A bad line ends the stream with the same error as csv_report's,
+    after the rows before it."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+
+    def line(cells: Iterable[str]) -> str:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow(cells)
+        return buf.getvalue()
+
+    yield line(CSV_FIELDS)
+    phases, last, last_start = phase_spans(path, t_from, t_to)
+    spans = iter(phases)
+    span = next(spans, None)
+    held: list[tuple[Row, PhaseSpan | None]] = []
+    reader = JournalReader(path)
+    data = JournalData(path=path, header=reader.header, t_from=t_from, t_to=t_to)
+    loader = _Loader(data)
+    for row in fold(reader, loader):
+        data.rows.clear()  # each row is written once: nothing is kept
+        data.loads.clear()
+        while span is not None and span.end < row.t:
+            span = next(spans, None)
+        if held and loader.last_seen > held[0][0].t:
+            yield from (line(_csv_row(r, _phase_cells(r, s))) for r, s in held)
+            held.clear()
+        if held or (span is last and last is not None and row.t == t_from):
+            held.append((row, span))  # does the running phase end at t_from? (see above)
+            continue
+        yield line(_csv_row(row, _phase_cells(row, span)))
+    for row, s in held:
+        if s is not None and _dropped(s, loader.last_seen, last_start):
+            s = None
+        yield line(_csv_row(row, _phase_cells(row, s)))
+
+
+def _dropped(span: PhaseSpan, last_seen: float, start: float) -> bool:
+    """Whether load_journal leaves out the phase running at the journal's end (started at
+    ``start``, clipped to ``span``) once its end is known: the journal's last time."""
+    end = min(last_seen, span.end)
+    return end < span.start or (end == span.start and last_seen > start)

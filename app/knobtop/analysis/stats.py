@@ -330,9 +330,17 @@ def bootstrap_ratio_ci(
     rng = random.Random(seed)
     na, nb = len(xa), len(xb)
     ratios: list[float] = []
+    # rng.choices(x, k=n) and statistics.median written out as they compute (the same
+    # draws of rng.random(), the same middle values): the same ratios to the last bit in a
+    # third of the time (a merged table's eight cells draw 160,000 resamples).
+    rand, floor, fa, fb = rng.random, math.floor, na + 0.0, nb + 0.0
+    ha, hb = na // 2, nb // 2
+    odd_a, odd_b = na % 2 == 1, nb % 2 == 1
     for _ in range(resamples):
-        ma = statistics.median(rng.choices(xa, k=na))
-        mb = statistics.median(rng.choices(xb, k=nb))
+        sa = sorted([xa[floor(rand() * fa)] for _ in range(na)])
+        sb = sorted([xb[floor(rand() * fb)] for _ in range(nb)])
+        ma = sa[ha] if odd_a else (sa[ha - 1] + sa[ha]) / 2
+        mb = sb[hb] if odd_b else (sb[hb - 1] + sb[hb]) / 2
         if ma != 0:
             ratios.append(mb / ma)
     if not ratios:

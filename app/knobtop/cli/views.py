@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from knobtop.errors import BadValue
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from rich.console import Console
 
     from knobtop.analysis.replay import Replay
@@ -233,10 +235,12 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from knobtop.analysis.journaldata import load_journal
-    from knobtop.analysis.report import csv_report, markdown_report, steps_csv
+    from knobtop.analysis.report import csv_stream, markdown_report, steps_csv
     from knobtop.analysis.times import parse_range
 
     t_from, t_to = parse_range(args.span) if args.span else (None, None)
+    if args.format == "csv" and not args.table:  # written as it is read (issue 41)
+        return write_stream(csv_stream(args.journal, t_from, t_to), args.output)
     data = load_journal(args.journal, t_from=t_from, t_to=t_to)
     if args.table:
         from knobtop.analysis.report import seed_tables
@@ -245,12 +249,32 @@ def run_report(args: argparse.Namespace) -> int:
             raise BadValue("--table prints one table as md or csv: drop --format steps-csv")
         text = seed_tables(data, args.table, args.format)
     else:
-        formats = {"md": markdown_report, "csv": csv_report, "steps-csv": steps_csv}
+        formats = {"md": markdown_report, "steps-csv": steps_csv}  # csv: streamed above
         text = formats[args.format](data)
     if args.output:
         args.output.write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def write_stream(lines: Iterator[str], output: Path | None) -> int:
+    """Each line out as it comes: to stdout, or to ``output`` through a ``.part`` file beside
+    it that takes its name once the last line is in (a journal found bad halfway leaves
+    ``output`` as it was)."""
+    if output is None:
+        for n, line in enumerate(lines):
+            sys.stdout.write(line)
+            if n == 0:
+                sys.stdout.flush()  # the column names at once, the rest as the buffer fills
+        return 0
+    part = output.with_name(output.name + ".part")
+    try:
+        with part.open("w") as fh:
+            fh.writelines(lines)
+        part.replace(output)
+    finally:
+        part.unlink(missing_ok=True)
     return 0
 
 
@@ -366,14 +390,14 @@ def merge_journals(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
-    from knobtop.analysis.journaldata import load_journal
-    from knobtop.analysis.times import parse_range
-
     if args.merge:
         return merge_journals(args)
     if args.more:
         return compare_phases(args)
+    from knobtop.analysis.compare import compare, comparison_markdown, comparison_text
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.times import parse_range
+
     if args.format == "csv":
         raise BadValue("--format csv is for --merge (recipe journals as one table)")
     span_a = parse_range(args.range_a) if args.range_a else (None, None)

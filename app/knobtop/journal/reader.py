@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from knobtop.journal.events import (
     Event,
     EventDecodeError,
     Header,
+    JsonDict,
     Unknown,
     event_from_dict,
     header_from_dict,
@@ -49,6 +51,7 @@ class JournalReader:
         self.path = path
         self.stats = ReadStats()
         self._header: Header | None = None
+        self.consumed = self.line_start = 0  # quick(): bytes read, start of the last line
 
     @property
     def header(self) -> Header:
@@ -86,23 +89,131 @@ class JournalReader:
                     return
                 if line.strip() == b"":
                     continue
-                event = self._decode(line, line_no)
+                event = self.decode_line(line, line_no)
                 self.stats.events += 1
                 if isinstance(event, Unknown):
                     self.stats.unknown_types += 1
                 yield event
 
-    def _decode(self, line: bytes, line_no: int) -> Event:
+    def decode_line(self, line: bytes, line_no: int) -> Event:
+        """One line of the journal as an event (JournalFormatError names ``line_no``)."""
+        return self._event(self._json(line, line_no), line_no)
+
+    def _json(self, line: bytes, line_no: int) -> JsonDict:
         try:
             data = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise JournalFormatError(self.path, line_no, f"not valid JSON ({exc})") from None
         if not isinstance(data, dict):
             raise JournalFormatError(self.path, line_no, "not a JSON object")
+        return printable_json(line, data)  # type: ignore[no-any-return]
+
+    def _event(self, data: JsonDict, line_no: int) -> Event:
         try:
-            return event_from_dict(printable_json(line, data))
+            return event_from_dict(data)
         except EventDecodeError as exc:
             raise JournalFormatError(self.path, line_no, str(exc)) from None
 
+    def quick(self) -> Iterator[tuple[int, Event | JsonDict]]:
+        """(line number, event) as ``events()`` reads them, except that a sample or load
+        line comes as its JSON object, not built into an event, once every field of it has
+        passed the checks ``event_from_dict`` makes (``sample_ok``/``load_ok``): a report
+        of a day's journal reads 172,800 of them.  Any other line, and one that fails a
+        check, goes through ``event_from_dict`` as ever, so a wrong one is refused with
+        the same message naming the file and line."""
+        with self.path.open("rb") as fh:
+            first = fh.readline()
+            self._header = self._decode_header(first)
+            line_no = 1
+            stats = self.stats
+            loads = orjson.loads
+            self.consumed = len(first)  # bytes read; where the line yielded starts
+            for line in fh:
+                line_no += 1
+                self.line_start = self.consumed
+                self.consumed += len(line)
+                if not line.endswith(b"\n"):
+                    stats.torn_tail = True  # only the last line can lack it: a cut-off write
+                    return
+                if line.isspace():
+                    continue
+                try:
+                    data = loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise JournalFormatError(self.path, line_no,
+                                             f"not valid JSON ({exc})") from None
+                if type(data) is not dict:  # (dict: orjson makes no subclass of one)
+                    raise JournalFormatError(self.path, line_no, "not a JSON object")
+                if not (line.isascii() and b"\\" not in line and b"\x7f" not in line):
+                    data = printable_json(line, data)  # (its own first test, in line)
+                stats.events += 1
+                kind = data.get("ev")
+                if (kind == "sample" and sample_ok(data)) or (kind == "load" and load_ok(data)):
+                    yield line_no, data
+                    continue
+                event = self._event(data, line_no)
+                if isinstance(event, Unknown):
+                    stats.unknown_types += 1
+                yield line_no, event
+
     def __iter__(self) -> Iterator[Event]:
         return self.events()
+
+
+# -- the quick checks ------------------------------------------------------------------------
+# Each says whether event_from_dict would accept the object as a Sample or a Load: the same
+# test of each field it makes (events._checker: exact types, so a boolean is no number), the
+# required fields present; extra keys are ignored there as here.  Written out for the two
+# events a journal holds one of each second; tests/test_report_fast.py holds them against
+# event_from_dict on every field of every kind of wrong value.
+
+_NUM = frozenset({int, float})
+_NUM_NONE = frozenset({int, float, type(None)})
+_INT = frozenset({int})
+
+
+def _lists_of(value: object, allowed: frozenset[type]) -> bool:
+    """A JSON object of lists whose items' types are all in ``allowed``."""
+    if type(value) is not dict:
+        return False
+    for x in value.values():
+        if type(x) is not list or not allowed.issuperset(map(type, x)):
+            return False
+    return True
+
+
+_TIMES = operator.itemgetter("t", "wall")
+_LOAD_NUMBERS = operator.itemgetter("t", "wall", "tps", "qps", "r", "w", "o", "lat", "err",
+                                    "reconn")
+_LOAD_INTS = operator.itemgetter("s", "thds", "pct")
+
+
+def sample_ok(d: JsonDict) -> bool:
+    try:  # (itemgetter and issuperset: the tests run in C)
+        if not _NUM.issuperset(map(type, _TIMES(d))):
+            return False
+    except KeyError:
+        return False
+    v = d.get("v")
+    if type(v) is not list or not _NUM_NONE.issuperset(map(type, v)):
+        return False
+    if len(d) == 8 and "ndb" in d:  # as the writer writes it: every field, no target
+        return (type(d.get("lat")) in _NUM and type(d.get("re")) is bool
+                and _lists_of(d.get("host"), _NUM) and _lists_of(d["ndb"], _INT))
+    return (("lat" not in d or type(d["lat"]) in _NUM)
+            and ("host" not in d or _lists_of(d["host"], _NUM))
+            and ("re" not in d or type(d["re"]) is bool)
+            and ("ndb" not in d or _lists_of(d["ndb"], _INT))
+            and ("target" not in d or type(d["target"]) is str))
+
+
+def load_ok(d: JsonDict) -> bool:
+    try:
+        if not (_NUM.issuperset(map(type, _LOAD_NUMBERS(d)))
+                and _INT.issuperset(map(type, _LOAD_INTS(d)))):
+            return False
+    except KeyError:
+        return False
+    return (type(d["src"]) is str if "src" in d else False) and (
+        ("target" not in d or type(d["target"]) is str)
+        and ("ops" not in d or _lists_of(d["ops"], _NUM)))

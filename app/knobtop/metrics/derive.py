@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from knobtop.metrics import catalog
@@ -323,3 +324,126 @@ def derive(
         if out["cpu"] is None:  # the first host listed is the target's
             out["cpu"], out["iowait"] = per_host["cpu"], per_host["iowait"]
     return out
+
+
+# The counters derive(brief=True) reads, in the order BriefDeriver.step unpacks them.
+_BRIEF_COUNTERS = (
+    "Innodb_buffer_pool_pages_total", "Innodb_buffer_pool_pages_dirty",
+    "Innodb_history_list_length", "im:trx_rseg_history_len",
+    "Innodb_checkpoint_age", "im:log_lsn_checkpoint_age", "Innodb_checkpoint_max_age",
+    "Threads_running", "Uptime", "Com_commit", "Com_rollback", "Handler_commit",
+    "Handler_rollback", "Questions", "Innodb_buffer_pool_read_requests",
+    "Innodb_buffer_pool_reads",
+)
+#: What BriefDeriver.step returns, in order.
+BRIEF_ROW = ("tps", "qps", "hit_ratio", "dirty_pct", "history_len", "checkpoint_age", "cpu",
+             "threads_running")
+
+
+def _sub(a: Number | None, b: Number | None) -> Number | None:
+    """_delta of one counter: ``0 + (b - a)`` exactly as it sums (so -0.0 comes out 0.0)."""
+    if a is None or b is None:
+        return None
+    return 0 + (b - a)
+
+
+class BriefDeriver:
+    """``derive(prev, cur, host_fields, brief=True)`` for a journal's samples in order, from
+    their raw counter lists (laid out as the header's ``counters``) without a Snapshot and a
+    dict of every counter per sample: a report derives each of the 86,400 samples of a day.
+
+    The same arithmetic in the same order as derive's, so the same values to the last bit
+    (tests/test_report_fast.py holds the two side by side).  ``step`` may raise what derive
+    would raise on a malformed sample (a host's CPU list shorter than its fields); the caller
+    then asks derive itself (``snapshot`` gives the Snapshots), which says what is wrong."""
+
+    def __init__(self, names: Sequence[str], host_fields: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.host_fields = host_fields
+        self.index, self.cpu_n = _layout(tuple(host_fields))
+        self.cpu_fields = host_fields[:self.cpu_n]
+        self.has_idle = "idle" in self.index
+        fields = list(self.cpu_fields)
+        self.idle_i = fields.index("idle") if "idle" in fields else None
+        self.io_i = fields.index("iowait") if "iowait" in fields else None
+        self._pickers: dict[int, Callable[[list[Number | None]], tuple[Number | None, ...]]] = {}
+        # The previous sample: t, its picked counters, its host CPU times
+        self.prev: tuple[float, tuple[Number | None, ...], Mapping[str, Sequence[float]]] | None
+        self.prev = None
+
+    def _picker(self, n: int) -> Callable[[list[Number | None]], tuple[Number | None, ...]]:
+        """The brief counters out of a list of ``n`` values (plus a None at its end, where
+        a counter the list does not reach is read): dict(zip(names, values)) keeps the last
+        of a repeated name and stops at the shorter of the two."""
+        where: dict[str, int] = {}
+        for i, name in enumerate(self.names[:n]):
+            where[name] = i
+        return operator.itemgetter(*(where.get(name, n) for name in _BRIEF_COUNTERS))
+
+    def step(self, t: float, values: list[Number | None],
+             host_cpu: Mapping[str, Sequence[float]], reconnect: bool
+             ) -> tuple[float | None, ...]:
+        """The BRIEF_ROW values of the interval ending at this sample; it becomes the
+        previous one (also when this raises)."""
+        picker = self._pickers.get(len(values))
+        if picker is None:
+            picker = self._pickers[len(values)] = self._picker(len(values))
+        cur = picker([*values, None])
+        prev, self.prev = self.prev, (t, cur, host_cpu)
+        (pages_total, dirty, hll_a, hll_b, age_a, age_b, max_age, running, uptime, com_c,
+         com_r, h_c, h_r, questions, requests_c, reads_c) = cur
+        dirty_pct = 100.0 * dirty / pages_total if dirty is not None and pages_total else None
+        hll = hll_a if hll_a is not None else hll_b
+        age = age_a if age_a is not None else age_b
+        if age is not None and max_age:
+            100.0 * age / max_age  # derive's checkpoint_pct: not a report column
+        gauges = (dirty_pct, None if hll is None else float(hll),
+                  None if age is None else float(age),
+                  None if running is None else float(running))
+        if prev is None or reconnect or not t > prev[0]:
+            return None, None, None, *gauges[:3], None, gauges[3]
+        p_t, p, p_host = prev
+        if p[8] is not None and uptime is not None and uptime < p[8]:
+            return None, None, None, *gauges[:3], None, gauges[3]
+        dt = t - p_t
+        explicit = _sub(p[9], com_c)
+        if explicit is not None:
+            second = _sub(p[10], com_r)
+            explicit = None if second is None else explicit + second
+        if explicit:
+            tps: float | None = explicit / dt
+        else:
+            handler = _sub(p[11], h_c)
+            if handler is not None:
+                second = _sub(p[12], h_r)
+                handler = None if second is None else handler + second
+            tps = None if handler is None else handler / dt
+        asked = _sub(p[13], questions)
+        qps = None if asked is None else asked / dt
+        requests, reads = _sub(p[14], requests_c), _sub(p[15], reads_c)
+        hit = None
+        if requests is not None and reads is not None and requests > 0:
+            hit = 100.0 * (1.0 - reads / requests)
+        cpu = None
+        if self.has_idle:
+            cpu_n, idle_i, io_i = self.cpu_n, self.idle_i, self.io_i
+            for host, snap in host_cpu.items():
+                before = p_host.get(host)
+                if before is None:
+                    continue
+                if idle_i is None:  # "idle" past the CPU fields: cpu_percent as it is
+                    pct = cpu_percent(before[:cpu_n], snap[:cpu_n], self.cpu_fields)
+                    if pct is None:
+                        continue
+                    cpu = pct[0]
+                    break
+                # cpu_percent, written out with the fields' places found once
+                deltas = [b - a for a, b in zip(before[:cpu_n], snap[:cpu_n], strict=False)]
+                total = sum(deltas)
+                if total <= 0:
+                    continue
+                idle = deltas[idle_i]
+                iowait = deltas[io_i] if io_i is not None else 0.0
+                cpu = 100.0 * (total - idle - iowait) / total
+                break
+        return tps, qps, hit, *gauges[:3], cpu, gauges[3]
