@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from harness.binaries import require_binary
-from harness.sshd import SshServer, _free_port, make_host
+from harness.sshd import SshServer, _free_port, kill_session, make_host
 from knobtop.hosts import ssh as ssh_module
 from knobtop.hosts.base import HOST_CPU_FIELDS, HostError
 from knobtop.hosts.procstat import OS_FIELDS
@@ -543,3 +543,40 @@ async def test_sshd_crash_then_restart_reconnects(tmp_path: Path) -> None:
             await host.close()
     assert [s for s, _ in states] == ["up", "down", "up"]
     assert states[1][1]  # a reason is given
+
+
+async def test_a_lost_link_says_what_it_was_lost_during(tmp_path: Path) -> None:
+    """Issue 40: every "Connection lost" carries the step it happened in. The link is
+    dropped (its per-connection sshd killed) while a command runs and the OS counters
+    stream: the host's down reason names both; the command's own error names it too."""
+    sshd = require_binary("sshd", "openssh-server")
+    states: list[tuple[str, str]] = []
+    down = asyncio.Event()
+
+    def on_state(state: str, reason: str) -> None:
+        states.append((state, reason))
+        if state == "down":
+            down.set()
+
+    with SshServer(sshd, listen="127.0.0.15") as srv:
+        host = make_host(srv, on_state=on_state)
+        try:
+            host.start_os_metrics(0.2)
+            mark = marker()
+            async with asyncio.timeout(LIMIT):
+                await host.next_os_sample()
+                running = asyncio.ensure_future(host.run(["sh", "-c", "sleep 300", mark],
+                                                         limit=LIMIT * 3))
+                # (no event announces a process starting on this machine: pgrep, bounded)
+                while not pgrep(mark):  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)
+                assert kill_session(srv)
+                with pytest.raises(HostError) as lost:
+                    await running
+                await down.wait()
+        finally:
+            await host.close()
+    reason = next(reason for state, reason in states if state == "down")
+    assert " while " in reason, reason
+    assert "running 'sh'" in reason and "reading the OS counters" in reason, reason
+    assert "'sh'" in str(lost.value)

@@ -341,6 +341,8 @@ class SshProcess:
         self._proc = proc
         self.argv = tuple(argv)
         self._pid = pid
+        # What reading its output is, as a lost link names it ("streaming 'sysbench'")
+        self.label = f"streaming '{self.argv[0]}'"
         self._stderr: deque[str] = deque(maxlen=40)
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
 
@@ -364,8 +366,9 @@ class SshProcess:
 
     async def lines(self) -> AsyncIterator[str]:
         try:
-            async for raw in self._proc.stdout:
-                yield raw.decode(errors="replace").rstrip("\r\n")
+            with self._host.in_flight(self.label):
+                async for raw in self._proc.stdout:
+                    yield raw.decode(errors="replace").rstrip("\r\n")
         except _CONN_ERRORS as exc:
             raise HostError(f"{self._host.name}: lost output of '{self.argv[0]}': {exc}") from exc
 
@@ -469,6 +472,8 @@ class SshHost:
         self._lock = asyncio.Lock()
         self._state = "new"
         self._down_reason = ""
+        self._doing: dict[int, str] = {}  # in_flight: what each operation under way is
+        self._doing_seq = 0
         self._next_try = 0.0
         self._backoff = BACKOFF_FIRST
         self._closed = False
@@ -503,7 +508,21 @@ class SshHost:
             self._jump_conn = None
         self._next_try = 0.0  # the first reconnect attempt may happen at once
         self._backoff = BACKOFF_FIRST
-        self._set_state("down", str(exc) if exc else "connection closed by the server")
+        cause = str(exc) if exc else "connection closed by the server"
+        doing = list(dict.fromkeys(self._doing.values()))  # what the link was lost during
+        self._set_state("down", f"{cause} while {', '.join(doing)}" if doing else cause)
+
+    @contextlib.contextmanager
+    def in_flight(self, label: str) -> Iterator[None]:
+        """``label`` ("running 'sysbench'", "writing /etc/...") is what this host is doing
+        until the block ends: a link lost meanwhile says so in its reason."""
+        self._doing_seq += 1
+        token = self._doing_seq
+        self._doing[token] = label
+        try:
+            yield
+        finally:
+            self._doing.pop(token, None)
 
     def _options(self, host: str, port: int | None, username: str | None) -> dict[str, Any]:
         opts: dict[str, Any] = {
@@ -746,7 +765,7 @@ class SshHost:
         self._tunnel_seq += 1
         local = os.path.join(self._tunnel_dir, f"tunnel-{self._tunnel_seq}.sock")
         what = f"tunnel to {path or f'{host}:{port}'}"
-        with self._errors(what):
+        with self._errors(what), self.in_flight(f"opening a {what}"):
             if path is not None:
                 await conn.forward_local_path(local, path)
             else:
@@ -790,9 +809,10 @@ class SshHost:
         proc: asyncssh.SSHClientProcess[bytes] | None = None
         try:
             async with asyncio.timeout(limit):
-                proc, _ = await self._start(argv)
-                with self._errors(f"'{argv[0]}' failed"):
-                    out, err = await proc.communicate()
+                with self.in_flight(f"running '{argv[0]}'"):
+                    proc, _ = await self._start(argv)
+                    with self._errors(f"'{argv[0]}' failed"):
+                        out, err = await proc.communicate()
         except TimeoutError:
             if proc is not None:
                 proc.close()  # the watchdog sees EOF and ends the remote process group
@@ -844,7 +864,7 @@ class SshHost:
             return await self._exec_file(execfiles.read_command(str(path), sudo=sudo), None,
                                          f"cannot read {path}")
         sftp = await self._sftp_client()
-        with self._errors(f"cannot read {path}"):
+        with self._errors(f"cannot read {path}"), self.in_flight(f"reading {path}"):
             async with asyncio.timeout(OP_LIMIT), sftp.open(str(path), "rb", encoding=None) as fh:
                 data = await fh.read()
         return cast(bytes, data)
@@ -856,7 +876,9 @@ class SshHost:
         proc: asyncssh.SSHClientProcess[bytes] | None = None
         try:
             async with asyncio.timeout(OP_LIMIT):
-                with self._errors(what):
+                doing = what.replace("cannot read", "reading", 1).replace(
+                    "cannot write", "writing", 1)
+                with self._errors(what), self.in_flight(doing):
                     proc = await conn.create_process(command, encoding=None)
                     out, err = await proc.communicate(data if data is not None else b"")
         except TimeoutError:
@@ -895,7 +917,7 @@ class SshHost:
                 f"cannot write {path}")
             return
         sftp = await self._sftp_client()
-        with self._errors(f"cannot write {path}"):
+        with self._errors(f"cannot write {path}"), self.in_flight(f"writing {path}"):
             async with asyncio.timeout(OP_LIMIT):
                 await sftp.makedirs(str(target.parent), exist_ok=True)
                 fh: asyncssh.SFTPClientFile | None = None
@@ -980,6 +1002,7 @@ class SshHost:
             proc: SshProcess | None = None
             try:
                 proc = await self.stream(argv)
+                proc.label = "reading the OS counters"
                 user_hz = USER_HZ
                 chunk: list[str] = []
                 async for line in proc.lines():
