@@ -1,4 +1,6 @@
 """The live commands: lab, connect and run, as SessionOptions for one build_session()."""
+# Just over 500 lines: the live commands' options, and the front ends that run a RunRequest
+# (headless, the live screen); issue 38's one outcome mapping is to shrink it.
 
 from __future__ import annotations
 
