@@ -7,7 +7,11 @@ lines; a `$ ` prompt and `# comments` are dropped); lines that start `.venv/bin/
 
 * ``<!-- docs-test: run -->``: run the block's commands against the lab sandbox (a command
   with `lab`, or `run`/`tune` with `--lab`, gets the sandbox's `--dir`), in a folder shared
-  by the page's blocks, each to exit 0.
+  by the page's blocks, each to exit 0;
+* ``<!-- docs-test: run shortened: ARGS -->``: the same, with ARGS added after each `run` or
+  `tune` command (argparse takes the last of a repeated option), where the command as
+  written runs for minutes (a search's trials, an A/A run's replicates): the command is
+  the one the page shows, its budget the test's.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
-BLOCK = re.compile(r"(?:<!-- docs-test: (\w+) -->\n)?^ *```(?:sh|console|bash)\n(.*?)^ *```",
-                   re.MULTILINE | re.DOTALL)
+BLOCK = re.compile(r"(?:<!-- docs-test: (\w+)(?: shortened: ([^>]*?))? -->\n)?"
+                   r"^ *```(?:sh|console|bash)\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
 PROGRAMS = (".venv/bin/knobtop", "knobtop")
 
 
@@ -35,6 +39,7 @@ class Command:
     page: Path
     line: str
     mode: str  # "" or "run"
+    shortened: tuple[str, ...] = ()  # what the test adds to a run/tune command it runs
 
     @property
     def args(self) -> list[str]:
@@ -48,13 +53,14 @@ def commands(page: Path) -> list[Command]:
     out = []
     for m in BLOCK.finditer(page.read_text(encoding="utf-8")):
         mode = m.group(1) or ""
-        joined = re.sub(r"\\\n\s*", " ", m.group(2))
+        shortened = tuple(shlex.split(m.group(2) or ""))
+        joined = re.sub(r"\\\n\s*", " ", m.group(3))
         for raw in joined.splitlines():
             line = raw.strip().removeprefix("$ ")
             line = re.sub(r"\s+#.*$", "", line)  # a comment after the command
             line = re.split(r"\s+(?:[0-9]?>|\||&&)\s", line)[0]  # a redirection or pipe
             if line.split(" ", 1)[0] in PROGRAMS:
-                out.append(Command(page, line, mode))
+                out.append(Command(page, line, mode, shortened))
     return out
 
 
@@ -114,11 +120,26 @@ def test_the_runnable_examples_run_on_the_lab(
         page: Path, lab: tuple[Path, object], tmp_path: Path) -> None:
     where, _info = lab
     for command in (c for c in commands(page) if c.mode == "run"):
-        argv = [sys.executable, "-m", "knobtop", *with_sandbox(command.args, where)]
+        args = command.args
+        if args[0] in ("run", "tune"):
+            args = [*args, *command.shortened]
+        argv = [sys.executable, "-m", "knobtop", *with_sandbox(args, where)]
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True,
                               timeout=300, check=False, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-        assert done.stdout.strip() or any(tmp_path.iterdir()), f"{command}: said nothing"
+        # (run and tune print their tables and the journal's name on the terminal's stderr)
+        said = (done.stdout + done.stderr).strip()
+        assert said or any(tmp_path.iterdir()), f"{command}: said nothing"
+
+
+def test_a_shortened_block_adds_its_budget_to_run_and_tune_only(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("<!-- docs-test: run shortened: --trials 2 --duration 2 -->\n```sh\n"
+                    "knobtop tune s --lab --trials 8\nknobtop report j.jsonl\n```\n")
+    tune, report = commands(page)
+    assert tune.mode == report.mode == "run"
+    assert tune.shortened == ("--trials", "2", "--duration", "2")
+    assert parse([*tune.args, *tune.shortened]) == ""  # the last --trials is the one taken
 
 
 def test_with_sandbox_gives_the_lab_commands_the_sandbox() -> None:
