@@ -495,23 +495,39 @@ async def test_remote_os_metrics(target: SshHost) -> None:
 # -- sshd crash and restart ----------------------------------------------------------------
 
 
+class StateLog:
+    """A host's ``on_state`` calls, in order; ``wait(state)`` returns at the next ``state``
+    after the one the previous wait returned at (bounded)."""
+
+    def __init__(self) -> None:
+        self.states: list[tuple[str, str]] = []
+        self._changed = asyncio.Event()
+        self._seen = 0
+
+    def __call__(self, state: str, reason: str) -> None:
+        self.states.append((state, reason))
+        self._changed.set()
+
+    async def wait(self, state: str) -> str:
+        """The reason given with it."""
+        async with asyncio.timeout(LIMIT):
+            while True:
+                for i in range(self._seen, len(self.states)):
+                    if self.states[i][0] == state:
+                        self._seen = i + 1
+                        return self.states[i][1]
+                self._changed.clear()
+                await self._changed.wait()
+
+
 async def test_sshd_crash_then_restart_reconnects(tmp_path: Path) -> None:
     sshd = require_binary("sshd", "openssh-server")
-    states: list[tuple[str, str]] = []
-    changed = asyncio.Event()
-
-    def on_state(state: str, reason: str) -> None:
-        states.append((state, reason))
-        changed.set()
-
-    async def wait_state(state: str) -> None:
-        async with asyncio.timeout(LIMIT):
-            while not states or states[-1][0] != state:
-                changed.clear()
-                await changed.wait()
+    log = StateLog()
+    states = log.states
+    wait_state = log.wait
 
     with SshServer(sshd, listen="127.0.0.4") as srv:
-        host = make_host(srv, on_state=on_state)
+        host = make_host(srv, on_state=log)
         try:
             host.start_os_metrics(0.2)
             mark = marker()
@@ -550,16 +566,9 @@ async def test_a_lost_link_says_what_it_was_lost_during(tmp_path: Path) -> None:
     dropped (its per-connection sshd killed) while a command runs and the OS counters
     stream: the host's down reason names both; the command's own error names it too."""
     sshd = require_binary("sshd", "openssh-server")
-    states: list[tuple[str, str]] = []
-    down = asyncio.Event()
-
-    def on_state(state: str, reason: str) -> None:
-        states.append((state, reason))
-        if state == "down":
-            down.set()
-
+    log = StateLog()
     with SshServer(sshd, listen="127.0.0.15") as srv:
-        host = make_host(srv, on_state=on_state)
+        host = make_host(srv, on_state=log)
         try:
             host.start_os_metrics(0.2)
             mark = marker()
@@ -573,10 +582,9 @@ async def test_a_lost_link_says_what_it_was_lost_during(tmp_path: Path) -> None:
                 assert kill_session(srv)
                 with pytest.raises(HostError) as lost:
                     await running
-                await down.wait()
+                reason = await log.wait("down")
         finally:
             await host.close()
-    reason = next(reason for state, reason in states if state == "down")
     assert " while " in reason, reason
     assert "running 'sh'" in reason and "reading the OS counters" in reason, reason
     assert "'sh'" in str(lost.value)
