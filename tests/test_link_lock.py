@@ -37,3 +37,23 @@ async def test_waiting_for_a_busy_link_counts_against_the_limit(
             assert await link.query("SELECT 2", timeout=5) == [(2,)]
     finally:
         await link.close()
+
+
+async def test_a_statement_cancelled_from_outside_takes_the_link_with_it(
+    mariadb_info: ConnectionInfo,
+) -> None:
+    """A caller's own deadline (wait_for around the query) cancels a statement the server is
+    still running: the link is closed then, because its answer would come later and be
+    read as the next statement's (before, the next SELECT 2 got the SLEEP's 0)."""
+    link = ServerLink(mariadb_info)
+    async with asyncio.timeout(10):
+        await link.connect()
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(link.query("SELECT SLEEP(1)", timeout=10), 0.2)
+        assert not link.connected
+        async with asyncio.timeout(10):
+            await link.connect()
+            assert await link.query("SELECT 2", timeout=5) == [(2,)]
+    finally:
+        await link.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import socket
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import EventCollector
+from harness.freeze_proxy import FreezeProxy
 from harness.procs import sysbench_processes
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import JournalReader, Phase
+from knobtop.journal import Error, JournalReader, Phase
 from knobtop.lab import Sandbox
 from knobtop.load.base import LoadSpec
 from knobtop.load.prepare import prepare_tables
@@ -149,3 +151,37 @@ async def test_knob_change_against_a_frozen_server_fails_in_bounded_time(
         sandbox.stop()
     assert change.result == "failed"
     assert "did not answer within 1.5 s" in change.message
+
+
+async def test_a_kept_link_gone_silent_is_replaced_before_a_change(
+    mariadb: Sandbox, tmp_path: Path
+) -> None:
+    """The actions' link opened at the start goes silent (a relay stops passing its bytes,
+    both ways, sockets open): the next change's read of the knob's facts gets no answer
+    on it, a new link reads them, the change is made and the journal says what happened."""
+    info = mariadb.connection()
+    proxy = FreezeProxy(info.host, info.port)
+    port = await proxy.start()
+    via_proxy = dataclasses.replace(info, socket=None, host="127.0.0.1", port=port)
+    session = make(via_proxy, tmp_path, knob_timeout=1.5)
+    await session.open()
+    try:
+        before = (await session.global_values(["sort_buffer_size"]))["sort_buffer_size"]
+        # The drift watch reads on the same link every 5 s and would replace a silent link
+        # itself (3 s deadline): it is stopped, so the change is the one that meets it.
+        await session.drift.stop()
+        if not session.knobs.link.connected:  # a round cut off by the stop closes it
+            await session.knobs.link.connect()
+        assert proxy.freeze_open_connections() >= 1  # the actions' link among them
+        change = await asyncio.wait_for(session.set_knob("sort_buffer_size", "1M"), 30)
+        assert change.result == "ok" and change.old == before and change.new == "1048576"
+        back = await asyncio.wait_for(session.set_knob("sort_buffer_size", str(before)), 30)
+        assert back.result == "ok"
+    finally:
+        await session.close()
+        await proxy.close()
+    errors = [e for e in JournalReader(tmp_path / "s.knobtop.jsonl")
+              if isinstance(e, Error) and e.source == "server"]
+    assert len(errors) == 1
+    assert "kept from earlier failed reading sort_buffer_size" in errors[0].message
+    assert "a new link read them" in errors[0].message

@@ -327,6 +327,13 @@ class ServerLink:
             if err.code in (2002, 2003, 2006, 2013) or isinstance(exc, OSError):
                 self._drop()
             raise err from None
+        except BaseException:
+            # Cancelled from outside (a caller's own deadline, an abort) after the statement
+            # had the link: its answer may be half read, and the next statement would read
+            # the rest as its own (or wait for bytes that never come), so the link goes.
+            if conn is not None and self._conn is conn:
+                self._drop()
+            raise
 
     async def warnings(self) -> list[str]:
         rows = await self.query("SHOW WARNINGS")

@@ -90,6 +90,7 @@ class KnobApplier:
         # What knobtop knows of the watched knobs, and those changed outside it (drift.py)
         self.known = KnownValues(recorder)
         self.lock = asyncio.Lock()
+        self._link_reused = False  # the actions' link was open before the last _link()
 
     async def load(self) -> None:
         """The panel knobs' facts and the whole catalog, from the server."""
@@ -105,7 +106,8 @@ class KnobApplier:
         return dict(self.baseline)
 
     async def _link(self) -> ServerLink:
-        if not self.link.connected:
+        self._link_reused = self.link.connected
+        if not self._link_reused:
             await self.link.connect()
         return self.link
 
@@ -182,8 +184,29 @@ class KnobApplier:
         return event
 
     async def _facts(self, link: ServerLink, names: list[str]) -> dict[str, KnobFacts]:
-        """The server's facts for ``names``, static where the catalog knows better."""
-        found = await asyncio.wait_for(load_facts(link, names), self.timeout)
+        """The server's facts for ``names``, static where the catalog knows better.
+
+        A read only, before anything is changed: when a link kept from earlier gets no
+        answer, a new link reads them once more (within the same deadline again), and the
+        journal says so; a server that answers neither fails the change with the first
+        link's failure."""
+        try:
+            found = await asyncio.wait_for(load_facts(link, names), self.timeout)
+        except (ServerError, TimeoutError) as exc:
+            if not self._link_reused:
+                raise
+            began = time.monotonic()
+            await self.link.close()
+            try:
+                link = await self._link()
+                found = await asyncio.wait_for(load_facts(link, names), self.timeout)
+            except (ServerError, TimeoutError):
+                await self.link.close()
+                raise exc from None  # the server answers no link: the first failure says it
+            why = str(exc) or f"no answer within {self.timeout:g} s"
+            self.recorder.error("server", f"the actions' link kept from earlier failed "
+                                f"reading {', '.join(names)} ({why}); a new link read them "
+                                f"in {time.monotonic() - began:.2f} s and the change went on")
         for name, facts in found.items():
             known = self.catalog.get(name) if self.catalog is not None else None
             if facts.present and facts.dynamic and known is not None and known.present \
