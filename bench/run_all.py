@@ -474,14 +474,17 @@ def report_rows(rc: dict[str, Any]) -> list[Row]:
     def spread(cell: dict[str, Any]) -> str:
         return f"{cell['spread'][0]:.2f}-{cell['spread'][1]:.2f}"
 
+    rec = rc["recorded"]
     out = [Row("3h", "`knobtop report` of a 1 / 6 / 24 h journal (whole process, median; "
-               "its fold kept by the first report)",
+               "its fold kept: by the session as it closed, or by the first report)",
                f"{secs['1']:.3f} / {secs['6']:.3f} / {secs['24']:.3f} s (runs "
                f"{spread(rep['1'])} / {spread(rep['6'])} / {spread(rep['24'])}); first "
-               f"report {rep['1']['cold']:.2f} / {rep['6']['cold']:.2f} / "
-               f"{rep['24']['cold']:.2f} s",
+               f"report of the 24 h journal as its session left it {rec['first']:.2f} s "
+               f"(the session's fold keeper: {rec['keeper']:.1f} s in the background); "
+               f"of a journal never folded {rep['1']['cold']:.2f} / "
+               f"{rep['6']['cold']:.2f} / {rep['24']['cold']:.2f} s",
                "<= 0.15 s (1 h), <= 1.0 s (24 h)",
-               verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0))]
+               verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0 and rec["first"] <= 1.0))]
     rss = rep["24"]["rss"]
     cold_rss = rep["24"]["cold_rss"]
     out.append(Row("3i", "`knobtop report` of a 24 h journal: peak RSS",

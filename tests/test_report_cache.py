@@ -193,3 +193,33 @@ def test_the_oldest_kept_files_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             os.utime(p, ns=(when, when) if p != cache._file(path) else (10**18, 10**18))
     assert len(list(cache.directory.glob("*.json"))) == 2
     assert not used(cache, paths[0]) and used(cache, paths[1]) and used(cache, paths[2])
+
+
+def test_the_keeper_process_keeps_a_fold_the_next_report_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a session starts as it closes (analysis.keepfold): its own process, detached,
+    which folds the journal and keeps the fold; the next report reads it and gives what
+    the journal gives. A journal too small, the cache off, a file that is no journal: no
+    process, or one that keeps nothing and says so by its exit code."""
+    from knobtop.analysis import keepfold
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("KNOBTOP_REPORT_CACHE", raising=False)
+    path = tmp_path / "j.knobtop.jsonl"
+    path.write_bytes(RECORDED[0].read_bytes())
+    cache = ReportCache(tmp_path / "xdg" / "knobtop" / "reports", min_bytes=0)
+    assert keepfold.spawn(path) is None  # under the default 1 MiB: read as quickly
+    assert not used(cache, path)
+    proc = keepfold.spawn(path, min_bytes=0)
+    assert proc is not None
+    assert proc.wait(timeout=60) == 0
+    assert used(cache, path)
+    same_data(load_journal(path, cache=cache), load_journal(path, cache=None))
+    bad = tmp_path / "bad.knobtop.jsonl"
+    bad.write_bytes(b"{not a journal\n" * 10)
+    proc = keepfold.spawn(bad, min_bytes=0)
+    assert proc is not None and proc.wait(timeout=60) == 1
+    assert not used(cache, bad)
+    monkeypatch.setenv("KNOBTOP_REPORT_CACHE", "off")
+    assert keepfold.spawn(path, min_bytes=0) is None

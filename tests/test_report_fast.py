@@ -372,3 +372,20 @@ def test_idle_past_the_cpu_fields_is_named_as_derive_names_it(tmp_path: Path) ->
         reference_rows(path)
     assert err.value.line_no == samples[1] + 1
     assert err.value.reason == f"sample event has values of the wrong type ({want.value})"
+
+
+def test_the_phase_median_is_statistics_median() -> None:
+    """journaldata's median, written out to keep `statistics` off a report's start, gives
+    what statistics.median gives: odd and even counts, ties, ints and floats, Nones left
+    out, nothing at all."""
+    import random
+    import statistics
+
+    from knobtop.analysis.journaldata import _median
+
+    rng = random.Random(41)
+    for n in range(0, 40):
+        values: list[float | None] = [rng.choice([rng.random() * 1e4, rng.randint(0, 9), None])
+                                      for _ in range(n)]
+        present = [v for v in values if v is not None]
+        assert _median(values) == (statistics.median(present) if present else None)

@@ -185,3 +185,40 @@ async def test_a_kept_link_gone_silent_is_replaced_before_a_change(
     assert len(errors) == 1
     assert "kept from earlier failed reading sort_buffer_size" in errors[0].message
     assert "a new link read them" in errors[0].message
+
+
+async def test_a_closing_session_keeps_its_journals_report_fold(
+    mariadb_info: ConnectionInfo, tmp_path: Path, collector: EventCollector,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As it closes, the session starts the keeper of its journal's report fold (issue 41:
+    the first report of a long recording reads it); here with a floor of 0 bytes, so a few
+    seconds' journal is kept. The next report reads the kept fold and gives what the
+    journal gives."""
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.reportcache import ReportCache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("KNOBTOP_REPORT_CACHE", raising=False)
+    config = SessionConfig(profile="test", connection=mariadb_info,
+                           journal_path=tmp_path / "s.knobtop.jsonl", load=SMALL,
+                           keep_fold_bytes=0)
+    session = Session(config, LocalHost(), None)
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        await collector.wait_for(lambda ev: sum(e.kind == "sample" for e in ev) >= 3,
+                                 timeout=20)
+    finally:
+        await session.close()
+    keeper = session.fold_keeper
+    assert keeper is not None
+    assert await asyncio.to_thread(keeper.wait, 60) == 0
+    path = config.journal_path
+    cache = ReportCache(tmp_path / "xdg" / "knobtop" / "reports", min_bytes=0)
+    kept = cache.open(path, path.stat().st_size)
+    assert kept is not None
+    kept.close()
+    via_kept, fresh = load_journal(path, cache=cache), load_journal(path, cache=None)
+    assert len(fresh.rows) >= 2 and repr(via_kept.rows) == repr(fresh.rows)
+    assert repr(via_kept.knobs_end) == repr(fresh.knobs_end)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import operator
-import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -630,8 +629,15 @@ def _snapshot(header: Header, t: float, v: list[int | float | None],
 
 
 def _median(values: Iterable[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+    """statistics.median, written out: that module's import (random, fractions) would be
+    a tenth of a short report's start."""
+    present = sorted(v for v in values if v is not None)
+    n = len(present)
+    if not n:
+        return None
+    if n % 2:
+        return present[n // 2]
+    return (present[n // 2 - 1] + present[n // 2]) / 2
 
 
 def phase_stats(data: JournalData, span: PhaseSpan) -> PhaseStats:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,9 @@ class SessionConfig:
     ndb: NdbRollingRestart | None = None
     cleanup_on_close: bool = False  # drop the sysbench tables when the session ends
     statements: bool = True  # the incident page reads statement texts (--no-statements)
+    # A journal this long or longer gets its report fold kept as the session ends
+    # (analysis/keepfold.py); None: never.
+    keep_fold_bytes: int | None = 1 << 20
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -107,6 +111,7 @@ class Session:
         self.clients = tuple(c for c in clients if c.name != host.name)
         self.via = via
         self.version: ServerVersion | None = None
+        self.fold_keeper: subprocess.Popen[bytes] | None = None  # keeps the report's fold
         # The previous session's journal name and starting knobs (the lab sets it): at
         # open, a server that differs from them is said and journaled.
         self.previous_baseline: tuple[str, dict[str, str | None]] | None = None
@@ -318,6 +323,7 @@ class Session:
                         self.emit(End(t=self.now(), wall=self.wall(), reason=reason,
                                       samples=self.sampler.samples))
                     self.recorder.close()
+                    self._keep_fold()
             finally:
                 await self.sampler.link.close()
                 await self.knobs.link.close()
@@ -328,6 +334,16 @@ class Session:
                 for h in closing.values():
                     with contextlib.suppress(Exception):
                         await h.close()
+
+    def _keep_fold(self) -> None:
+        """Start keeping the finished journal's report fold, in the background: the first
+        report of a long recording then reads it instead of every line."""
+        if self.config.keep_fold_bytes is None or self.recorder.failure is not None:
+            return
+        from knobtop.analysis.keepfold import spawn
+
+        with contextlib.suppress(OSError):
+            self.fold_keeper = spawn(self.config.journal_path, self.config.keep_fold_bytes)
 
     # -- commands: the incident page, notes
 
