@@ -196,14 +196,31 @@ def _targets_knobs(data: JournalData) -> list[str]:
 
 def markdown_report(data: JournalData) -> str:
     """A Markdown report of one journal (or one time range of it)."""
-    h = data.header
+    lines = _title(data)
+    lines += _setup_section(data)
+    lines += _baseline_section(data)
+    lines += _targets_knobs(data)
+    lines += _outside_rows(data)
+    lines += _timeline_section(data)
+    lines += _phases_section(data)
+    lines += _recipe_sections(data)
+    return "\n".join(lines)
+
+
+def _title(data: JournalData) -> list[str]:
+    """The report's title and its warnings (a quote block of them), then a blank line."""
     lines = [f"# knobtop report: {data.label}", ""]
     for warning in report_warnings(data):
         lines.append(f"> **Warning:** {warning}")
     if lines[-1]:
         lines.append("")
+    return lines
 
-    lines += ["## Setup", ""]
+
+def _setup_section(data: JournalData) -> list[str]:
+    """## Setup: knobtop, the server and hosts, the sampling, the range and the length."""
+    h = data.header
+    lines = ["## Setup", ""]
     setup: list[tuple[str, str]] = [
         ("knobtop", h.knobtop),
         ("server", _server_setup(h)),
@@ -228,8 +245,12 @@ def markdown_report(data: JournalData) -> str:
         setup.append(("ended", data.end.reason))
     lines += md_table(["", ""], setup)
     lines.append("")
+    return lines
 
-    lines += ["## Baseline knobs", ""]
+
+def _baseline_section(data: JournalData) -> list[str]:
+    """## Baseline knobs: the snapshot at the start, and those changed by the end."""
+    lines = ["## Baseline knobs", ""]
     if data.knobs_start:
         lines += md_table(
             ["knob", "value"], ((k, fmt_knob(v)) for k, v in sorted(data.knobs_start.items()))
@@ -251,13 +272,15 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("The journal has no knob snapshot.")
     lines.append("")
-    lines += _targets_knobs(data)
+    return lines
 
-    lines += _outside_rows(data)
-    lines += ["## Timeline", ""]
+
+def _timeline_section(data: JournalData) -> list[str]:
+    """## Timeline: changes, restarts, notes and marks in time order."""
+    lines = ["## Timeline", ""]
     events = sorted(_timeline(data), key=lambda item: item[0])
     if events:
-        start_day = fmt_utc(h.started_wall, with_date=True)[:10]
+        start_day = fmt_utc(data.header.started_wall, with_date=True)[:10]
         rows = []
         for t, wall, cells in events:
             utc = fmt_utc(wall, with_date=True)
@@ -266,8 +289,12 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("No changes, restarts, notes or marks.")
     lines.append("")
+    return lines
 
-    lines += ["## Load phases", ""]
+
+def _phases_section(data: JournalData) -> list[str]:
+    """## Load phases: one row of medians per phase."""
+    lines = ["## Load phases", ""]
     stats = phase_table(data)
     if stats:
         lines += md_table(
@@ -311,6 +338,13 @@ def markdown_report(data: JournalData) -> str:
     else:
         lines.append("No load phases.")
     lines.append("")
+    return lines
+
+
+def _recipe_sections(data: JournalData) -> list[str]:
+    """## Recipe results of each recipe run, and each tune's sections (none in a plain
+    session, whose report then loads none of their modules)."""
+    lines: list[str] = []
     runs = recipe_runs(data)
     if runs:
         from knobtop.analysis.seedtables import run_markdown
@@ -321,7 +355,7 @@ def markdown_report(data: JournalData) -> str:
         from knobtop.analysis.tune import collect_tunes, tune_markdown
 
         lines += [tune_markdown(run) for run in collect_tunes(data.recipe_events)]
-    return "\n".join(lines)
+    return lines
 
 
 def recipe_runs(data: JournalData) -> list[Results]:

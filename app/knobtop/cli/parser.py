@@ -4,6 +4,8 @@ Nothing heavy is imported here (`knobtop --version` and `--help` build the whole
 values that live in heavy modules are read when first used (:class:`Later`), and each
 command's handler is imported only when that command runs (:func:`handler`).
 """
+# Over 500 lines: the whole command line in one place, one function per command, read by
+# `--help`, the shell completion and tools/docsref.py; all of it is option declarations.
 
 from __future__ import annotations
 
@@ -112,6 +114,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"knobtop {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    connect = _add_connect(sub)
+    follow = _add_follow(sub)
+    serve = _add_serve(sub)
+    replay = _add_replay(sub)
+    report = _add_report(sub)
+    compare = _add_compare(sub)
+    run = _add_run(sub)
+    tune = _add_tune(sub)
+    lab = _add_lab(sub)
+    completion = _add_completion(sub)
+    for command, module, func in (
+        (connect, "live", "run_connect"), (follow, "views", "run_follow"),
+        (serve, "views", "run_serve"), (replay, "views", "run_replay"),
+        (report, "views", "run_report"), (compare, "views", "run_compare"),
+        (run, "finds", "run_command"), (lab, "live", "run_lab"),
+        (tune, "finds", "tune_command"), (completion, "finds", "completion"),
+    ):
+        command.set_defaults(func=handler(module, func))
+    return parser
+
+
+def _add_connect(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop connect`: the live screen on a server reached over SSH."""
     connect = sub.add_parser(
         "connect",
         help="open the live screen on a server reached over SSH (a profile, or --target)",
@@ -142,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "each on its own database sbtest_NAME (own)")
     add_session_options(connect, journal_default="~/.local/share/knobtop/journals/",
                         default_load="none")
+    return connect
+
+
+def _add_follow(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop follow`: the read-only live view of a journal being written."""
     follow = sub.add_parser(
         "follow", help="watch a journal another knobtop is writing (read-only live view)",
         description="Tail a journal that another knobtop process (lab, connect) is writing: "
@@ -157,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "lab's journals folder) and each newer one that appears")
     follow.add_argument("--history", type=float, default=900.0, metavar="S",
                         help="seconds of history to load first (default 900)")
+    return follow
+
+
+def _add_serve(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop serve`: `knobtop follow` shown to browsers."""
     serve = sub.add_parser(
         "serve", help="show `knobtop follow JOURNAL` to browsers (pairing in a browser)",
         description="Serve the read-only live view of a journal another knobtop is writing "
@@ -183,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds of history each viewer loads first (default 900)")
     serve.add_argument("--max-viewers", type=int, default=8, metavar="N",
                        help="browsers watching at once (default 8); one more is refused")
+    return serve
+
+
+def _add_replay(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop replay`: a saved journal on a virtual clock."""
     replay = sub.add_parser(
         "replay", help="replay a saved journal: play, pause, seek, jump between changes",
         description="The live screen's graphs and panels driven by a virtual clock over a "
@@ -195,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "start (seconds, m:ss or h:mm:ss), or 'end'")
     replay.add_argument("--speed", type=float, default=1.0, help="1, 2, 5, 10, 20, 50 or 100")
     replay.add_argument("--play", action="store_true", help="start playing at once")
+    return replay
+
+
+def _add_report(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop report`: a Markdown or CSV report of a journal."""
     report = sub.add_parser(
         "report", help="write a Markdown or CSV report of a journal (no server needed)",
         description="Setup, baseline knobs, a timeline of changes and notes, and a table per "
@@ -215,6 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--range", dest="span", metavar="FROM-TO",
                         help="only this time range (seconds or m:ss from the start), e.g. 60-300")
     report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
+    return report
+
+
+def _add_compare(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop compare`: journals, or two time ranges of one, side by side."""
     compare = sub.add_parser(
         "compare", help="compare journals, or two time ranges of one",
         description="Two journals (or ranges): per load phase, median TPS, p95, hit ratio and "
@@ -241,6 +303,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="tui: overlaid graphs and tables on screen (default on a "
                          "terminal); text (default when output is not a terminal), md, or csv "
                          "(tables of three or more journals, or --merge)")
+    return compare
+
+
+def _add_run(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop run`: an experiment recipe and its results table."""
     run = sub.add_parser(
         "run", help="run an experiment recipe (arms, thread sweep, replicates) and print "
         "the results table",
@@ -287,6 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the cap on rounds for --until-ci")
     run.add_argument("--markdown", type=Path, metavar="FILE",
                      help="also write the results as Markdown to FILE")
+    return run
+
+
+def _add_tune(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop tune`: a knob search, then its verification against the baseline."""
     tune = sub.add_parser(
         "tune", help="search knob values for a better objective, then verify the best "
         "against the baseline beyond noise",
@@ -315,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--warmup", type=int, metavar="S", help="override [load] warmup")
     tune.add_argument("--replicates", type=int, metavar="N",
                       help="override [verify] replicates (rounds of the verification)")
+    return tune
+
+
+def _add_lab(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop lab`: the sandbox server and the live screen on it."""
     lab = sub.add_parser(
         "lab",
         help="start a sandbox MariaDB on this machine and open the live screen on it",
@@ -336,6 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "when installed, else built-in)")
     add_session_options(lab, journal_default="the lab's journals/",
                         default_load="oltp_read_write")
+    return lab
+
+
+def _add_completion(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """`knobtop completion`: a shell completion script."""
     completion = sub.add_parser(
         "completion", help="print a shell completion script (bash, zsh or fish)",
         description="Print the completion script of every knobtop command and option, "
@@ -344,15 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`knobtop completion fish > ~/.config/fish/completions/knobtop.fish`.",
     )
     completion.add_argument("shell", choices=SHELLS, help="the shell: bash, zsh or fish")
-    for command, module, func in (
-        (connect, "live", "run_connect"), (follow, "views", "run_follow"),
-        (serve, "views", "run_serve"), (replay, "views", "run_replay"),
-        (report, "views", "run_report"), (compare, "views", "run_compare"),
-        (run, "finds", "run_command"), (lab, "live", "run_lab"),
-        (tune, "finds", "tune_command"), (completion, "finds", "completion"),
-    ):
-        command.set_defaults(func=handler(module, func))
-    return parser
+    return completion
 
 
 def add_experiment_place(p: argparse.ArgumentParser, panel: str) -> None:

@@ -190,6 +190,21 @@ class _Load(NamedTuple):
     loaders: int = 0
 
 
+class _Run(NamedTuple):
+    """The checked [run] table (None: not given)."""
+
+    replicates: int | None
+    order: str
+    level_order: str
+    seed: int | None
+    pause: float | None
+    calibrate: int | None
+    until_ci: float | None
+    max_replicates: int | None
+    kind: str
+    timed: bool
+
+
 class _Reader(Reader):
     """Checks one parsed recipe document and builds a Recipe, raising RecipeError."""
 
@@ -326,61 +341,21 @@ class _Reader(Reader):
     # ---- sections
 
     def recipe(self, doc: Table, path: Path) -> Recipe:
+        """A Recipe from the whole document, each section checked in turn."""
         self.check_keys(doc, _TOP_KEYS, "")
         allow_reach = self.allow(doc)
-        name = self.req_string(doc, "name", "", '"doublewrite" (letters, digits, . _ -)')
-        if not _NAME.match(name):
-            raise self.error(
-                "name",
-                f"{name!r} is not a recipe name",
-                "use letters, digits, '.', '_' and '-' (up to 64), e.g. "
-                f'name = "{_slug(name) or "my-recipe"}"',
-            )
+        name = self.recipe_name(doc)
         description = self.req_string(
             doc, "description", "", '"what the experiment shows and what to watch"'
         )
         applies, why = self.applies(doc)
-        load = self.table(doc, "load")
-        if load is None:
-            raise self.error(
-                "load",
-                "missing [load] table",
-                f'add [load] with workload = "oltp_read_write", threads, duration (see {README})',
-            )
-        spec = self.load(load)
+        spec = self.load_table(doc)
         waits = self.waits(self.table(doc, "wait") or {})
         steady = self.steady(self.table(doc, "steady") or {}, waits)
         run = self.table(doc, "run") or {}
         self.check_keys(run, _RUN_KEYS, "run")
-        replicates = self.integer(run, "replicates", "run", lo=1, hi=MAX_REPLICATES)
-        order = self.choice(run, "order", ORDERS, "counterbalanced: A B, B A, B A, A B ... "
-                            "for two arms, a Williams square for more")
-        level_order = self.choice(run, "level_order", LEVEL_ORDERS, "the thread sweep as "
-                                  "written, reversed every other round, or shuffled")
-        seed = self.integer(run, "seed", "run", lo=0, hi=2**63 - 1)
-        pause = self.number(run, "pause", "run", lo=0.0, hi=3600.0, lo_open=False)
-        calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
-        until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
-        max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
-        kind = self.choice(run, "kind", KINDS, "arms compared step by step, or one load "
-                           "with actions at given times")
-        timed = bool(self.boolean(run, "timed", "run"))
-        if timed and kind == "timeline":
-            raise self.error("run.timed", "a timeline's load runs once, from start to end",
-                             "remove timed (it times each step of a recipe of arms)")
-        if spec.workload == "linkbench" and kind != "timeline":
-            # Each window a run of its own: its per-operation percentiles are the driver's
-            # over the whole window, not a median of per-second ones (issue 20).
-            timed = True
-        timeline = None
-        if kind == "timeline":
-            timeline = self.timeline(doc, spec)
-            arms: tuple[Arm, ...] = (Arm("timeline", dict(timeline.start)),)
-        else:
-            if "timeline" in doc:
-                raise self.error("timeline", "a [timeline] table in a recipe of arms",
-                                 'add kind = "timeline" to [run], or remove [timeline]')
-            arms = self.arms(doc.get("arm"), on_servers="targets" in doc)
+        r = self.run_keys(run, spec)
+        arms, timeline = self.arms_or_timeline(doc, spec, r.kind)
         targets = self.targets(doc, arms, timeline is not None)
         recipe = Recipe(
             path=path,
@@ -405,21 +380,89 @@ class _Reader(Reader):
             loaders=spec.loaders,
             waits=waits,
             steady=steady,
-            replicates=3 if replicates is None else replicates,
-            order=order,
-            level_order=level_order,
-            seed=1 if seed is None else seed,
-            pause=0.0 if pause is None else pause,
+            replicates=3 if r.replicates is None else r.replicates,
+            order=r.order,
+            level_order=r.level_order,
+            seed=1 if r.seed is None else r.seed,
+            pause=0.0 if r.pause is None else r.pause,
             arms=arms,
             timeline=timeline,
-            timed=timed,
-            calibrate=calibrate or 0,
-            until_ci=until_ci,
-            max_replicates=max_replicates,
+            timed=r.timed,
+            calibrate=r.calibrate or 0,
+            until_ci=r.until_ci,
+            max_replicates=r.max_replicates,
             targets=targets,
             allow_reach=allow_reach,
         )
         self.adaptive(recipe, "until_ci" in run, "max_replicates" in run)
+        self.loads_fit(recipe)
+        return recipe
+
+    def recipe_name(self, doc: Table) -> str:
+        """``name``: a short name of letters, digits, '.', '_' and '-'."""
+        name = self.req_string(doc, "name", "", '"doublewrite" (letters, digits, . _ -)')
+        if not _NAME.match(name):
+            raise self.error(
+                "name",
+                f"{name!r} is not a recipe name",
+                "use letters, digits, '.', '_' and '-' (up to 64), e.g. "
+                f'name = "{_slug(name) or "my-recipe"}"',
+            )
+        return name
+
+    def load_table(self, doc: Table) -> _Load:
+        """``[load]``, which every recipe has."""
+        load = self.table(doc, "load")
+        if load is None:
+            raise self.error(
+                "load",
+                "missing [load] table",
+                f'add [load] with workload = "oltp_read_write", threads, duration (see {README})',
+            )
+        return self.load(load)
+
+    def run_keys(self, run: Table, spec: _Load) -> _Run:
+        """``[run]`` (its keys already checked): replicates, their order, and the kind."""
+        replicates = self.integer(run, "replicates", "run", lo=1, hi=MAX_REPLICATES)
+        order = self.choice(run, "order", ORDERS, "counterbalanced: A B, B A, B A, A B ... "
+                            "for two arms, a Williams square for more")
+        level_order = self.choice(run, "level_order", LEVEL_ORDERS, "the thread sweep as "
+                                  "written, reversed every other round, or shuffled")
+        seed = self.integer(run, "seed", "run", lo=0, hi=2**63 - 1)
+        pause = self.number(run, "pause", "run", lo=0.0, hi=3600.0, lo_open=False)
+        calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
+        until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
+        max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
+        kind = self.choice(run, "kind", KINDS, "arms compared step by step, or one load "
+                           "with actions at given times")
+        timed = bool(self.boolean(run, "timed", "run"))
+        if timed and kind == "timeline":
+            raise self.error("run.timed", "a timeline's load runs once, from start to end",
+                             "remove timed (it times each step of a recipe of arms)")
+        if spec.workload == "linkbench" and kind != "timeline":
+            # Each window a run of its own: its per-operation percentiles are the driver's
+            # over the whole window, not a median of per-second ones (issue 20).
+            timed = True
+        return _Run(replicates, order, level_order, seed, pause, calibrate, until_ci,
+                    max_replicates, kind, timed)
+
+    def arms_or_timeline(self, doc: Table, spec: _Load, kind: str
+                         ) -> tuple[tuple[Arm, ...], Timeline | None]:
+        """``[[arm]]`` of a recipe of arms; or ``[timeline]`` of a timeline, which runs as one
+        arm of its starting knobs."""
+        timeline = None
+        if kind == "timeline":
+            timeline = self.timeline(doc, spec)
+            arms: tuple[Arm, ...] = (Arm("timeline", dict(timeline.start)),)
+        else:
+            if "timeline" in doc:
+                raise self.error("timeline", "a [timeline] table in a recipe of arms",
+                                 'add kind = "timeline" to [run], or remove [timeline]')
+            arms = self.arms(doc.get("arm"), on_servers="targets" in doc)
+        return arms, timeline
+
+    def loads_fit(self, recipe: Recipe) -> None:
+        """The load of every step, [load]'s and each arm's own, passes LoadSpec's checks."""
         try:
             recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.duration).check()
         except LoadError as exc:  # a rule of LoadSpec not mirrored above
@@ -433,7 +476,6 @@ class _Reader(Reader):
             except LoadError as exc:
                 raise self.error(f"arm[{i}].load", str(exc),
                                  f"correct the arm's load (see {README})") from None
-        return recipe
 
     def timeline(self, doc: Table, spec: _Load) -> Timeline:
         """``[timeline]`` of a ``kind = "timeline"`` recipe (no arms, one thread count)."""

@@ -62,7 +62,7 @@ from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
 from knobtop.server.static import same_value
 from knobtop.server.variables import PURGE_WAIT
-from knobtop.session.port import SessionPort
+from knobtop.session.port import SessionPort, SessionState
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between checks of a gate or the abort flag
@@ -385,6 +385,44 @@ class RecipeRunner:
         session = self._main
         state = session.state()
         states = {name: port.state() for name, port in self._ports.items()}
+        found = self._check_servers(state, states)
+        # Every warning is in the recipe start (journaled, shown by every front end) before
+        # the first step.
+        self.warnings = [*self._caller_warnings, *(w for w in found
+                                                   if w not in self._caller_warnings)]
+        self._attach(state, states)
+        unsubscribe = session.subscribe(self._on_event)
+        recipe = self.recipe
+        session.recipe_event("start", recipe.name, self._plan())
+        if recipe.allow_reach:
+            session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
+                         f"([allow] reach in {recipe.path} and --allow-reach)")
+        outcome, message = "end", ""
+        try:
+            await self._run_steps()
+        except RunAborted as exc:
+            outcome, message = "aborted", str(exc)
+            raise
+        except (RunFailed, LoadError, ServerError, HostError, KnobError) as exc:
+            outcome, message = "failed", str(exc)
+            raise RunFailed(str(exc)) from exc
+        except asyncio.CancelledError:
+            outcome, message = "aborted", "cancelled"
+            raise
+        except BaseException as exc:
+            outcome, message = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            try:
+                await self._restore(outcome, message)
+            finally:
+                unsubscribe()
+        return self.results_so_far("end")
+
+    def _check_servers(self, state: SessionState,
+                       states: dict[str, SessionState]) -> list[str]:
+        """Refuse a run whose sessions are not open or whose arms name a target without
+        one; then what the recipe's checks against the server(s) found (its warnings)."""
         for name, st in states.items():
             if st.catalog is None or st.header is None:
                 raise RunFailed("open the session before running a recipe"
@@ -400,10 +438,11 @@ class RecipeRunner:
             # A run whose steps come as it goes (a tune) judges its replicates itself.
             found = check_for_server(self.recipe, state.catalog,
                                      whole=self.more_steps is None)
-        # Every warning is in the recipe start (journaled, shown by every front end) before
-        # the first step.
-        self.warnings = [*self._caller_warnings, *(w for w in found
-                                                   if w not in self._caller_warnings)]
+        return found
+
+    def _attach(self, state: SessionState, states: dict[str, SessionState]) -> None:
+        """What the run reads while it goes: the loop, the abort event, a board per
+        server."""
         self._multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
         self._loop = asyncio.get_running_loop()
         self._abort_event = asyncio.Event()
@@ -411,9 +450,11 @@ class RecipeRunner:
             self._abort_event.set()
         self._boards = {n: MetricBoard(st.header, target=n)
                         for n, st in states.items() if st.header}
-        unsubscribe = session.subscribe(self._on_event)
+
+    def _plan(self) -> dict[str, Any]:
+        """The recipe start event's plan: everything the run will do, as journaled."""
         recipe = self.recipe
-        plan = {
+        return {
             "path": str(recipe.path), "description": recipe.description.strip(),
             "arms": {a.name: dict(a.knobs) for a in recipe.arms},
             "arm_load": {a.name: {k: dict(v) if k.endswith("options") else v
@@ -437,72 +478,52 @@ class RecipeRunner:
             **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
             **self.plan_extra,
         }
-        session.recipe_event("start", recipe.name, plan)
-        if recipe.allow_reach:
-            session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
-                         f"([allow] reach in {recipe.path} and --allow-reach)")
-        outcome, message = "end", ""
-        try:
-            if self.prepare:
-                await self._prepare_tables()
-            if recipe.timeline is not None:
-                await self._run_timeline(recipe.timeline)
-            current: str | None = None
-            done = 0
-            while True:
+
+    async def _run_steps(self) -> None:
+        """Prepare the tables, run a timeline, then every step in order (and the rounds
+        and steps added as it goes) with its arm in place first."""
+        if self.prepare:
+            await self._prepare_tables()
+        if self.recipe.timeline is not None:
+            await self._run_timeline(self.recipe.timeline)
+        current: str | None = None
+        done = 0
+        while True:
+            if done == len(self.steps):
+                self._more_rounds()
+                if self.more_steps is not None and done == len(self.steps):
+                    self.steps.extend(_numbered(self.more_steps(), len(self.steps)))
+                    self.progress.total = max(self.progress.total, len(self.steps))
                 if done == len(self.steps):
-                    self._more_rounds()
-                    if self.more_steps is not None and done == len(self.steps):
-                        self.steps.extend(_numbered(self.more_steps(), len(self.steps)))
-                        self.progress.total = max(self.progress.total, len(self.steps))
-                    if done == len(self.steps):
-                        break
-                step = self.steps[done]
-                self._check()
-                self.progress.step = step
-                self._step_began = time.monotonic()
-                if step.arm.name != current or self._side:
-                    # Before every step while the server has made changes of its own (a
-                    # side effect to put back): the step runs on its arm's plan.
-                    try:
-                        await self._apply_arm(step)
-                    except ArmRefused as exc:
-                        if self.on_arm_refused is None:
-                            raise RunFailed(str(exc)) from exc
-                        self._note(str(exc))
-                        self.on_arm_refused(step, str(exc))
-                        current = None  # what took of it stays: the next arm sets its own
-                        self._step_began = None
-                        self.progress.done += 1
-                        done += 1
-                        continue
-                    current = step.arm.name
-                await self._run_step(step)
-                self._spent += time.monotonic() - self._step_began
-                self._step_began = None
-                self.progress.done += 1
-                done += 1
-                if step.calibration and (done == len(self.steps)
-                                         or not self.steps[done].calibration):
-                    self._calibrated()
-        except RunAborted as exc:
-            outcome, message = "aborted", str(exc)
-            raise
-        except (RunFailed, LoadError, ServerError, HostError, KnobError) as exc:
-            outcome, message = "failed", str(exc)
-            raise RunFailed(str(exc)) from exc
-        except asyncio.CancelledError:
-            outcome, message = "aborted", "cancelled"
-            raise
-        except BaseException as exc:
-            outcome, message = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            try:
-                await self._restore(outcome, message)
-            finally:
-                unsubscribe()
-        return self.results_so_far("end")
+                    break
+            step = self.steps[done]
+            self._check()
+            self.progress.step = step
+            self._step_began = time.monotonic()
+            if step.arm.name != current or self._side:
+                # Before every step while the server has made changes of its own (a
+                # side effect to put back): the step runs on its arm's plan.
+                try:
+                    await self._apply_arm(step)
+                except ArmRefused as exc:
+                    if self.on_arm_refused is None:
+                        raise RunFailed(str(exc)) from exc
+                    self._note(str(exc))
+                    self.on_arm_refused(step, str(exc))
+                    current = None  # what took of it stays: the next arm sets its own
+                    self._step_began = None
+                    self.progress.done += 1
+                    done += 1
+                    continue
+                current = step.arm.name
+            await self._run_step(step)
+            self._spent += time.monotonic() - self._step_began
+            self._step_began = None
+            self.progress.done += 1
+            done += 1
+            if step.calibration and (done == len(self.steps)
+                                     or not self.steps[done].calibration):
+                self._calibrated()
 
     def results_so_far(self, outcome: str = "running", message: str = "") -> Results:
         """The results table of the steps measured so far (all of them after ``run()``)."""

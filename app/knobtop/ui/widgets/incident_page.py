@@ -50,7 +50,18 @@ def render_incident(event: Incident | None, *, waiting: str = "",
     """The page for one incident event (texts are Text: never read as markup)."""
     if event is None:
         return Text(waiting or "no incident snapshot yet")
-    parts: list[RenderableType] = []
+    parts: list[RenderableType] = [_summary(event, age)]
+    parts += _processlist(event)
+    parts += _lock_waits(event)
+    parts += _oldest(event)
+    parts += _replication(event)
+    parts += _galera(event)
+    parts += _error_log(event)
+    return Group(*parts)
+
+
+def _summary(event: Incident, age: float | None) -> Text:
+    """The first line: when, how many connections and lock waits, the oldest transaction."""
     summary = Text()
     summary.append(f"as of {wall_clock(event.wall)}", style="bold")
     if age is not None and age >= 5:
@@ -62,9 +73,12 @@ def render_incident(event: Incident | None, *, waiting: str = "",
         summary.append(f"  ·  oldest transaction {_n(event.oldest.get('seconds'), ' s')}")
     if not event.statements:
         summary.append("  ·  statement texts off", style="italic")
-    parts.append(summary)
+    return summary
 
-    parts.append(_title("Processlist (longest-running first)"))
+
+def _processlist(event: Incident) -> list[RenderableType]:
+    """The processlist, longest-running first, up to PROCESS_SHOWN rows."""
+    parts: list[RenderableType] = [_title("Processlist (longest-running first)")]
     if event.procs:
         procs = _table(("id", {"justify": "right"}), ("user", {"max_width": 12}),
                        ("db", {"max_width": 12}), ("command", {"max_width": 10}),
@@ -82,8 +96,12 @@ def render_incident(event: Incident | None, *, waiting: str = "",
             parts.append(Text(f"... and {event.threads - len(event.procs)} more", style="dim"))
     else:
         parts.append(Text("no other connections", style="dim"))
+    return parts
 
-    parts.append(_title("InnoDB lock waits"))
+
+def _lock_waits(event: Incident) -> list[RenderableType]:
+    """InnoDB lock waits: who waits, for how long, and on whom."""
+    parts: list[RenderableType] = [_title("InnoDB lock waits")]
     if event.locks:
         locks = _table(("waiting", {"justify": "right"}), ("for", {"justify": "right"}),
                        ("statement", {"ratio": 1, "min_width": 8}),
@@ -99,8 +117,12 @@ def render_incident(event: Incident | None, *, waiting: str = "",
         parts.append(locks)
     else:
         parts.append(Text("none", style="dim"))
+    return parts
 
-    parts.append(_title("Oldest transaction"))
+
+def _oldest(event: Incident) -> list[RenderableType]:
+    """The oldest open transaction, in one line."""
+    parts: list[RenderableType] = [_title("Oldest transaction")]
     if event.oldest:
         o = event.oldest
         line = Text(f"thread {_n(o.get('thread'))}, open {_n(o.get('seconds'), ' s')}, "
@@ -112,7 +134,12 @@ def render_incident(event: Incident | None, *, waiting: str = "",
         parts.append(line)
     else:
         parts.append(Text("no open transaction", style="dim"))
+    return parts
 
+
+def _replication(event: Incident) -> list[RenderableType]:
+    """A line per replication channel (no section on a server that replicates nothing)."""
+    parts: list[RenderableType] = []
     if event.repl:
         parts.append(_title("Replication"))
         for ch in event.repl:
@@ -122,28 +149,37 @@ def render_incident(event: Incident | None, *, waiting: str = "",
             if ch.get("error"):
                 line.append(f"; error: {ch.get('error')}", style="bold")
             parts.append(line)
-    if event.galera:
-        parts.append(_title("Galera"))
-        g = event.galera
-        parts.append(Text(
-            f"cluster {g.get('wsrep_cluster_status', '-')} size "
-            f"{g.get('wsrep_cluster_size', '-')}, node {g.get('wsrep_local_state_comment', '-')}"
-            f", ready {g.get('wsrep_ready', '-')}; recv queue "
-            f"{g.get('wsrep_local_recv_queue', '-')} (avg "
-            f"{g.get('wsrep_local_recv_queue_avg', '-')}), send queue "
-            f"{g.get('wsrep_local_send_queue', '-')}; flow control paused "
-            f"{g.get('wsrep_flow_control_paused', '-')}, sent "
-            f"{g.get('wsrep_flow_control_sent', '-')}, received "
-            f"{g.get('wsrep_flow_control_recv', '-')}"))
+    return parts
 
-    parts.append(_title(f"Error log{f' ({event.log_path})' if event.log_path else ''}"))
+
+def _galera(event: Incident) -> list[RenderableType]:
+    """The Galera node's state and queues (no section off a Galera cluster)."""
+    if not event.galera:
+        return []
+    g = event.galera
+    return [_title("Galera"), Text(
+        f"cluster {g.get('wsrep_cluster_status', '-')} size "
+        f"{g.get('wsrep_cluster_size', '-')}, node {g.get('wsrep_local_state_comment', '-')}"
+        f", ready {g.get('wsrep_ready', '-')}; recv queue "
+        f"{g.get('wsrep_local_recv_queue', '-')} (avg "
+        f"{g.get('wsrep_local_recv_queue_avg', '-')}), send queue "
+        f"{g.get('wsrep_local_send_queue', '-')}; flow control paused "
+        f"{g.get('wsrep_flow_control_paused', '-')}, sent "
+        f"{g.get('wsrep_flow_control_sent', '-')}, received "
+        f"{g.get('wsrep_flow_control_recv', '-')}")]
+
+
+def _error_log(event: Incident) -> list[RenderableType]:
+    """The error log's newest lines, then the problems the snapshot met."""
+    parts: list[RenderableType] = [
+        _title(f"Error log{f' ({event.log_path})' if event.log_path else ''}")]
     if event.log:
         parts.extend(_log_line(line) for line in event.log)
     else:
         parts.append(Text("no lines", style="dim"))
     for problem in event.problems:
         parts.append(Text(f"! {problem}", style="bold"))
-    return Group(*parts)
+    return parts
 
 
 def _log_line(line: str) -> Text:
