@@ -7,9 +7,10 @@ one build_session() and a front end) and ``views`` (follow, serve, replay, repor
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
-from knobtop.cli.parser import Handler, build_parser
+from knobtop.cli.parser import Handler, build_parser, command_of
 from knobtop.errors import KnobtopError
 from knobtop.lazyface import lazy_names
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(command_of(argv)).parse_args(argv)
     handler: Handler = args.func
     try:
         return handler(args)

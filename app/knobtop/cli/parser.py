@@ -108,31 +108,28 @@ def rand_types() -> tuple[str, ...]:
     return RAND_TYPES
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only`` (a command's name), the top level and that
+    command's parser alone, which parse that command's arguments, and print its help and
+    errors, exactly as the whole one does (a report's start does not build ten parsers)."""
     parser = argparse.ArgumentParser(
         prog="knobtop", description="Live tuning experiments on MySQL-family servers."
     )
     parser.add_argument("--version", action="version", version=f"knobtop {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    connect = _add_connect(sub)
-    follow = _add_follow(sub)
-    serve = _add_serve(sub)
-    replay = _add_replay(sub)
-    report = _add_report(sub)
-    compare = _add_compare(sub)
-    run = _add_run(sub)
-    tune = _add_tune(sub)
-    lab = _add_lab(sub)
-    completion = _add_completion(sub)
-    for command, module, func in (
-        (connect, "live", "run_connect"), (follow, "views", "run_follow"),
-        (serve, "views", "run_serve"), (replay, "views", "run_replay"),
-        (report, "views", "run_report"), (compare, "views", "run_compare"),
-        (run, "finds", "run_command"), (lab, "live", "run_lab"),
-        (tune, "finds", "tune_command"), (completion, "finds", "completion"),
-    ):
-        command.set_defaults(func=handler(module, func))
+    # One command alone: its usage line still lists every command, as the whole parser's
+    # does (its errors name the argument "command": one alone never has those errors)
+    sub = parser.add_subparsers(dest="command", required=True, metavar=None if only is None
+                                else "{" + ",".join(COMMANDS) + "}")
+    for name, (add, module, func) in COMMANDS.items():
+        if only is None or only == name:
+            add(sub).set_defaults(func=handler(module, func))
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names first, if it is one (else None: the whole parser then
+    says what is wrong)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def _add_connect(
@@ -532,3 +529,21 @@ def add_session_options(
                    help="headless: set a knob at S seconds (repeatable; "
                    "static knobs restart the server)")
     add_allow_reach(p, "--set")
+
+
+SubParsers = argparse._SubParsersAction  # (argparse's own name for what add_parser is on)
+#: Each command: the function adding its parser, and its handler's module and function
+#: (in the order `knobtop --help` lists them).
+COMMANDS: dict[str, tuple[Callable[[SubParsers[argparse.ArgumentParser]],
+                                   argparse.ArgumentParser], str, str]] = {
+    "connect": (_add_connect, "live", "run_connect"),
+    "follow": (_add_follow, "views", "run_follow"),
+    "serve": (_add_serve, "views", "run_serve"),
+    "replay": (_add_replay, "views", "run_replay"),
+    "report": (_add_report, "views", "run_report"),
+    "compare": (_add_compare, "views", "run_compare"),
+    "run": (_add_run, "finds", "run_command"),
+    "tune": (_add_tune, "finds", "tune_command"),
+    "lab": (_add_lab, "live", "run_lab"),
+    "completion": (_add_completion, "finds", "completion"),
+}
