@@ -82,7 +82,7 @@ def sketch_cost(n: int = 100_000, rounds: int = 5) -> dict[str, float]:
     in turn (this shared machine's speed drifts), and the p99 error of each histogram."""
     from ddsketch import DDSketch
 
-    from knobtop.load import builtin
+    from knobtop.load.builtin_stats import Counts
 
     rng = random.Random(1)
     values = [rng.lognormvariate(0.0, 1.0) for _ in range(n)]
@@ -102,7 +102,7 @@ def sketch_cost(n: int = 100_000, rounds: int = 5) -> dict[str, float]:
         return hist
 
     def as_recorded() -> Any:
-        counts = builtin._Counts()  # what a worker records each request into
+        counts = Counts()  # what a worker records each request into
         record = counts.record
         for v in values:
             record("getnode", v)

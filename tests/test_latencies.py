@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from ddsketch import DDSketch
 
-from knobtop.load.builtin import HIST_SIZE, _Counts, bucket
+from knobtop.load.builtin import HIST_SIZE, bucket
+from knobtop.load.builtin_stats import Counts as _Counts
 from knobtop.load.latencies import SKETCH_ACCURACY, OpLatencies, key_of
 
 RECORDED = Path(__file__).parent / "data" / "linkbench" / "latencies.4threads.txt"

@@ -17,10 +17,10 @@ of it, or left when there is no room, whole, on a plot row where it hides no dot
 first, never over another line or tag (``place_tags``); a tag with no such place is left
 out, never cut (the journal pane lists every change).
 
-Everything the widget shows is computed by the pure module-level helpers below
+Everything the widget shows is computed by the pure helpers of graph_math
 (``column_means`` -> ``y_range`` -> ``rasterize`` -> braille text), so they can be tested
-without an app.  The widget itself only turns their output into pre-styled ``Strip``s, once per
-(data version, size), and serves them from ``render_line``.
+without an app; graph_strips turns their output into pre-styled ``Strip``s.  The widget builds
+those once per (data version, size) and serves them from ``render_line``.
 
 Overlay (``set_data(..., overlay=...)``, used by ``knobtop compare``): a second series "B" is
 drawn in the same plot on the same y range (``shared_y_range``), each series rasterised on its
@@ -30,17 +30,13 @@ names each side's latest value ("A 1.20K  B 1.41K"), B's markers are dashed (``�
 ``show_series`` can hide either line.  ``more`` adds series C.. (up to MAX_SERIES, compare of
 N journals), each in a colour of its own; ``show_only`` draws one of them alone.
 """
-# Over 500 lines: the braille plot, its axis ticks, markers and tags are drawn in one
-# pass over the same cells (bench/graph_repaint.py measures that pass); apart they would
-# each walk the cells again.
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
-from typing import ClassVar, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
-from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
@@ -48,468 +44,69 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from knobtop.metrics.board import Points
-
-MARGIN = 6
-"""Left margin in cells: a 5-cell y label plus one space.  Fixed (not fitted to the labels) so
-that graphs stacked in a column share the same x axis and a knob change lines up across them."""
-LABEL_WIDTH = MARGIN - 1
-MIN_PLOT_COLS = 10  # below MARGIN + this many cells the margin is dropped
-MARKER_GLYPH = "│"  # not a braille glyph, so markers stay distinct without colour (NO_COLOR)
-OVERLAY_MARKER_GLYPH = "┆"  # a marker of the overlaid series B: dashed, so it reads as B's
-SHARED_MARKER_GLYPH = "║"  # A and B both have a marker in this column
-NEWEST_GLYPH = "▼"  # compare's overlay: the newest marker, in the title's free gap
-TICK_GLYPH = "╷"  # a light marker (a load phase change, a gap): top plot row only
-FRAME_TICK_GLYPH = "╵"  # a light marker again, on the time axis below the plot
-RANGE_SEP = "\u2013"  # en dash between the y range labels, "0-1.50K"
-NO_VALUE = "\u2013"  # the latest point is a gap (e.g. the load was stopped)
-BRAILLE_BASE = 0x2800
-
-# Bit of each dot of a braille cell, indexed [dot row 0..3][dot column 0..1] (Unicode numbers
-# the dots 1-2-3 down the left, 4-5-6 down the right, then 7 and 8 on the bottom row).
-_DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
-# Cell text for each 8-bit dot mask.  An empty cell is a space rather than U+2800 so that a gap
-# copies as blank and never carries a glyph.
-_CELL_TEXT = tuple(" " if mask == 0 else chr(BRAILLE_BASE + mask) for mask in range(256))
-
-_NICE_MANTISSAS = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
-_STEP_MANTISSAS = (1.0, 2.0, 2.5, 5.0, 10.0)
-_SUFFIXES = (("", 1.0), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))
-
-Point = tuple[float, float | None]
-Column = tuple[int, float, bool]  # (dot column, mean value, joined to the previous column)
-
-# Whose dots a cell of an overlay holds (``overlay_owners``): bit 0 is A's, bit 1 is B's.
-EMPTY, OWNER_A, OWNER_B, OWNER_BOTH = 0, 1, 2, 3
-# More than two series (``set_data(..., more=...)``, compare of N journals, issue 19): a
-# cell's owner is its one series' number + 1, or OWNER_SEVERAL (``series_owners``).
-MAX_SERIES = 5
-OWNER_SEVERAL = 255
-
-
-# ---------------------------------------------------------------------------------------------
-# Pure helpers
-# ---------------------------------------------------------------------------------------------
-def _si(value: float, sig: int) -> str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    sign = "-" if value < 0 else ""
-    a = abs(value)
-    if a < 1.0 - 0.5 * 10.0 ** -(sig - 1):  # rounds to below 1: fixed decimals, no suffix
-        text = f"{a:.{sig - 1}f}"
-        return text if text.strip("0.") == "" else sign + text
-    for suffix, scale in _SUFFIXES:
-        x = a / scale
-        for decimals in range(sig - 1, 0, -1):
-            if x < 10.0 ** (sig - decimals) - 0.5 * 10.0**-decimals:
-                return f"{sign}{x:.{decimals}f}{suffix}"
-        if x < 999.5:
-            return f"{sign}{x:.0f}{suffix}"
-    return f"{sign}{a / 1e12:.0f}T"
-
-
-def default_fmt(value: float) -> str:
-    """Three significant digits with a K/M/G/T suffix: 1234 -> "1.23K", 0.5 -> "0.50"."""
-    return _si(value, 3)
-
-
-def axis_label(
-    value: float, fmt: Callable[[float], str] = default_fmt, width: int = LABEL_WIDTH
-) -> str:
-    """A y-axis label of at most ``width`` cells.
-
-    Tries ``fmt``, then ``default_fmt``, then two significant digits ("-1.2K"), then crops.
-    Zero is always "0".
-    """
-    if value == 0:
-        return "0"
-    text = ""
-    for candidate in (fmt(value), default_fmt(value), _si(value, 2)):
-        text = candidate
-        if cell_len(text) <= width:
-            return text
-    return set_cell_size(text, width)
-
-
-def _nice(value: float, mantissas: tuple[float, ...]) -> float:
-    exp = math.floor(math.log10(value))
-    for mantissa in mantissas:
-        nice = float(f"{mantissa}e{exp}")  # decimal parse: 3e-1 is 0.3, not 0.30000000000000004
-        if nice >= value * (1.0 - 1e-12):
-            return nice
-    return float(f"1e{exp + 1}")
-
-
-def nice_max(value: float) -> float:
-    """Smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k >= value (1.0 if value <= 0)."""
-    if not (value > 0 and math.isfinite(value)):
-        return 1.0
-    return _nice(value, _NICE_MANTISSAS)
-
-
-def nice_step(value: float) -> float:
-    """Smallest of 1, 2, 2.5, 5 x 10^k that is >= value (1.0 if value <= 0): a tick step."""
-    if not (value > 0 and math.isfinite(value)):
-        return 1.0
-    return _nice(value, _STEP_MANTISSAS)
-
-
-def y_range(values: Sequence[float]) -> tuple[float, float]:
-    """The y axis (lo, hi) for the plotted values.
-
-    The baseline is 0, so a 20 % throughput drop looks like 20 % of the plot height and the
-    axis never exaggerates noise.  Only when every value sits in the upper half of [0, max]
-    (a 99.2-99.9 % hit ratio, a steady 950-1000 tps) would a 0 baseline squash the line into
-    the top row; then the axis is zoomed to whole tick steps around [min, max], and the bottom
-    label (and the "lo-hi" range in the title row) shows that minimum instead of 0, so the
-    zoom is never hidden.  A series flat to three significant digits (a steady 1 qps with a
-    sampler's jitter) is not zoomed: "1.00-1.00" told nothing, "0-1" shows its level.  A
-    zoom's step is at least one unit of the top's third digit, so its two ends never read
-    alike.  Data below 0 get a nice floor below 0.
-    """
-    if not values:
-        return 0.0, 1.0
-    lo, hi = min(values), max(values)
-    if lo >= 0:
-        if hi > lo > hi / 2:
-            digit = 10.0 ** (math.floor(math.log10(hi)) - 2)  # hi's third significant digit
-            if hi - lo >= digit * (1.0 - 1e-9):
-                step = max(nice_step((hi - lo) / 4), digit)
-                return math.floor(lo / step) * step, math.ceil(hi / step) * step
-        return 0.0, nice_max(hi)
-    if hi <= 0:
-        return -nice_max(-lo), 0.0
-    step = nice_step((hi - lo) / 4)
-    return math.floor(lo / step) * step, math.ceil(hi / step) * step
-
-
-def time_to_col(t: float, t_start: float, t_end: float, ncols: int) -> int | None:
-    """Column (0..ncols-1) of time ``t`` on an axis spanning [t_start, t_end]; None outside."""
-    if ncols <= 0 or not t_end > t_start or not t_start <= t <= t_end:
-        return None
-    return min(ncols - 1, int((t - t_start) / (t_end - t_start) * ncols))
-
-
-def cell_aligned(t_start: float, t_end: float, ncols: int) -> tuple[float, float]:
-    """The window [t_start, t_end] moved later by less than one column's time, so that its
-    column edges fall on whole multiples of a column's time.
-
-    A window that slides with every sample then keeps each column's samples (and so its
-    dots) until a whole column's time has passed and every column moves one place left;
-    in between only the newest cells change (the line's join into the newest column may
-    touch the cell before it). Unaligned, every column's share of samples
-    changed at every sample, and a graph with any history of ups and downs was redrawn
-    whole each time."""
-    span = t_end - t_start
-    if ncols <= 0 or not span > 0:
-        return t_start, t_end
-    col = span / ncols
-    end = math.ceil(t_end / col) * col
-    return end - span, end
-
-
-def scale_to_row(value: float, lo: float, hi: float, dot_rows: int) -> int:
-    """Dot row (0 = top) of ``value``: ``hi`` on row 0, ``lo`` on row dot_rows-1, clamped."""
-    if dot_rows <= 1 or not hi > lo:
-        return max(0, dot_rows - 1)
-    row = int((hi - value) / (hi - lo) * (dot_rows - 1) + 0.5)
-    return 0 if row < 0 else min(row, dot_rows - 1)
-
-
-def column_means(points: Sequence[Point], t_start: float, t_end: float, ncols: int) -> list[Column]:
-    """Bucket ``points`` (sorted by t) into ``ncols`` dot columns over [t_start, t_end].
-
-    Returns ``(column, mean, joined)`` for every column holding at least one value; ``joined``
-    is False when a gap (a None or non-finite value, or the start of the data) precedes the
-    column, so no line is drawn into it.  Points outside [t_start, t_end] are ignored.
-
-    Mean, not max: for throughput the mean of the samples in a column *is* the throughput over
-    that slice of time, so the line's level does not depend on how many samples share a column
-    (window length / widget width).  Max would drift upward with noise, make a knob that adds
-    jitter look like a win, and erase one-second stalls (tps dropping to 0 during a checkpoint)
-    entirely; the mean still shows them as a dip.
-    """
-    if ncols <= 0 or not t_end > t_start:
-        return []
-    scale = ncols / (t_end - t_start)
-    last = ncols - 1
-    out: list[Column] = []
-    col, total, n, joined, broken = -1, 0.0, 0, False, True
-    for t, v in points:
-        if t < t_start or t > t_end:
-            continue
-        if v is None or v - v != 0.0:  # None, NaN or +-inf (inf - inf is NaN); no call
-            broken = True
-            continue
-        c = int((t - t_start) * scale)
-        if c > last:
-            c = last
-        if c != col:
-            if n:
-                out.append((col, total / n, joined))
-            col, total, n, joined = c, v, 1, not broken
-        else:
-            total += v
-            n += 1
-        broken = False
-    if n:
-        out.append((col, total / n, joined))
-    return out
-
-
-def braille_mask(left: int, right: int) -> int:
-    """Dot mask of a braille cell from two 4-bit column bitmaps (bit 0 = top dot row)."""
-    mask = 0
-    for row, (left_bit, right_bit) in enumerate(_DOT_BITS):
-        if left >> row & 1:
-            mask |= left_bit
-        if right >> row & 1:
-            mask |= right_bit
-    return mask
-
-
-def braille_char(left: int, right: int) -> str:
-    """The braille character for two 4-bit column bitmaps; a space when no dot is set."""
-    return _CELL_TEXT[braille_mask(left, right)]
-
-
-# braille_mask for every (left | right << 4) pair of column nibbles.
-_PAIR_MASK = bytes(braille_mask(i & 15, i >> 4) for i in range(256))
-
-
-def column_bitmaps(
-    columns: Sequence[Column], lo: float, hi: float, dot_cols: int, dot_rows: int
-) -> list[int]:
-    """Draw ``columns`` (from ``column_means``) as a line: one bitmap per dot column.
-
-    Bit y of entry x is the dot at column x, row y (row 0 at the top).  Joined columns are
-    connected: empty columns in between are interpolated and a vertical jump is split between
-    the two columns at its midpoint, so steep edges stay continuous.
-    """
-    bitmaps = [0] * max(0, dot_cols)
-    if dot_rows <= 0:
-        return bitmaps
-    px = py = -1
-    for x, value, joined in columns:
-        if not 0 <= x < dot_cols:
-            continue
-        y = scale_to_row(value, lo, hi, dot_rows)
-        if joined and 0 <= px < x:
-            last_y, span = py, x - px
-            for cx in range(px + 1, x + 1):
-                cy = py + math.floor((y - py) * (cx - px) / span + 0.5)
-                if last_y - 1 <= cy <= last_y + 1:
-                    bitmaps[cx] |= 1 << cy
-                elif cy > last_y:  # going down: upper half in the previous column
-                    mid = (last_y + cy) >> 1
-                    bitmaps[cx - 1] |= (2 << mid) - (1 << last_y)  # rows last_y..mid
-                    bitmaps[cx] |= (2 << cy) - (2 << mid)  # rows mid+1..cy
-                else:  # going up: lower half in the previous column
-                    mid = (last_y + cy) >> 1
-                    bitmaps[cx - 1] |= (2 << last_y) - (2 << mid)  # rows mid+1..last_y
-                    bitmaps[cx] |= (2 << mid) - (1 << cy)  # rows cy..mid
-                last_y = cy
-        else:
-            bitmaps[x] |= 1 << y
-        px, py = x, y
-    return bitmaps
-
-
-def encode_cells(bitmaps: Sequence[int], cell_rows: int) -> list[bytearray]:
-    """Braille dot masks, one bytearray per cell row, from dot-column bitmaps (2 per cell).
-
-    Only cells with at least one dot are visited (a line touches one or two cells per column).
-    """
-    cell_cols = (len(bitmaps) + 1) // 2
-    rows = [bytearray(cell_cols) for _ in range(max(0, cell_rows))]
-    pair = _PAIR_MASK
-    for c in range(cell_cols):
-        left = bitmaps[2 * c]
-        right = bitmaps[2 * c + 1] if 2 * c + 1 < len(bitmaps) else 0
-        both = left | right
-        while both:
-            shift = ((both & -both).bit_length() - 1) & ~3  # first dot row of the lowest cell
-            r = shift >> 2
-            if r >= cell_rows:
-                break
-            rows[r][c] = pair[(left >> shift & 15) | (right >> shift & 15) << 4]
-            both &= -(16 << shift)  # drop this cell's four dot rows (and any below)
-    return rows
-
-
-def rasterize(
-    columns: Sequence[Column], lo: float, hi: float, cell_cols: int, cell_rows: int
-) -> list[bytearray]:
-    """``column_bitmaps`` + ``encode_cells``: braille dot masks of the line, per cell row."""
-    return encode_cells(column_bitmaps(columns, lo, hi, cell_cols * 2, cell_rows * 4), cell_rows)
-
-
-def cells_text(masks: bytes | bytearray) -> str:
-    """The text of one row of braille cells (a space for each empty cell)."""
-    return "".join([_CELL_TEXT[mask] for mask in masks])
-
-
-def span_label(seconds: float) -> str:
-    """A time offset for the x axis: "now", "-30s", "-2m", "-1h30m"."""
-    s = round(abs(seconds))
-    if s == 0:
-        return "now"
-    sign = "-" if seconds < 0 else "+"
-    if s < 120 and s % 60:
-        return f"{sign}{s}s"
-    if s < 3600:
-        return f"{sign}{s // 60}m" + (f"{s % 60}s" if s % 60 else "")
-    h, m = divmod(s // 60, 60)
-    return f"{sign}{h}h" + (f"{m}m" if m else "")
-
-
-def time_axis_text(cols: int, t_start: float, t_end: float,
-                   keep_clear: Collection[int] = ()) -> str:
-    """One row of ``cols`` cells: the window's start at the left, its middle, "now" at the
-    right (times relative to ``t_end``); labels that would collide are left out, and so is
-    a label over a column of ``keep_clear`` (a marker's, drawn on this row instead)."""
-    if cols <= 0:
-        return ""
-    row = [" "] * cols
-    right = span_label(0.0)
-    left = span_label(t_start - t_end)
-    middle = span_label((t_start - t_end) / 2)
-    placed: list[tuple[int, str]] = [(0, left), (cols - len(right), right)]
-    mid_at = cols // 2 - len(middle) // 2
-    if mid_at > len(left) + 1 and mid_at + len(middle) < cols - len(right) - 1:
-        placed.append((mid_at, middle))
-    if len(left) + len(right) + 1 > cols:
-        placed = [(cols - len(right), right)] if len(right) <= cols else []
-    for at, text in placed:
-        if any(at <= col < at + len(text) for col in keep_clear):
-            continue
-        for i, ch in enumerate(text):
-            if 0 <= at + i < cols:
-                row[at + i] = ch
-    return "".join(row)
-
-
-def shared_y_range(*series: Sequence[Column]) -> tuple[float, float]:
-    """``y_range`` over the values of several series, so overlaid lines share one y axis."""
-    return y_range([value for columns in series for _, value, _ in columns])
-
-
-def value_range(columns: Sequence[Column], latest: float | None) -> tuple[float, float]:
-    """``y_range`` over the column means and the latest value: the newest point can sit in a
-    column still being averaged (or be a spike the mean flattens), and the range printed in
-    the title must contain the value printed beside it."""
-    values = [value for _, value, _ in columns]
-    if latest is not None and math.isfinite(latest):
-        values.append(latest)
-    return y_range(values)
-
-
-def latest_value(points: Sequence[Point]) -> float | None:
-    """The value the title shows: the newest point's (None for a gap)."""
-    return points[-1][1] if points else None
-
-
-def place_tags(
-    markers: Sequence[tuple[int, str]], obstacles: Sequence[int], cols: int,
-    fits: Callable[[int, int], bool] | None = None,
-) -> list[tuple[int, str]]:
-    """Where each marker's tag goes on a row of ``cols`` cells: ``(start, text)`` runs.
-
-    ``markers`` are (column, tag) sorted by column (oldest first); ``obstacles`` are other
-    columns that must stay visible.  The newest marker is placed first (a change just made,
-    at "now", is the one a person looks for), then older ones in the cells left.  A tag goes
-    right of its line when it fits there whole (keeping one blank before the next line or
-    tag), else left of its line when it fits there whole; else it is left out.  A tag is
-    never cut ("io_c…" named nothing): it is whole or absent, and the journal pane lists
-    every change whatever the graph had room for.  ``fits(start, end)`` may refuse a place
-    (no plot row is free of the line's dots there): then the other side is tried.  Tags
-    never overlap each other, a line or an obstacle.
-    """
-    busy = bytearray(cols)
-    for col in [*obstacles, *(col for col, _ in markers)]:
-        if 0 <= col < cols:
-            busy[col] = 1
-    out: list[tuple[int, str]] = []
-    for col, tag in reversed(markers):
-        if not tag or not 0 <= col < cols:
-            continue
-        end = col + 1
-        while end < cols and not busy[end]:
-            end += 1
-        right = end - (col + 1) - (1 if end < cols else 0)
-        start = col
-        while start > 0 and not busy[start - 1]:
-            start -= 1
-        left = col - start - (1 if start > 0 else 0)
-        whole = cell_len(tag)
-        spots = [at for at, room in ((col + 1, right), (col - whole, left)) if room >= whole]
-        for at in spots:
-            if fits is None or fits(at, at + whole):
-                busy[at:at + whole] = b"\x02" * whole
-                out.append((at, tag))
-                break
-    out.sort()
-    return out
-
-
-def merge_masks(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
-    """The dots of two rows of braille cells together (one row of an overlay)."""
-    return bytes(x | y for x, y in zip(a, b, strict=True))
-
-
-def overlay_owners(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
-    """Per cell: EMPTY, OWNER_A, OWNER_B or OWNER_BOTH, by which row has dots there."""
-    return bytes((x != 0) | (y != 0) << 1 for x, y in zip(a, b, strict=True))
-
-
-def series_owners(rows: Sequence[bytes | bytearray]) -> bytes:
-    """Per cell of one row of N series' masks: EMPTY, the one series' number + 1 whose dots
-    are there, or OWNER_SEVERAL."""
-    out = bytearray(len(rows[0]) if rows else 0)
-    for i, row in enumerate(rows, start=1):
-        for x, mask in enumerate(row):
-            if mask:
-                out[x] = i if out[x] in (EMPTY, i) else OWNER_SEVERAL
-    return bytes(out)
-
-
-def owner_runs(owners: bytes | bytearray, start: int, end: int) -> list[tuple[int, int, int]]:
-    """``(start, end, owner)`` runs of cells ``start..end-1`` that can share one style.
-
-    An empty cell joins the run before it (it shows nothing, whatever its style), so a line
-    of one series makes one run however sparse its dots; leading empty cells join the first
-    run.
-    """
-    runs: list[tuple[int, int, int]] = []
-    run_start, run_owner = start, EMPTY
-    for x in range(start, end):
-        owner = owners[x]
-        if owner in (EMPTY, run_owner):
-            continue
-        if run_owner == EMPTY:
-            run_owner = owner  # leading empty cells take the first owner
-            continue
-        runs.append((run_start, x, run_owner))
-        run_start, run_owner = x, owner
-    if end > start:
-        runs.append((run_start, end, run_owner or OWNER_A))
-    return runs
-
-
-# ---------------------------------------------------------------------------------------------
-# Widget
-# ---------------------------------------------------------------------------------------------
-class _Styles(NamedTuple):
-    base: Style
-    title: Style
-    value: Style
-    line: Style
-    marker: Style
-    axis: Style
-    overlay: Style
-    both: Style
-    more: tuple[Style, ...] = ()  # the third series' on (compare of N journals)
+from knobtop.ui.widgets.graph_math import (
+    EMPTY,
+    MARGIN,
+    MARKER_GLYPH,
+    MAX_SERIES,
+    MIN_PLOT_COLS,
+    NEWEST_GLYPH,
+    NO_VALUE,
+    OVERLAY_MARKER_GLYPH,
+    OWNER_A,
+    OWNER_B,
+    OWNER_BOTH,
+    OWNER_SEVERAL,
+    RANGE_SEP,
+    SHARED_MARKER_GLYPH,
+    TICK_GLYPH,
+    Point,
+    axis_label,
+    braille_char,
+    braille_mask,
+    cell_aligned,
+    cells_text,
+    column_bitmaps,
+    column_means,
+    default_fmt,
+    latest_value,
+    marker_glyphs,
+    merge_masks,
+    nice_max,
+    nice_step,
+    overlay_owners,
+    owner_runs,
+    place_tags,
+    rasterize,
+    scale_to_row,
+    series_owners,
+    shared_y_range,
+    span_label,
+    time_axis_text,
+    time_to_col,
+    value_range,
+    y_range,
+)
+from knobtop.ui.widgets.graph_strips import (
+    GraphStyles,
+    axis_strip,
+    line_rows,
+    owned_rows,
+    place_marks,
+    series_styles,
+    title_strip,
+)
+
+# The graph's helpers keep their old address here: importers say metric_graph.X.
+__all__ = [
+    "EMPTY", "MARGIN", "MARKER_GLYPH", "MAX_SERIES", "MIN_PLOT_COLS", "NEWEST_GLYPH", "NO_VALUE",
+    "OVERLAY_MARKER_GLYPH", "OWNER_A", "OWNER_B", "OWNER_BOTH", "OWNER_SEVERAL", "RANGE_SEP",
+    "SHARED_MARKER_GLYPH", "TICK_GLYPH", "MetricGraph", "Point", "axis_label", "braille_char",
+    "braille_mask", "cell_aligned", "cells_text", "column_bitmaps", "column_means", "default_fmt",
+    "latest_value", "merge_masks", "nice_max", "nice_step", "overlay_owners", "owner_runs",
+    "place_tags", "rasterize", "scale_to_row", "series_owners", "shared_y_range", "span_label",
+    "time_axis_text", "time_to_col", "value_range", "y_range",
+]
 
 
 class MetricGraph(Widget):
@@ -609,7 +206,7 @@ class MetricGraph(Widget):
         self._data_key: object = None
         self._data_version = 0
         self._strips_key: tuple[int, int, int] | None = None
-        self._styles: _Styles | None = None
+        self._styles: GraphStyles | None = None
         self._strips: list[Strip] = []
 
     def set_data(
@@ -728,13 +325,13 @@ class MetricGraph(Widget):
         self._styles = None
         self._strips_key = None
 
-    def _get_styles(self) -> _Styles:
+    def _get_styles(self) -> GraphStyles:
         # Widget.refresh() empties Textual's own component-style cache, and a component style
         # walks every ancestor for the background; at one refresh per tick that was a third of
         # the build cost, so the resolved styles are kept until notify_style_update.
         if self._styles is None:
             get = self.get_component_rich_style
-            self._styles = _Styles(
+            self._styles = GraphStyles(
                 base=self.rich_style,
                 title=get("metric-graph--title"),
                 value=get("metric-graph--value"),
@@ -773,8 +370,6 @@ class MetricGraph(Widget):
         if self._overlay is not None:
             return self._build_overlay(width, height, self._overlay)
         styles = self._get_styles()
-        s_line, s_marker, s_axis = styles.line, styles.marker, styles.axis
-
         margin = MARGIN if width >= MARGIN + MIN_PLOT_COLS else 0
         cols, plot_rows = width - margin, height - 1
         axis = self._time_axis and plot_rows >= 3  # the bottom row becomes the time axis
@@ -788,84 +383,14 @@ class MetricGraph(Widget):
         masks = rasterize(columns, lo, hi, cols, plot_rows)
         hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
 
-        # Full-height markers (the newest tag wins a shared column), then ticks where no
-        # marker is; tags on a plot row beside their line, clear of every other mark.  All
-        # of them go under the line: a cell holding dots shows the dots, so a graph dense
-        # with markers still shows every data column.
-        tag_at: dict[int, str] = {}
-        for t, tag in sorted(self._markers):
-            col = time_to_col(t, t0, t1, cols)
-            if col is not None:
-                tag_at[col] = tag
-        all_ticks = {
-            col for t, _tag in self._ticks
-            if (col := time_to_col(t, t0, t1, cols)) is not None and col not in tag_at
-        }
-        tick_cols = {col for col in all_ticks if plot_rows and not masks[0][col]}
-        marker_seg = Segment(MARKER_GLYPH, s_marker)
-        tick_seg = Segment(TICK_GLYPH, s_marker)
-        rows_extra: list[list[tuple[int, Segment, int]]] = [
-            [(col, marker_seg, 1) for col in tag_at if not masks[r][col]]
-            for r in range(plot_rows)]
-
-        def free_rows(at: int, end: int) -> list[int]:
-            return [r for r in range(plot_rows) if masks[r].count(0, at, end) == end - at]
-
-        # A tag goes on a plot row where it hides no dot of the line (the one hiding the
-        # fewest ticks, then the top one); there it may cover a tick (a person's change
-        # outranks a load phase).  With no such row on either side of its line it is left
-        # out.  A one-row graph has no plot rows (its title only): no tags to place.
-        covered: set[int] = set()
-        placed = place_tags(sorted(tag_at.items()), (), cols,
-                            lambda at, end: bool(free_rows(at, end))) \
-            if tag_at and plot_rows else ()
-        for at, text in placed:
-            end = at + cell_len(text)
-            hidden_ticks = sum(1 for col in tick_cols if at <= col < end)
-            row = min(free_rows(at, end), key=lambda r: (hidden_ticks if r == 0 else 0, r))
-            rows_extra[row].append((at, Segment(text, s_marker), end - at))
-            if row == 0:
-                covered.update(range(at, end))
-        if plot_rows:
-            rows_extra[0].extend((col, tick_seg, 1) for col in tick_cols if col not in covered)
-        row_runs = [sorted(extra) for extra in rows_extra]
-
-        strips = [self._title_strip(width, [Segment(self._latest_text(), styles.value)],
-                                    lo_label, hi_label, -1, styles)]
-        blank_label = " " * MARGIN
-        for r in range(plot_rows):
-            segments: list[Segment] = []
-            if margin:
-                label = hi_label if r == 0 else lo_label if r == plot_rows - 1 else ""
-                text = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
-                segments.append(Segment(text, s_axis))
-            text = cells_text(masks[r])
-            pos = 0
-            for col, segment, cells in row_runs[r]:
-                if col > pos:
-                    segments.append(Segment(text[pos:col], s_line))
-                segments.append(segment)
-                pos = col + cells
-            if pos < cols:
-                segments.append(Segment(text[pos:], s_line))
-            strips.append(Strip(segments, width))
+        marks = place_marks(masks, plot_rows, cols, self._markers, self._ticks, t0, t1,
+                            styles.marker)
+        strips = [title_strip(self._graph_title, width,
+                              [Segment(self._latest_text(), styles.value)],
+                              lo_label, hi_label, -1, styles)]
+        strips += line_rows(width, margin, (hi_label, lo_label), masks, marks.row_runs, styles)
         if axis:
-            # The frame below the plot repeats every marker (a time label over one is left
-            # out) and every tick where the labels leave room, so a change stays visible
-            # where the line's dots cover its column.
-            axis_text = time_axis_text(cols, t0, t1, tag_at)
-            frame = sorted({**{col: FRAME_TICK_GLYPH for col in all_ticks},
-                            **dict.fromkeys(tag_at, MARKER_GLYPH)}.items())
-            segments = [Segment(" " * margin, s_axis)] if margin else []
-            pos = 0
-            for col, glyph in frame:
-                if axis_text[col] != " ":
-                    continue
-                segments.append(Segment(axis_text[pos:col], s_axis))
-                segments.append(Segment(glyph, s_marker))
-                pos = col + 1
-            segments.append(Segment(axis_text[pos:], s_axis))
-            strips.append(Strip(segments, width))
+            strips.append(axis_strip(width, margin, t0, t1, marks, styles))
         return strips
 
     def _build_overlay(self, width: int, height: int, overlay: Sequence[Point]) -> list[Strip]:
@@ -883,63 +408,18 @@ class MetricGraph(Widget):
         masks_b = rasterize(columns_b if show_b else [], lo, hi, cols, plot_rows)
         hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
 
-        # Marker glyph per plot column: A's solid, B's dashed, both at once doubled.
-        marker_glyphs: dict[int, str] = {}
-        newest_t, newest_col = -math.inf, -1
-        for shown, side_markers, glyph in (
-            (show_a, self._markers, MARKER_GLYPH),
-            (show_b, self._overlay_markers, OVERLAY_MARKER_GLYPH),
-        ):
-            if not shown:
-                continue
-            for t, _label in side_markers:
-                at = time_to_col(t, t0, t1, cols)
-                if at is None:
-                    continue
-                have = marker_glyphs.get(at, glyph)
-                marker_glyphs[at] = glyph if have == glyph else SHARED_MARKER_GLYPH
-                if t >= newest_t:
-                    newest_t, newest_col = t, at
-
+        glyphs, newest_col = marker_glyphs(
+            ((show_a, self._markers), (show_b, self._overlay_markers)), t0, t1, cols)
         newest_x = margin + newest_col if newest_col >= 0 else -1
         strips = [
-            self._title_strip(
-                width, self._legend(overlay, styles), lo_label, hi_label, newest_x, styles
-            )
+            title_strip(self._graph_title, width, self._legend(overlay, styles), lo_label,
+                        hi_label, newest_x, styles)
         ]
         owner_style = {OWNER_A: styles.line, OWNER_B: styles.overlay, OWNER_BOTH: styles.both}
         rows = [(cells_text(merge_masks(masks_a[r], masks_b[r])),
                  overlay_owners(masks_a[r], masks_b[r])) for r in range(plot_rows)]
-        return strips + self._owned_rows(width, margin, (hi_label, lo_label), rows,
-                                         marker_glyphs, owner_style, styles)
-
-    def _owned_rows(self, width: int, margin: int, labels: tuple[str, str],
-                    rows: list[tuple[str, bytes]], marker_glyphs: dict[int, str],
-                    owner_style: dict[int, Style], styles: _Styles) -> list[Strip]:
-        """The plot rows of several series: each row's cells (``rows``: its text and whose
-        dots each cell holds) in its owner's style, the markers under them (in the cells
-        no series has dots in: a column full of markers still shows every series' data),
-        the y labels in the margin."""
-        hi_label, lo_label = labels
-        cols = width - margin
-        markers = sorted(marker_glyphs)
-        blank_label = " " * MARGIN
-        strips = []
-        for r, (text, owners) in enumerate(rows):
-            segments: list[Segment] = []
-            if margin:
-                label = hi_label if r == 0 else lo_label if r == len(rows) - 1 else ""
-                pad = " " * (LABEL_WIDTH - cell_len(label)) + label + " " if label else blank_label
-                segments.append(Segment(pad, styles.axis))
-            pos = 0
-            for col in [*(c for c in markers if owners[c] == EMPTY), cols]:
-                for start, end, owner in owner_runs(owners, pos, col):
-                    segments.append(Segment(text[start:end], owner_style[owner]))
-                if col < cols:
-                    segments.append(Segment(marker_glyphs[col], styles.marker))
-                pos = col + 1
-            strips.append(Strip(segments, width))
-        return strips
+        return strips + owned_rows(width, margin, (hi_label, lo_label), rows,
+                                   glyphs, owner_style, styles)
 
     def _build_many(self, width: int, height: int) -> list[Strip]:
         """Three or more series on one y range (compare of N journals): each in its colour,
@@ -959,17 +439,10 @@ class MetricGraph(Widget):
         masks = [rasterize(cs if show else [], lo, hi, cols, plot_rows)
                  for cs, show in zip(columns, shown, strict=True)]
         hi_label, lo_label = axis_label(hi, self._axis_fmt), axis_label(lo, self._axis_fmt)
-        marker_glyphs: dict[int, str] = {}
-        for i, (_, side_markers) in enumerate(series):
-            if not shown[i]:
-                continue
-            glyph = MARKER_GLYPH if i == 0 else OVERLAY_MARKER_GLYPH
-            for t, _label in side_markers:
-                at = time_to_col(t, t0, t1, cols)
-                if at is not None:
-                    have = marker_glyphs.get(at)
-                    marker_glyphs[at] = glyph if have in (None, glyph) else SHARED_MARKER_GLYPH
-        colours = self._series_styles(styles)
+        glyphs, _newest = marker_glyphs(
+            [(show, markers) for show, (_, markers) in zip(shown, series, strict=True)],
+            t0, t1, cols)
+        colours = series_styles(styles)
         owner_style = {i + 1: style for i, style in enumerate(colours)}
         owner_style[OWNER_SEVERAL] = styles.both
         owner_style[EMPTY] = styles.line
@@ -981,7 +454,7 @@ class MetricGraph(Widget):
             label = self._labels[i] if i < len(self._labels) else chr(ord("A") + i)
             legend.append(Segment(f"{label} {self._latest_text(points)}",
                                   colours[i] + bold if shown[i] else styles.axis))
-        strips = [self._title_strip(width, legend, lo_label, hi_label, -1, styles)]
+        strips = [title_strip(self._graph_title, width, legend, lo_label, hi_label, -1, styles)]
         rows = []
         for r in range(plot_rows):
             row = [m[r] for m in masks]
@@ -989,15 +462,10 @@ class MetricGraph(Widget):
             for other in row[1:]:
                 merged = merge_masks(merged, other)
             rows.append((cells_text(merged), series_owners(row)))
-        return strips + self._owned_rows(width, margin, (hi_label, lo_label), rows,
-                                         marker_glyphs, owner_style, styles)
+        return strips + owned_rows(width, margin, (hi_label, lo_label), rows,
+                                   glyphs, owner_style, styles)
 
-    @staticmethod
-    def _series_styles(styles: _Styles) -> list[Style]:
-        """Each series' colour, A first."""
-        return [styles.line, styles.overlay, *styles.more]
-
-    def _legend(self, overlay: Sequence[Point], styles: _Styles) -> list[Segment]:
+    def _legend(self, overlay: Sequence[Point], styles: GraphStyles) -> list[Segment]:
         """The title's legend: each side's latest value ("A 1.20K  B 1.41K") in the colour of
         its line, a hidden side's in the axis colour."""
         show_a, show_b = self._shown
@@ -1010,47 +478,3 @@ class MetricGraph(Widget):
             Segment("  ", styles.base),
             Segment(f"{label_b} {self._latest_text(overlay)}", s_b),
         ]
-
-    def _title_strip(
-        self,
-        width: int,
-        value_segments: list[Segment],
-        lo_label: str,
-        hi_label: str,
-        newest_x: int,
-        styles: _Styles,
-    ) -> Strip:
-        base, s_title = styles.base, styles.title
-        s_axis, s_marker = styles.axis, styles.marker
-        title = self._graph_title
-        value_w = sum(cell_len(segment.text) for segment in value_segments)
-        left_w = cell_len(title) + 1 + value_w
-        # Right-hand y range, shortened or dropped before the title is truncated; never
-        # "x-x" (y_range keeps the two ends apart; this holds for any fmt).
-        right = ""
-        ranges = [f"{lo_label}{RANGE_SEP}{hi_label}"] if lo_label != hi_label else []
-        for candidate in (*ranges, hi_label):
-            if left_w + 2 + cell_len(candidate) <= width:  # two blanks: "C 3.9%  0-15"
-                right = candidate
-                break
-        right_w = cell_len(right)
-        room = width - (right_w + 1 if right else 0)
-        if left_w > room:
-            title_room = room - 1 - value_w
-            title = set_cell_size(title, title_room - 1) + "…" if title_room >= 2 else ""
-            left_w = (cell_len(title) + 1 if title else 0) + value_w
-
-        segments = [Segment(title, s_title), Segment(" ", base)] if title else []
-        segments.extend(value_segments)
-        # The newest marker's ▼ goes in the free gap between the two texts, if it fits there.
-        # Two blanks at least between a ▼ and the range text, so the arrow never reads as
-        # part of the range ("18.1K ▼ 16.0K" looked like a falling trend).
-        gap_end = width - right_w - 3 if right else width - 1
-        if left_w + 1 <= newest_x <= gap_end:
-            segments.append(Segment(" " * (newest_x - left_w), base))
-            segments.append(Segment(NEWEST_GLYPH, s_marker))
-            left_w = newest_x + 1
-        if right:
-            segments.append(Segment(" " * max(0, width - right_w - left_w), base))
-            segments.append(Segment(right, s_axis))
-        return Strip(segments).adjust_cell_length(width, base)
