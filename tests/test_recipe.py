@@ -35,6 +35,7 @@ BUNDLED = {
     "aa-noise",
     "buffer-pool-climb",
     "buffer-pool-timeline",  # issue 18: a timeline recipe
+    "soak-write-only",  # issue 38: a soak (a kind of its own, recipes/kinds/soak.py)
     "buffer-pool-instances",  # issue 18: the seed recipes
     "compression",
     "innodb-vs-myrocks",
@@ -120,8 +121,12 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
     assert recipe.path == path
     assert recipe.name == path.stem
     assert len(recipe.description) > 80  # says what it shows
-    if recipe.timeline is not None:  # issue 18: one load, actions and checkpoints
+    if recipe.kind == "timeline":  # issue 18: one load, actions and checkpoints
+        assert recipe.timeline is not None
         assert recipe.timeline.actions and recipe.timeline.checkpoints
+    elif recipe.kind == "soak":  # issue 38: one arm held, checkpoints, no actions
+        assert recipe.timeline is not None and len(recipe.arms) == 1
+        assert recipe.timeline.checkpoints and not recipe.timeline.actions
     else:
         assert len(recipe.arms) >= 2
     assert all(list(arm.knobs) == recipe.knobs for arm in recipe.arms)
@@ -1228,3 +1233,54 @@ def test_timed_steps_are_a_run_option_and_not_for_timelines(tmp_path: Path) -> N
                                                    'kind = "timeline"\ntimed = true'), "tl"),
                   "run.timed")
     assert "runs once" in str(err)
+
+
+SOAK = """\
+name = "sk"
+description = "a soak"
+[load]
+workload = "oltp_write_only"
+threads = 4
+duration = 600
+[run]
+kind = "soak"
+[soak]
+knobs = { innodb_io_capacity = "400" }
+every = 120
+"""
+
+
+def test_a_soak_is_one_arm_with_a_checkpoint_every_so_often(tmp_path: Path) -> None:
+    """Issue 38's new kind: one arm of [soak] knobs, a checkpoint every `every` seconds
+    through [load] duration, each over `window` (every, at most 60 s, by default)."""
+    recipe = load_recipe(write(tmp_path, SOAK))
+    assert recipe.kind == "soak" and recipe.timeline is not None
+    assert [a.name for a in recipe.arms] == ["soak"]
+    assert recipe.arms[0].knobs == {"innodb_io_capacity": "400"}
+    assert recipe.timeline.checkpoints == (120.0, 240.0, 360.0, 480.0, 600.0)
+    assert recipe.timeline.window == 60.0 and recipe.timeline.actions == ()
+    assert recipe.timeline.metrics == ("load_tps", "hit_ratio", "dirty_pct", "history_len")
+    assert recipe.schedule() == [] and recipe.planned_seconds == 600.0
+    bundled = load_recipe("soak-write-only")
+    assert bundled.kind == "soak" and len(bundled.timeline.checkpoints) == 5
+
+
+@pytest.mark.parametrize(("old", "new", "key", "expected"), [
+    ("every = 120", "", "soak.every", "missing every"),
+    ("every = 120", "every = 900", "soak.every", "out of range"),
+    ("every = 120", "every = 120\nwindow = 200", "soak.window", "longer than the 120 s"),
+    ("every = 120", "every = 120\nmetrics = [\"load_tsp\"]", "soak.metrics[0]",
+     "did you mean 'load_tps'"),
+    ("every = 120", "every = 120\nhold = 5", "soak.hold", "unknown key"),
+    ("threads = 4", "threads = [4, 8]", "load.threads", "a soak runs one load"),
+    ('kind = "soak"', 'kind = "timeline"', "soak", "a [soak] table in a recipe of timeline"),
+    ('kind = "soak"', 'kind = "arms"', "soak", 'add kind = "soak" to [run]'),
+    ('kind = "soak"', 'kind = "soak"\ntimed = true', "run.timed", "a soak's load runs once"),
+    ("[run]", '[[arm]]\nname = "A"\nknobs = { sort_buffer_size = "1M" }\n[run]', "arm",
+     "a soak recipe has no arms"),
+])
+def test_soak_refusals_name_the_key(tmp_path: Path, old: str, new: str, key: str,
+                                    expected: str) -> None:
+    assert old in SOAK
+    err = refused(write(tmp_path, SOAK.replace(old, new, 1)), key)
+    assert expected in str(err)

@@ -632,3 +632,68 @@ async def test_a_timeline_keeps_the_load_running_through_a_resize_and_a_restart(
     # The baseline is back: the pool and doublewrite as before the run.
     assert await show_global(info, "innodb_buffer_pool_size") == pool
     assert await show_global(info, "innodb_doublewrite") == doublewrite
+
+
+SOAK = """
+name = "short-soak"
+description = "one arm held under one load, read every 3 s (issue 38: a new kind)"
+[load]
+workload = "oltp_write_only"
+threads = 2
+duration = 9
+tables = 1
+table_size = 2000
+[run]
+kind = "soak"
+[soak]
+knobs = { innodb_io_capacity = "300" }
+every = 3
+metrics = ["load_tps", "checkpoint_age", "dirty_pct"]
+window = 3
+"""
+
+
+async def test_a_soak_holds_its_arm_under_one_load_with_checkpoints(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    """Issue 38's new kind (recipes/kinds/soak.py): the arm's knobs set, one load for the
+    whole hold, a checkpoint every 3 s on schedule, the journal's plan and results saying
+    soak, the timeline table of its checkpoints, and the baseline back at the end."""
+    from knobtop.analysis.seedtables import timeline
+    from knobtop.journal import Change, Checkpoint
+
+    path = tmp_path / "soak.toml"
+    path.write_text(SOAK)
+    recipe = load_recipe(path)
+    assert recipe.kind == "soak" and recipe.schedule() == []
+    _sandbox, info = lab
+    before = await show_global(info, "innodb_io_capacity")
+    assert before != "300"
+    journal = tmp_path / "soak.knobtop.jsonl"
+    session = session_for(lab, journal)
+    await session.open()
+    try:
+        results = await RecipeRunner(session, recipe).run()
+    finally:
+        await session.close()
+    events = list(JournalReader(journal))
+    start = next(e for e in events if isinstance(e, RecipeRun) and e.action == "start")
+    assert start.plan["kind"] == "soak" and start.plan["checkpoints"] == [3.0, 6.0, 9.0]
+    changes = [e for e in events if isinstance(e, Change)]
+    assert changes[0].knob == "innodb_io_capacity" and changes[0].new == "300"
+    assert changes[0].reason == "recipe short-soak: soak start"
+    phases = [e for e in events if isinstance(e, Phase) and e.action == "start"]
+    assert len(phases) == 1  # one load from start to end
+    points = [e for e in events if isinstance(e, Checkpoint)]
+    assert [p.at for p in points] == [3, 6, 9]
+    for p in points:
+        assert p.at <= p.t - phases[0].t <= p.at + 1.5
+        assert p.values["load_tps"] is not None and p.values["load_tps"] > 0
+        assert set(p.values) == {"load_tps", "checkpoint_age", "dirty_pct"}
+    assert results.kind == "soak" and results.one_load and results.checkpoints == points
+    (replayed,) = collect(events)
+    assert replayed.kind == "soak" and replayed.one_load and len(replayed.checkpoints) == 3
+    assert "| s | load_tps | checkpoint_age | dirty_pct |" in timeline(replayed).markdown()
+    notes = [e.label for e in events if e.kind == "mark"]
+    assert any(m.startswith("soak short-soak: ") for m in notes)
+    assert await show_global(info, "innodb_io_capacity") == before

@@ -89,6 +89,7 @@ class Results:
     calibration: dict[int, tuple[float, ...]] = field(default_factory=dict)  # threads -> runs
     # A timeline recipe ([run] kind = "timeline"): its checkpoints and planned actions
     kind: str = "arms"
+    one_load: bool = False  # one load read at checkpoints (a timeline, a soak): no steps
     checkpoints: list[Checkpoint] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
 
@@ -371,6 +372,7 @@ def collect(events: Iterable[Event]) -> list[Results]:
             built = build(current.recipe, current.arms, current.threads, steps, outcome,
                           message, current.planned_steps, current.replicates, current.plateau)
             built.kind, built.actions = current.kind, current.actions
+            built.one_load = current.one_load
             built.checkpoints = current.checkpoints
             found.append(built)
         current, steps = None, []
@@ -388,6 +390,7 @@ def collect(events: Iterable[Event]) -> list[Results]:
                                   replicates=int(plan.get("replicates", 0)),
                                   plateau=bool(plan.get("plateau", False)),
                                   kind=str(plan.get("kind", "arms")),
+                                  one_load="checkpoints" in plan,
                                   actions=list(plan.get("actions", [])))
             elif current is not None and event.name == current.recipe:
                 close(event.action, event.message)

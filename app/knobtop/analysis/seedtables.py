@@ -238,9 +238,9 @@ def _value_text(key: str, value: float | None) -> str:
 
 
 def timeline(results: Results) -> SeedTable:
-    if results.kind != "timeline":
+    if not results.one_load:
         raise BadValue(f"recipe {results.recipe} is not a timeline: --table timeline needs a "
-                       'recipe with [run] kind = "timeline"')
+                       'recipe with [run] kind = "timeline" or "soak"')
     points = results.checkpoints
     if not points:
         raise BadValue(f"timeline {results.recipe} has no checkpoint yet: no table")
@@ -330,10 +330,10 @@ BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
 
 def run_markdown(results: Results) -> str:
     """One recipe run as Markdown: a timeline's checkpoints, else its results tables."""
-    if results.kind != "timeline":
+    if not results.one_load:
         return results_markdown(results)
     if not results.checkpoints:
-        return f"Timeline {results.recipe}: no checkpoint yet.\n"
+        return f"{results.kind.capitalize()} {results.recipe}: no checkpoint yet.\n"
     return timeline(results).markdown()
 
 
@@ -342,7 +342,7 @@ def seed_table(name: str, results: Results) -> SeedTable:
     if name not in BUILDERS:
         raise BadValue(f"unknown table {name!r}: choose one of {', '.join(TABLES)}")
     if name != "timeline" and not results.cells:
-        why = ("it is a timeline: use --table timeline" if results.kind == "timeline"
+        why = (f"it is a {results.kind}: use --table timeline" if results.one_load
                else "no measured step yet")
         raise BadValue(f"recipe {results.recipe} has no steps ({why}): no {name} table")
     return BUILDERS[name](results)

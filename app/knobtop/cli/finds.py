@@ -106,6 +106,8 @@ def recipe_conditions(recipe: Recipe) -> str:
 
 def recipe_shape(recipe: Recipe) -> str:
     if recipe.timeline is not None:
+        if recipe.kind == "soak":
+            return f"soak: one load, {count(len(recipe.timeline.checkpoints), 'checkpoint')}"
         return f"timeline: one load, {count(len(recipe.timeline.actions), 'action')}"
     return (f"{count(len(recipe.arms), 'arm')} x {count(len(recipe.threads), 'thread count')}"
             f" x {count(recipe.replicates, 'replicate')}")
@@ -263,7 +265,8 @@ def print_timeline(recipe: Recipe) -> None:
     say(f"one load for {short_duration(recipe.duration)}; start with "
         + (" ".join(f"{k}={v}" for k, v in tl.start.items()) or "the server's own values"))
     say()
-    say(f"{count(len(tl.actions), 'action')}:")
+    if tl.actions:
+        say(f"{count(len(tl.actions), 'action')}:")
     for a in tl.actions:
         say(f"  {clock(a.at):>8}  " + " ".join(f"{k}={v}" for k, v in a.knobs.items()))
     say("checkpoints at " + ", ".join(clock(c) for c in tl.checkpoints))

@@ -335,6 +335,7 @@ class Recipe:
     instances: int = 1  # sysbench processes at once per client; threads are their total
     table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
     timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
+    kind: str = "arms"  # [run] kind (recipes/kinds/: how it is read and run)
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     # Each measured window is a timed run of its own (after the warmup run): the driver's
     # summary gives the window's transactions and latency percentile, as the seeds read them

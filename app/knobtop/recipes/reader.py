@@ -88,6 +88,8 @@ from knobtop.load.base import (
     LoadSpec,
     OptionRefused,
 )
+from knobtop.recipes.kinds import KINDS
+from knobtop.recipes.kinds.timeline import ACTION_KEYS, TIMELINE_KEYS
 from knobtop.recipes.model import (
     APPLIES_FLAVORS,
     DEFAULT_STEADY,
@@ -97,7 +99,6 @@ from knobtop.recipes.model import (
     MAX_THREADS,
     MIN_DURATION,
     TIMELINE_METRICS,
-    Action,
     Arm,
     Constraint,
     Recipe,
@@ -126,12 +127,10 @@ README = "experiments/README.md"
 # --------------------------------------------------------------------------- TOML reader
 
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
-             "timeline", "targets", "allow")
+             "timeline", "soak", "targets", "allow")
 _ALLOW_KEYS = ("reach",)
 _TARGET_KEYS = ("profile", "options")
-_TIMELINE_KEYS = ("start", "checkpoints", "metrics", "window", "action")
-_ACTION_KEYS = ("at", "knobs", "keep_load")
-KINDS = ("arms", "timeline")
+_TIMELINE_KEYS, _ACTION_KEYS = TIMELINE_KEYS, ACTION_KEYS  # (kinds/timeline.py's)
 _APPLIES_KEYS = (*APPLIES_FLAVORS, "why")
 _LOAD_KEYS = (
     "workload",
@@ -387,6 +386,7 @@ class _Reader(Reader):
             pause=0.0 if r.pause is None else r.pause,
             arms=arms,
             timeline=timeline,
+            kind=r.kind,
             timed=r.timed,
             calibrate=r.calibrate or 0,
             until_ci=r.until_ci,
@@ -433,13 +433,13 @@ class _Reader(Reader):
         calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
         until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
         max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
-        kind = self.choice(run, "kind", KINDS, "arms compared step by step, or one load "
-                           "with actions at given times")
+        kind = self.choice(run, "kind", tuple(KINDS),
+                           ", or ".join(k.about for k in KINDS.values()))
         timed = bool(self.boolean(run, "timed", "run"))
-        if timed and kind == "timeline":
-            raise self.error("run.timed", "a timeline's load runs once, from start to end",
+        if timed and KINDS[kind].one_load:
+            raise self.error("run.timed", f"a {kind}'s load runs once, from start to end",
                              "remove timed (it times each step of a recipe of arms)")
-        if spec.workload == "linkbench" and kind != "timeline":
+        if spec.workload == "linkbench" and not KINDS[kind].one_load:
             # Each window a run of its own: its per-operation percentiles are the driver's
             # over the whole window, not a median of per-second ones (issue 20).
             timed = True
@@ -448,18 +448,15 @@ class _Reader(Reader):
 
     def arms_or_timeline(self, doc: Table, spec: _Load, kind: str
                          ) -> tuple[tuple[Arm, ...], Timeline | None]:
-        """``[[arm]]`` of a recipe of arms; or ``[timeline]`` of a timeline, which runs as one
-        arm of its starting knobs."""
-        timeline = None
-        if kind == "timeline":
-            timeline = self.timeline(doc, spec)
-            arms: tuple[Arm, ...] = (Arm("timeline", dict(timeline.start)),)
-        else:
-            if "timeline" in doc:
-                raise self.error("timeline", "a [timeline] table in a recipe of arms",
-                                 'add kind = "timeline" to [run], or remove [timeline]')
-            arms = self.arms(doc.get("arm"), on_servers="targets" in doc)
-        return arms, timeline
+        """What the recipe's kind reads (kinds/): ``[[arm]]`` of a recipe of arms; its own
+        table (``[timeline]``, ``[soak]``) of a kind that runs one load as one arm."""
+        for other in KINDS.values():
+            if other.section is not None and other.name != kind and other.section in doc:
+                raise self.error(other.section,
+                                 f"a [{other.section}] table in a recipe of {kind}",
+                                 f'add kind = "{other.name}" to [run], or remove '
+                                 f"[{other.section}]")
+        return KINDS[kind].read(self, doc, spec)
 
     def loads_fit(self, recipe: Recipe) -> None:
         """The load of every step, [load]'s and each arm's own, passes LoadSpec's checks."""
@@ -477,24 +474,8 @@ class _Reader(Reader):
                 raise self.error(f"arm[{i}].load", str(exc),
                                  f"correct the arm's load (see {README})") from None
 
-    def timeline(self, doc: Table, spec: _Load) -> Timeline:
-        """``[timeline]`` of a ``kind = "timeline"`` recipe (no arms, one thread count)."""
-        p = "timeline"
-        if "arm" in doc:
-            raise self.error("arm", "a timeline recipe has no arms",
-                             "its changes are [[timeline.action]] tables (at = SECONDS, knobs "
-                             "= {...}); its starting knobs [timeline] start = {...}")
-        if len(spec.threads) != 1:
-            raise self.error("load.threads", f"a timeline runs one load: {len(spec.threads)} "
-                             "thread counts", "give one, e.g. threads = 8")
-        table = self.table(doc, p)
-        if table is None:
-            raise self.error(p, "missing [timeline]",
-                             "add [timeline] with checkpoints = [60, 300] and "
-                             "[[timeline.action]] tables (see experiments/README.md)")
-        self.check_keys(table, _TIMELINE_KEYS, p)
-        duration = float(spec.duration)
-        checkpoints = self.seconds_list(table, "checkpoints", p, duration)
+    def metric_names(self, table: Table, p: str) -> tuple[str, ...]:
+        """``metrics``: names among TIMELINE_METRICS (the defaults when not given)."""
         metrics = table.get("metrics", list(DEFAULT_TIMELINE_METRICS))
         if not isinstance(metrics, list) or not metrics or not all(
                 isinstance(m, str) for m in metrics):
@@ -506,35 +487,7 @@ class _Reader(Reader):
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise self.error(f"{p}.metrics[{i}]", f"unknown metric {name!r}",
                                  f"{hint}use {', '.join(TIMELINE_METRICS)}")
-        window = self.number(table, "window", p, lo=1.0, hi=3600.0, lo_open=False)
-        raw = table.get("action", [])
-        if not isinstance(raw, list):
-            raise self.wrong_type(f"{p}.action", "an array of tables ([[timeline.action]])",
-                                  raw, "write each change as [[timeline.action]] with at and "
-                                  "knobs")
-        actions: list[Action] = []
-        for i, item in enumerate(raw):
-            q = f"{p}.action[{i}]"
-            if not isinstance(item, dict):
-                raise self.wrong_type(q, "a table", item, "write [[timeline.action]]")
-            self.check_keys(item, _ACTION_KEYS, q)
-            at = self.number(item, "at", q, lo=0.0, hi=duration, lo_open=False)
-            if at is None or at >= duration:
-                raise self.error(f"{q}.at", "missing at" if at is None else
-                                 f"{at:g} s is not inside the {duration:g} s timeline",
-                                 f"give at = SECONDS from the load's start, below {duration:g}")
-            if "knobs" not in item:
-                raise self.error(f"{q}.knobs", "missing knobs",
-                                 'add knobs = { innodb_buffer_pool_size = "512M" }')
-            knobs = self.knobs(item["knobs"], f"{q}.knobs")
-            if not knobs:
-                raise self.error(f"{q}.knobs", "names no knob",
-                                 'write knobs = { innodb_buffer_pool_size = "512M" }')
-            actions.append(Action(at, knobs, bool(self.boolean(item, "keep_load", q))))
-        return Timeline(start=self.knobs(table.get("start", {}), f"{p}.start"),
-                        checkpoints=checkpoints, metrics=tuple(metrics),
-                        window=10.0 if window is None else window,
-                        actions=tuple(sorted(actions, key=lambda a: a.at)))
+        return tuple(metrics)
 
     def seconds_list(self, table: Table, key: str, p: str, most: float) -> tuple[float, ...]:
         """A non-empty ascending list of seconds in (0, most]."""

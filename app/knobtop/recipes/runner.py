@@ -56,8 +56,9 @@ from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
 from knobtop.recipes.checks import check_for_server, check_for_targets
-from knobtop.recipes.model import Action, Arm, Recipe, RecipeError, Step, Timeline
-from knobtop.recipes.timeline import checkpoint_values, still_moving
+from knobtop.recipes.kinds import KINDS
+from knobtop.recipes.model import Arm, Recipe, RecipeError, Step, Timeline
+from knobtop.recipes.timeline import checkpoint_values
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
 from knobtop.server.static import same_value
@@ -260,7 +261,7 @@ class RecipeRunner:
         self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
         self._timeline_end: float | None = None  # monotonic time a timeline's load ends
         self._last_checkpoint = ""
-        self._driver = ""  # the load driver of the last phase ("sysbench", "builtin")
+        self.driver = ""  # the load driver of the last phase ("sysbench", "builtin")
         # [run] timed: the phase number of the window's run (0: about to start), its summary
         self._timed_phase: int | None = None
         self._timed_summary: dict[str, Any] | None = None
@@ -309,7 +310,7 @@ class RecipeRunner:
                 await self._abort_event.wait()
         self._check()
 
-    def _report(self, state: str, waiting_for: str = "") -> None:
+    def status(self, state: str, waiting_for: str = "") -> None:
         p = self.progress
         p.state = state
         p.waiting_for = waiting_for or self._last_checkpoint  # a timeline: what it last read
@@ -321,12 +322,12 @@ class RecipeRunner:
         if self.on_progress is not None:
             self.on_progress(p)
 
-    def _mark(self, label: str) -> None:
+    def mark(self, label: str) -> None:
         self._main.mark(label)
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
         """A finding of the run: journaled as a mark, and told to the front end."""
-        self._mark(text)
+        self.mark(text)
         if self.on_note is not None:
             self.on_note(text)
 
@@ -363,7 +364,7 @@ class RecipeRunner:
         elif isinstance(event, Phase) and event.action == "start":
             # Several clients or instances: their per-second sum ("all") is the step's TPS.
             self._multi = len(event.host.split(",")) > 1
-            self._driver = event.driver
+            self.driver = event.driver
             if self._timed_phase == 0:
                 self._timed_phase = event.phase  # the timed window's own phase
         elif isinstance(event, Phase) and event.action == "stop" and self._timed_phase \
@@ -468,11 +469,7 @@ class RecipeRunner:
             "workload": recipe.workload, "instances": recipe.instances,
             **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
                if recipe.targets else {}),
-            **({"kind": "timeline", "checkpoints": list(recipe.timeline.checkpoints),
-                "metrics": list(recipe.timeline.metrics),
-                "actions": [{"at": a.at, "knobs": a.knobs, "keep_load": a.keep_load}
-                            for a in recipe.timeline.actions]}
-               if recipe.timeline is not None else {}),
+            **KINDS[recipe.kind].plan(recipe),
             "steps": len(self.steps),
             "warnings": self.warnings,
             **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
@@ -480,12 +477,14 @@ class RecipeRunner:
         }
 
     async def _run_steps(self) -> None:
-        """Prepare the tables, run a timeline, then every step in order (and the rounds
-        and steps added as it goes) with its arm in place first."""
+        """Prepare the tables, then the run as the recipe's kind drives it (kinds/)."""
         if self.prepare:
             await self._prepare_tables()
-        if self.recipe.timeline is not None:
-            await self._run_timeline(self.recipe.timeline)
+        await KINDS[self.recipe.kind].run(self, self.recipe)
+
+    async def run_arm_steps(self) -> None:
+        """Every step in order (and the rounds and steps added as it goes) with its arm in
+        place first."""
         current: str | None = None
         done = 0
         while True:
@@ -508,7 +507,7 @@ class RecipeRunner:
                 except ArmRefused as exc:
                     if self.on_arm_refused is None:
                         raise RunFailed(str(exc)) from exc
-                    self._note(str(exc))
+                    self.note(str(exc))
                     self.on_arm_refused(step, str(exc))
                     current = None  # what took of it stays: the next arm sets its own
                     self._step_began = None
@@ -532,7 +531,8 @@ class RecipeRunner:
                         self.results, outcome, message, len(self.steps), recipe.replicates,
                         recipe.waits.plateau)
         if recipe.timeline is not None:
-            results.kind, results.checkpoints = "timeline", list(self.checkpoints)
+            results.kind, results.checkpoints = recipe.kind, list(self.checkpoints)
+            results.one_load = True
             results.actions = [{"at": a.at, "knobs": a.knobs} for a in recipe.timeline.actions]
         return results
 
@@ -541,7 +541,7 @@ class RecipeRunner:
         planned replicates can find (a mark; headless prints it, the report finds it)."""
         note = calibration_note(self.results_so_far())
         self.calibration_line = "calibration: " + (note or "too few runs to read the noise")
-        self._note(self.calibration_line)
+        self.note(self.calibration_line)
 
     def _more_rounds(self) -> None:
         """``until_ci``: one more round while some cell's CI is wider than +-until_ci and
@@ -552,17 +552,17 @@ class RecipeRunner:
         rounds = max((s.replicate for s in self.steps if not s.calibration), default=0)
         wide = self._wide_cells(recipe.until_ci)
         if not wide:
-            self._note(f"every cell's CI is within +-{recipe.until_ci * 100:g}% after {rounds} "
+            self.note(f"every cell's CI is within +-{recipe.until_ci * 100:g}% after {rounds} "
                        "rounds: done")
             return
         if rounds >= recipe.max_replicates:
-            self._note(f"max_replicates ({recipe.max_replicates}) reached; CI still wider "
+            self.note(f"max_replicates ({recipe.max_replicates}) reached; CI still wider "
                        f"than +-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
             return
         extra = [s for s in recipe.schedule(rounds + 1) if s.replicate == rounds + 1]
         self.steps.extend(_numbered(extra, len(self.steps)))
         self.progress.total = len(self.steps)
-        self._note(f"round {rounds + 1} added: the CI is wider than "
+        self.note(f"round {rounds + 1} added: the CI is wider than "
                    f"+-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
 
     def _wide_cells(self, half_width: float) -> list[str]:
@@ -597,7 +597,7 @@ class RecipeRunner:
         server the arms ran on)."""
         self.progress.step = None
         self._step_began = None
-        self._report("restoring the baseline knobs")
+        self.status("restoring the baseline knobs")
         for name, session in self._ports.items():
             where = f" on target {name}" if name else ""
             with contextlib.suppress(Exception):
@@ -616,15 +616,15 @@ class RecipeRunner:
         with contextlib.suppress(OSError, ValueError):
             self._main.recipe_event(outcome, self.recipe.name, {"steps_done": self.progress.done},
                                  message)
-        self._report("done" if outcome == "end" else outcome)
+        self.status("done" if outcome == "end" else outcome)
 
     async def _apply_arm(self, step: Step) -> None:
-        self._report(f"applying arm {step.arm.name}")
+        self.status(f"applying arm {step.arm.name}")
         with contextlib.suppress(LoadError):
             await self.session.stop_load()
         if step.arm.target != self._target:
             self._target = step.arm.target
-            self._mark(f"arm {step.arm.name} runs on "
+            self.mark(f"arm {step.arm.name} runs on "
                        + (f"target {self._target}" if self._target else "the run's own server"))
         session = self.session
         catalog = session.state().catalog
@@ -704,7 +704,7 @@ class RecipeRunner:
 
     async def _run_step(self, step: Step) -> None:
         session, recipe = self.session, self.recipe
-        self._mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
+        self.mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
                    f"x{step.threads} rep {step.replicate}")
         waits = await self._gates()
         self._tps, self._p95, self._err, self._samples = [], [], [], []
@@ -713,10 +713,10 @@ class RecipeRunner:
         self._steady = self._detector()
         self._load_failed = ""
         session.use_load(recipe.load_spec(step.threads, 0, step.arm))
-        self._report("starting the load")
+        self.status("starting the load")
         await session.start_load()
-        self._report("warming up")
-        await self._countdown(recipe.warmup, "warming up")
+        self.status("warming up")
+        await self.countdown(recipe.warmup, "warming up")
         steady = False
         if recipe.waits.plateau:
             began = time.monotonic()
@@ -731,7 +731,7 @@ class RecipeRunner:
             start = session.now()
             stamp = self._seconds[-1] if self._seconds else 0  # the driver's second now
             first = await self._footprint(False)
-            await self._countdown(recipe.duration, "measuring")
+            await self.countdown(recipe.duration, "measuring")
             end = session.now()
             reports_until = await self._last_report(stamp + round(recipe.duration))
         last = await self._footprint(True)
@@ -741,70 +741,38 @@ class RecipeRunner:
         self.results.append(self._result(step, start, end, waits, steady,
                                          (first, last), summary, reports_until))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
-            self._report("pausing")
+            self.status("pausing")
             await self._sleep(recipe.pause)
 
     # -- a timeline ----------------------------------------------------------------------------
 
-    async def _run_timeline(self, timeline: Timeline) -> None:
-        """One load for ``[load] duration`` seconds: the start knobs first, then the
-        actions at their times (each in a task of its own, so a restart never delays a
-        checkpoint), the checkpoints on schedule, and whether anything still moves."""
-        session, recipe = self.session, self.recipe
-        if timeline.start:
-            self._report("setting the start knobs")
-            await self._set(timeline.start, "start", keep_load=False)
+    async def start_one_load(self, spec: LoadSpec, length: float) -> float:
+        """Start the one load of a timeline or a soak (kinds/), its series emptied; the
+        session time it started at."""
+        session = self.session
         self._tps, self._p95, self._err, self._samples = [], [], [], []
         self._seconds = []
         self._timeline_samples = []
-        session.use_load(recipe.load_spec(recipe.threads[0], 0))
-        self._report("starting the load")
+        session.use_load(spec)
+        self.status("starting the load")
         await session.start_load()
         t0 = session.now()
         self._step_began = time.monotonic()
-        self._timeline_end = self._step_began + recipe.duration
-        plan: list[tuple[float, int, Action | float]] = [
-            *((a.at, 0, a) for a in timeline.actions),
-            *((c, 1, c) for c in timeline.checkpoints)]
-        tasks: list[asyncio.Task[None]] = []
-        try:
-            for at, _, item in sorted(plan, key=lambda p: (p[0], p[1])):
-                await self._countdown(t0 + at - session.now(), f"timeline at {at:g} s")
-                if isinstance(item, Action):
-                    tasks.append(asyncio.create_task(self._act(item)))
-                else:
-                    self._checkpoint(t0, item, timeline)
-            await self._countdown(t0 + recipe.duration - session.now(), "timeline: last part")
-            for task in tasks:
-                await task  # an action's failure is the run's (raised here)
-        finally:
-            for task in tasks:
-                task.cancel()
-        if self.checkpoints:
-            last = self.checkpoints[-1]
-            moving = still_moving(last.at, last.trends)
-            self._note(f"timeline {recipe.name}: {moving or 'every metric settled'}")
+        self._timeline_end = self._step_began + length
+        return t0
 
-    async def _act(self, action: Action) -> None:
-        self._mark(f"timeline action at {action.at:g} s: "
-                   + ", ".join(f"{k}={v}" for k, v in action.knobs.items()))
-        if action.keep_load and self._driver == "sysbench":
-            self._note(f"timeline action at {action.at:g} s keeps a sysbench load running: "
-                       "if it restarts the server the load runs on, sysbench 1.0 will crash "
-                       "reconnecting (use --driver builtin); an NDB data node restart is "
-                       "fine")
-        await self._set(action.knobs, f"action at {action.at:g} s", action.keep_load)
-
-    async def _set(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
+    async def set_knobs(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
+        """A one-load kind's knobs (its start, an action) as one change."""
+        kind = self.recipe.kind
         changes = await self.session.set_knobs(
             knobs, restart_ok=True, keep_load=keep_load,
-            reason=f"recipe {self.recipe.name}: timeline {what}", reach=self.recipe.allow_reach)
+            reason=f"recipe {self.recipe.name}: {kind} {what}", reach=self.recipe.allow_reach)
         for change in changes:
             if not change.holds:
-                raise RunFailed(f"timeline {what}: {change.knob} = {change.requested} did not "
+                raise RunFailed(f"{kind} {what}: {change.knob} = {change.requested} did not "
                                 f"take: {change.message}")
 
-    def _checkpoint(self, t0: float, at: float, timeline: Timeline) -> None:
+    def checkpoint(self, at: float, timeline: Timeline) -> None:
         values, trends = checkpoint_values(self.session.now(), timeline.window, self._tps,
                                            self._p95, self._timeline_samples,
                                            timeline.metrics)
@@ -816,7 +784,7 @@ class RecipeRunner:
                           + {"climbing": " ↑", "falling": " ↓"}.get(trends.get(k, ""), "")
                           for k, v in values.items())
         self._last_checkpoint = f"checkpoint {at:g} s: {shown}"
-        self._report(f"timeline at {at:g} s")
+        self.status(f"{self.recipe.kind} at {at:g} s")
 
     async def _prepare_tables(self) -> None:
         """The tables of every arm: one set per table shape and instance count (an arm
@@ -837,8 +805,8 @@ class RecipeRunner:
             if spec.instances > 1:
                 own.append(f"{spec.instances} instances, each on its own database")
             if own and len(self.recipe.arms) > 1:
-                self._mark(f"arm {arm.name}: {'; '.join(own)}")
-            self._report(f"preparing tables for arm {arm.name}")
+                self.mark(f"arm {arm.name}: {'; '.join(own)}")
+            self.status(f"preparing tables for arm {arm.name}")
             port = self._ports[arm.target]
             port.use_load(spec)
             began = time.monotonic()
@@ -849,7 +817,7 @@ class RecipeRunner:
                 rows = sum(expected_rows(spec.table_size))
                 took = max(time.monotonic() - began, 1e-3)
                 self._load_ips[key] = round(rows / took, 1)
-                self._mark(f"arm {arm.name}: LinkBench load phase, {rows:,} rows in "
+                self.mark(f"arm {arm.name}: LinkBench load phase, {rows:,} rows in "
                            f"{took:.1f} s ({rows / took:,.0f} inserts/s)")
 
     async def _timed_window(self, step: Step
@@ -868,12 +836,12 @@ class RecipeRunner:
         await session.start_load()
         deadline = time.monotonic() + recipe.duration + TIMED_GRACE
         while self._timed_summary is None and time.monotonic() < deadline:
-            self._report("measuring (a timed run)",
+            self.status("measuring (a timed run)",
                          f"{max(0.0, start + recipe.duration - session.now()):.0f} s left")
             await self._sleep(POLL)
         summary, self._timed_phase = self._timed_summary, None
         if summary is None:
-            self._mark(f"the timed window of step {step.index + 1} did not end within "
+            self.mark(f"the timed window of step {step.index + 1} did not end within "
                        f"{recipe.duration + TIMED_GRACE:g} s: no summary")
         return start, session.now(), first, summary
 
@@ -908,10 +876,10 @@ class RecipeRunner:
         return (f"TPS plateau: CV {s.cv:.1%} (<= {self.recipe.steady.cv_max:.1%}), "
                 f"slope {slope:+.2%}/s, window {len(s)}/{self.recipe.steady.window}")
 
-    async def _countdown(self, seconds: float, state: str) -> None:
+    async def countdown(self, seconds: float, state: str) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            self._report(f"{state}, {left:.0f} s left")
+            self.status(f"{state}, {left:.0f} s left")
             await self._sleep(min(1.0, left))
 
     def _ndb_hit(self, start: float, end: float) -> dict[str, float]:
@@ -929,7 +897,7 @@ class RecipeRunner:
         reading = await self.session.footprint(sizes)
         if reading.problem and reading.problem not in self._footprint_said:
             self._footprint_said.add(reading.problem)
-            self._mark(f"server footprint: {reading.problem}")
+            self.mark(f"server footprint: {reading.problem}")
         return reading
 
     def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
@@ -1012,12 +980,12 @@ class RecipeRunner:
         while not ok():
             waited = time.monotonic() - began
             if waited >= timeout:
-                self._mark(f"wait for {what} timed out after {waited:.0f} s ({status()}); "
+                self.mark(f"wait for {what} timed out after {waited:.0f} s ({status()}); "
                            "measuring anyway")
                 return False
-            self._report(f"waiting for {what}", status())
+            self.status(f"waiting for {what}", status())
             await self._sleep(POLL)
-        self._mark(f"waited {time.monotonic() - began:.1f} s for {what}")
+        self.mark(f"waited {time.monotonic() - began:.1f} s for {what}")
         return True
 
     def _fresh(self, metric: str, since: int) -> float | None:
@@ -1098,7 +1066,7 @@ class RecipeRunner:
         catalog = self.session.state().catalog
         if self._purge_refused or catalog is None or not catalog.get(PURGE_WAIT).present:
             return False
-        self._report("waiting for purge", f"{PURGE_WAIT} = {below}")
+        self.status("waiting for purge", f"{PURGE_WAIT} = {below}")
         waited = await self.session.wait_for_purge(below, self.recipe.waits.timeout,
                                                    lambda: self._aborted)
         if waited.outcome == "unreachable":
@@ -1109,10 +1077,10 @@ class RecipeRunner:
             return False
         if waited.outcome in ("timeout", "stopped"):
             self._check()
-            self._mark(f"wait for {history_goal(below)} ({PURGE_WAIT}) timed out after "
+            self.mark(f"wait for {history_goal(below)} ({PURGE_WAIT}) timed out after "
                        f"{waited.seconds:.0f} s; measuring anyway")
         else:
-            self._mark(f"waited {waited.seconds:.1f} s for {history_goal(below)} "
+            self.mark(f"waited {waited.seconds:.1f} s for {history_goal(below)} "
                        f"({PURGE_WAIT})")
         return True
 

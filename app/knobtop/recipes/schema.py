@@ -20,6 +20,7 @@ from typing import Any
 from knobtop.recipes import model as _model
 from knobtop.recipes import reader as _reader
 from knobtop.recipes import search as _search
+from knobtop.recipes.kinds.soak import SOAK_KEYS
 from knobtop.tomlcheck import Table, parse, read_text_file
 
 
@@ -54,6 +55,7 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
             "[targets.NAME]": r._TARGET_KEYS,
             "[timeline]": r._TIMELINE_KEYS,
             "[[timeline.action]]": r._ACTION_KEYS,
+            "[soak]": SOAK_KEYS,
         },
         "search": {
             "top level": s._TOP_KEYS,
@@ -75,7 +77,7 @@ _INDEX = re.compile(r"\[\d+\]")
 _PREFIX = {"": "top level", "load": "[load]", "wait": "[wait]", "steady": "[steady]",
            "run": "[run]", "applies": "[applies]", "arm[]": "[[arm]]",
            "arm[].load": "[[arm]] load", "timeline": "[timeline]",
-           "timeline.action[]": "[[timeline.action]]", "verify": "[verify]",
+           "timeline.action[]": "[[timeline.action]]", "soak": "[soak]", "verify": "[verify]",
            "budget": "[budget]", "constraints": "[constraints]", "knob[]": "[[knob]]",
            "allow": "[allow]"}
 
@@ -157,6 +159,7 @@ def bundled_files() -> list[Path]:
 # Keys whose range the file itself sets (a check's bounds differ from file to file).
 DEPENDS_ON_FILE: dict[tuple[str, str], str] = {
     ("[[timeline.action]]", "at"): "0 to the load's duration",
+    ("[soak]", "every"): "1 to the load's duration",
 }
 
 # (file kind, section, key) -> (type when no check says it, default, what it means)
@@ -227,6 +230,7 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("top level", "run"): ("table", "the defaults below", "see [run]"),
     ("top level", "arm"): ("array of tables", "required (kind arms)", "see [[arm]]"),
     ("top level", "timeline"): ("table", "required (kind timeline)", "see [timeline]"),
+    ("top level", "soak"): ("table", "required (kind soak)", "see [soak]"),
     ("top level", "targets"): ("table of tables", "none", "see [targets.NAME]"),
     ("top level", "allow"): ("table", "none", "see [allow]"),
     ("[applies]", "mariadb"): ("string", "refused when [applies] exists",
@@ -276,6 +280,13 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("[[timeline.action]]", "knobs"): ("table", "required", "knob = value"),
     ("[[timeline.action]]", "keep_load"): ("boolean", "false", "keep the load running "
                                            "through a restart (needs --driver builtin)"),
+    ("[soak]", "knobs"): ("table", "{}", "the arm's knob values, set before the load starts"),
+    ("[soak]", "every"): ("number", "required", "seconds between checkpoints through the "
+                          "load's duration (at most 1000 checkpoints)"),
+    ("[soak]", "metrics"): ("list of names", ", ".join(_model.DEFAULT_TIMELINE_METRICS),
+                            "of " + ", ".join(_model.TIMELINE_METRICS)),
+    ("[soak]", "window"): ("number", "every, at most 60", "seconds averaged at each "
+                           "checkpoint (at most every)"),
 }
 _SEARCH: dict[tuple[str, str], KeyDoc] = {
     ("top level", "name"): ("string", "required", "letters, digits, '.', '_', '-'"),

@@ -138,7 +138,7 @@ class RecipePanel(RichLog):
 
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
-        if results.kind == "timeline" and results.checkpoints:
+        if results.one_load and results.checkpoints:
             self._show(Group(timeline(results).rich()))
         else:
             self._show(Group(results_table(results)))

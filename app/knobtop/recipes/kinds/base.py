@@ -1,0 +1,115 @@
+"""What a recipe kind is: how its file is read, what its start event plans, and how it runs.
+
+A kind (``[run] kind = "..."``) is one file in this package and a line in its registry
+(``kinds/__init__.py``).  The reader asks the recipe's kind for its arms (and, for a kind
+that runs one load with checkpoints, its ``Timeline``); the runner writes the kind's part of
+the start event's plan and hands the run to ``run``, which drives the runner's services
+(``Sequencer``): setting knobs, waiting, starting the load, taking checkpoints, and the
+step loop of a recipe of arms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from knobtop.journal.events import Checkpoint
+    from knobtop.load.base import LoadSpec
+    from knobtop.recipes.model import Arm, Recipe, Timeline
+    from knobtop.session.port import SessionPort
+    from knobtop.tomlcheck import FileError, Table
+
+
+class LoadShape(Protocol):
+    """What a kind reads of ``[load]`` (as the reader checked it)."""
+
+    @property
+    def threads(self) -> tuple[int, ...]: ...
+
+    @property
+    def duration(self) -> int: ...
+
+
+class KindReader(Protocol):
+    """The recipe reader's checks a kind reads its table with (reader._Reader): each
+    names the key and the fix in its error, as every other key's are."""
+
+    def error(self, key: str | None, problem: str, fix: str) -> FileError: ...
+
+    def wrong_type(self, dotted: str, expected: str, value: object, fix: str
+                   ) -> FileError: ...
+
+    def table(self, doc: Table, key: str, prefix: str = "") -> Table | None: ...
+
+    def check_keys(self, table: Table, known: Sequence[str], prefix: str) -> None: ...
+
+    def number(self, table: Table, key: str, prefix: str, *, lo: float, hi: float,
+               lo_open: bool) -> float | None: ...
+
+    def boolean(self, table: Table, key: str, prefix: str) -> bool | None: ...
+
+    def knobs(self, raw: object, p: str) -> dict[str, str]: ...
+
+    def seconds_list(self, table: Table, key: str, p: str, most: float
+                     ) -> tuple[float, ...]: ...
+
+    def metric_names(self, table: Table, p: str) -> tuple[str, ...]: ...
+
+    def arms(self, value: object, on_servers: bool = False) -> tuple[Arm, ...]: ...
+
+
+class Sequencer(Protocol):
+    """The runner's services a kind drives (RecipeRunner)."""
+
+    recipe: Recipe
+    checkpoints: list[Checkpoint]
+    driver: str  # the load driver of the last phase ("sysbench", "builtin")
+
+    @property
+    def session(self) -> SessionPort: ...
+
+    def status(self, state: str, waiting_for: str = "") -> None:
+        """What the run is doing now (the progress every front end shows)."""
+
+    def note(self, text: str) -> None: ...
+
+    def mark(self, label: str) -> None: ...
+
+    async def countdown(self, seconds: float, state: str) -> None:
+        """Wait ``seconds`` (abortable), saying ``state`` meanwhile."""
+
+    async def set_knobs(self, knobs: dict[str, str], what: str, keep_load: bool) -> None:
+        """Set ``knobs`` as one change (a static one restarts); RunFailed if one did not
+        take."""
+
+    async def start_one_load(self, spec: LoadSpec, length: float) -> float:
+        """Start the one load of a kind that runs one, for ``length`` seconds, with the
+        series its checkpoints read emptied; the session time it started at."""
+
+    def checkpoint(self, at: float, timeline: Timeline) -> None:
+        """Read the checkpoint at ``at`` seconds into the load (journaled)."""
+
+    async def run_arm_steps(self) -> None:
+        """Every step of the schedule in order, each arm set before its steps."""
+
+
+class RecipeKind(Protocol):
+    name: str  # [run] kind = NAME
+    about: str  # what it is, in a few words (the kind key's choices say it)
+    section: str | None  # its own table in the file (e.g. "timeline"), if it has one
+    keys: tuple[str, ...]  # that table's keys (the generated reference lists them)
+    one_load: bool  # one load from start to end, with checkpoints (no steps)
+
+    def read(self, reader: KindReader, doc: Table, load: LoadShape
+             ) -> tuple[tuple[Arm, ...], Timeline | None]:
+        """The recipe's arms and, for a one-load kind, its timeline."""
+
+    def plan(self, recipe: Recipe) -> dict[str, Any]:
+        """The kind's keys in the start event's plan."""
+
+    async def run(self, runner: Sequencer, recipe: Recipe) -> None:
+        """The run, after the tables are prepared; the runner restores the baseline."""
+
+
+__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer"]
