@@ -27,7 +27,7 @@ from knobtop.load.multi import LAG_LIMIT, Instances, MultiLoad, _Run, aggregate
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.load.sysbench_output import IntervalReport, parse_interval, parse_summary
-from knobtop.recipes.runner import report_time, window_transactions
+from knobtop.recipes.window import report_time, window_transactions
 from knobtop.server.link import ConnectionInfo
 from knobtop.session.core import Session, SessionConfig
 

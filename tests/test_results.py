@@ -270,7 +270,7 @@ def test_ndb_steps_report_each_data_nodes_disk_page_buffer_ratio() -> None:
 def test_a_timed_windows_summary_is_combined_over_instances() -> None:
     """[run] timed: the window's own run summaries, one per instance, make one figure:
     transactions summed, the worst percentile and maximum, the mean over all."""
-    from knobtop.recipes.runner import window_summary
+    from knobtop.recipes.window import window_summary
 
     one = {"transactions": 1000, "latency_pct_ms": 2.0, "latency_max_ms": 9.0,
            "latency_sum_ms": 1500.0, "total_time_s": 20.01}

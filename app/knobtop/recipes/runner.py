@@ -27,13 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import statistics
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from knobtop.analysis.plateau import MIN_JUDGED, Plateau, trend
+from knobtop.analysis.plateau import Plateau
 from knobtop.analysis.results import Results, build, calibration_note
 from knobtop.analysis.stats import SteadyState
 from knobtop.errors import KnobtopError
@@ -50,77 +49,23 @@ from knobtop.journal.events import (
     target_of,
 )
 from knobtop.load.base import LoadError, LoadSpec
-from knobtop.load.multi import ALL
-from knobtop.load.sysbench_output import seconds_covered
 from knobtop.metrics.board import MetricBoard
-from knobtop.metrics.derive import step_efficiency
-from knobtop.metrics.footprint import Footprint, footprint_cost
+from knobtop.metrics.footprint import Footprint
 from knobtop.recipes.checks import check_for_server, check_for_targets
+from knobtop.recipes.gates import POLL, Gates
 from knobtop.recipes.kinds import KINDS
 from knobtop.recipes.model import Arm, Recipe, RecipeError, Step, Timeline
 from knobtop.recipes.timeline import checkpoint_values
+from knobtop.recipes.window import StepWindow
 from knobtop.server.knobs import KnobError, validate
 from knobtop.server.link import ServerError
 from knobtop.server.static import same_value
-from knobtop.server.variables import PURGE_WAIT
 from knobtop.session.port import SessionPort, SessionState
 
 T = TypeVar("T")
-POLL = 0.25  # seconds between checks of a gate or the abort flag
 LINE_GRACE = 1.5  # seconds a window waits past its end for its last second's report
 LINE_POLL = 0.05
 TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration (start-up)
-
-
-def history_goal(below: int) -> str:
-    """What a history gate waits for, in words: below N, or (0) an empty history."""
-    return f"history length < {below}" if below else "history length 0"
-
-
-def window_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
-    """StepResult's window_* fields from a timed run's phase summary: the driver's own
-    summary, or with several clients or instances each one's, combined (transactions
-    summed; the worst percentile and maximum, which bound the union's; the mean latency
-    over all transactions)."""
-    if not summary:
-        return {}
-    parts = list(summary.get("sysbench_per_host", {}).values()) or (
-        [summary["sysbench"]] if "sysbench" in summary else [])
-    if not parts:
-        return {}
-    txn = sum(int(p.get("transactions", 0)) for p in parts)
-    lat_sum = sum(float(p.get("latency_sum_ms", 0.0)) for p in parts)
-    return {
-        "window_txn": txn,
-        "window_pct_ms": max(float(p.get("latency_pct_ms", 0.0)) for p in parts),
-        "window_avg_ms": round(lat_sum / txn, 3) if txn else None,
-        "window_max_ms": max(float(p.get("latency_max_ms", 0.0)) for p in parts),
-        "window_s": max(float(p.get("total_time_s", 0.0)) for p in parts),
-        **({"ops": dict(parts[0]["ops"])} if len(parts) == 1 and parts[0].get("ops") else {}),
-    }
-
-
-def window_transactions(tps: list[tuple[float, float]], seconds: list[int], start: float,
-                        end: float) -> float:
-    """Transactions of the per-second reports ``(t, tps)`` received in ``(start, end]``,
-    each over the seconds its driver's stamp says it covers (``seconds_covered``: a line
-    after a skipped tick covers two). ``seconds``: each report's stamp, in the order
-    received."""
-    total, previous = 0.0, 0
-    for (t, rate), second in zip(tps, seconds, strict=True):
-        if start < t <= end:
-            total += rate * seconds_covered(previous, second)
-        previous = second
-    return total
-
-
-def report_time(tps: list[tuple[float, float]], seconds: list[int], want: int) -> float | None:
-    """When the first per-second report stamped ``want`` or later was received (None: none
-    yet). ``tps``/``seconds`` as for :func:`window_transactions`."""
-    for (t, _rate), second in zip(tps, seconds, strict=True):
-        if second >= want:
-            return t
-    return None
 
 
 class RunAborted(KnobtopError):
@@ -189,10 +134,6 @@ def _tables_key(arm: Arm, spec: LoadSpec) -> tuple[str, str, int, str]:
     return (arm.target, spec.schema, spec.instances, spec.workload)
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
 class RecipeRunner:
     """Runs one recipe on an open session (on the session's event loop)."""
 
@@ -241,24 +182,14 @@ class RecipeRunner:
         self._aborted = False
         self._abort_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._boards: dict[str, MetricBoard] = {}  # one per server, for its own events
-        self._tps: list[tuple[float, float]] = []  # (t, tps) of the current phase
-        self._seconds: list[int] = []  # the driver's second stamp of each of those
-        self._p95: list[tuple[float, float]] = []
-        self._err: list[tuple[float, float]] = []
+        self.boards: dict[str, MetricBoard] = {}  # one per server, for its own events
+        self.window = StepWindow()  # what the current step's window is read from
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
         self._footprint_said: set[str] = set()  # what the footprint could not read
         self._load_ips: dict[tuple[str, str, int, str], float] = {}  # LinkBench, per tables
-        self._samples: list[tuple[float, float | None, float | None, float | None,
-                                  list[float] | None]] = []
-        self._steady: SteadyState | Plateau | None = None
         self._load_failed = ""
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
         self._step_began: float | None = None
-        self._purge_refused = False
-        self._multi = False  # several clients: only their per-second sums count
-        self._timeline_samples: list[tuple[float, dict[str, float | None]]] = []
-        self._ndb: list[tuple[float, dict[str, float | None]]] = []  # per-node hit ratio
         self._timeline_end: float | None = None  # monotonic time a timeline's load ends
         self._last_checkpoint = ""
         self.driver = ""  # the load driver of the last phase ("sysbench", "builtin")
@@ -269,6 +200,7 @@ class RecipeRunner:
             self.progress.total, self.progress.unit = len(recipe.timeline.checkpoints), \
                 "checkpoints"
         self.checkpoints: list[Checkpoint] = []
+        self.gates = Gates(self)
 
     @property
     def session(self) -> SessionPort:
@@ -276,9 +208,9 @@ class RecipeRunner:
         return self._ports[self._target]
 
     @property
-    def _board(self) -> MetricBoard | None:
+    def board(self) -> MetricBoard | None:
         """The metrics of the server the current arm runs on."""
-        return self._boards.get(self._target)
+        return self.boards.get(self._target)
 
     # -- control -------------------------------------------------------------------------
 
@@ -292,7 +224,7 @@ class RecipeRunner:
     def aborted(self) -> bool:
         return self._aborted
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self._aborted:
             raise RunAborted(f"recipe {self.recipe.name} aborted")
         if self._load_failed:
@@ -301,14 +233,14 @@ class RecipeRunner:
         if error is not None:  # an unrecorded run is not worth finishing
             raise RunFailed(error)
 
-    async def _sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float) -> None:
         """Sleep unless aborted; raises RunAborted / RunFailed as soon as that happens."""
-        self._check()
+        self.check()
         assert self._abort_event is not None
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(max(0.0, seconds)):
                 await self._abort_event.wait()
-        self._check()
+        self.check()
 
     def status(self, state: str, waiting_for: str = "") -> None:
         p = self.progress
@@ -335,35 +267,20 @@ class RecipeRunner:
 
     def _on_event(self, event: Event) -> None:
         target = target_of(event)
-        board = self._boards.get(target)
+        board = self.boards.get(target)
         if board is None:
             return
         board.apply(event)
         if target != self._target:
             return  # another server's, between its arms
         if isinstance(event, Load):
-            if self._multi and event.src != ALL:
-                return  # several clients: the per-second sum is the step's TPS
-            self._tps.append((event.t, event.tps))
-            self._seconds.append(event.s)
-            self._p95.append((event.t, event.lat))
-            self._err.append((event.t, event.err))
-            if self._steady is not None:
-                self._steady.add(event.tps)
+            self.window.load(event)
         elif isinstance(event, Sample):
-            server_host = next(iter(event.host.values()), None)  # the target's is first
-            self._samples.append((event.t, board.latest.get("hit_ratio"),
-                                  board.latest.get("dirty_pct"),
-                                  board.latest.get("history_len"), server_host))
-            if board.ndb_hit:
-                self._ndb.append((event.t, dict(board.ndb_hit)))
-            if self.recipe.timeline is not None:
-                values = {m: board.latest.get(m) for m in self.recipe.timeline.metrics}
-                values.update({f"ndb_hit@{node}": v for node, v in board.ndb_hit.items()})
-                self._timeline_samples.append((event.t, values))
+            timeline = self.recipe.timeline
+            self.window.sample(event, board, None if timeline is None else timeline.metrics)
         elif isinstance(event, Phase) and event.action == "start":
             # Several clients or instances: their per-second sum ("all") is the step's TPS.
-            self._multi = len(event.host.split(",")) > 1
+            self.window.multi = len(event.host.split(",")) > 1
             self.driver = event.driver
             if self._timed_phase == 0:
                 self._timed_phase = event.phase  # the timed window's own phase
@@ -444,12 +361,12 @@ class RecipeRunner:
     def _attach(self, state: SessionState, states: dict[str, SessionState]) -> None:
         """What the run reads while it goes: the loop, the abort event, a board per
         server."""
-        self._multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
+        self.window.multi = len(state.load_sources) > 1  # the per-second sums are the step's TPS
         self._loop = asyncio.get_running_loop()
         self._abort_event = asyncio.Event()
         if self._aborted:
             self._abort_event.set()
-        self._boards = {n: MetricBoard(st.header, target=n)
+        self.boards = {n: MetricBoard(st.header, target=n)
                         for n, st in states.items() if st.header}
 
     def _plan(self) -> dict[str, Any]:
@@ -496,7 +413,7 @@ class RecipeRunner:
                 if done == len(self.steps):
                     break
             step = self.steps[done]
-            self._check()
+            self.check()
             self.progress.step = step
             self._step_began = time.monotonic()
             if step.arm.name != current or self._side:
@@ -589,7 +506,7 @@ class RecipeRunner:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-            self._check()
+            self.check()
         return task.result()
 
     async def _restore(self, outcome: str, message: str) -> None:
@@ -629,7 +546,7 @@ class RecipeRunner:
         session = self.session
         catalog = session.state().catalog
         assert catalog is not None
-        self._check()
+        self.check()
         reason = f"recipe {self.recipe.name}: arm {step.arm.name}"
         await self._reset_side_effects(step, reason)
         present = [k for k in step.arm.knobs if catalog.get(k).present]
@@ -706,11 +623,8 @@ class RecipeRunner:
         session, recipe = self.session, self.recipe
         self.mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
                    f"x{step.threads} rep {step.replicate}")
-        waits = await self._gates()
-        self._tps, self._p95, self._err, self._samples = [], [], [], []
-        self._seconds = []
-        self._ndb = []
-        self._steady = self._detector()
+        waits = await self.gates.before_step()
+        self.window.clear(self._detector())
         self._load_failed = ""
         session.use_load(recipe.load_spec(step.threads, 0, step.arm))
         self.status("starting the load")
@@ -720,8 +634,10 @@ class RecipeRunner:
         steady = False
         if recipe.waits.plateau:
             began = time.monotonic()
-            steady = await self._until(lambda: self._steady is not None and self._steady.steady,
-                                       "a TPS plateau", self._plateau_text)
+            steady = await self.gates.until(
+                lambda: self.window.steady is not None and self.window.steady.steady,
+                "a TPS plateau",
+                self._plateau_text)
             waits["plateau"] = round(time.monotonic() - began, 2)
         summary: dict[str, Any] | None = None
         reports_until: float | None = None
@@ -729,7 +645,7 @@ class RecipeRunner:
             start, end, first, summary = await self._timed_window(step)
         else:
             start = session.now()
-            stamp = self._seconds[-1] if self._seconds else 0  # the driver's second now
+            stamp = self.window.seconds[-1] if self.window.seconds else 0  # the driver's second now
             first = await self._footprint(False)
             await self.countdown(recipe.duration, "measuring")
             end = session.now()
@@ -737,12 +653,12 @@ class RecipeRunner:
         last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
-        self._check()
+        self.check()
         self.results.append(self._result(step, start, end, waits, steady,
                                          (first, last), summary, reports_until))  # journaled
         if recipe.pause and step.index + 1 < len(self.steps):
             self.status("pausing")
-            await self._sleep(recipe.pause)
+            await self.sleep(recipe.pause)
 
     # -- a timeline ----------------------------------------------------------------------------
 
@@ -750,9 +666,7 @@ class RecipeRunner:
         """Start the one load of a timeline or a soak (kinds/), its series emptied; the
         session time it started at."""
         session = self.session
-        self._tps, self._p95, self._err, self._samples = [], [], [], []
-        self._seconds = []
-        self._timeline_samples = []
+        self.window.clear()
         session.use_load(spec)
         self.status("starting the load")
         await session.start_load()
@@ -773,8 +687,9 @@ class RecipeRunner:
                                 f"take: {change.message}")
 
     def checkpoint(self, at: float, timeline: Timeline) -> None:
-        values, trends = checkpoint_values(self.session.now(), timeline.window, self._tps,
-                                           self._p95, self._timeline_samples,
+        w = self.window
+        values, trends = checkpoint_values(self.session.now(), timeline.window, w.tps,
+                                           w.p95, w.timeline_samples,
                                            timeline.metrics)
         self.checkpoints.append(self._main.checkpoint(
             recipe=self.recipe.name, at=at, window=timeline.window, values=values,
@@ -796,7 +711,7 @@ class RecipeRunner:
             if key in done:
                 continue
             done.add(key)
-            self._check()
+            self.check()
             own = []
             if spec.schema:
                 own.append(f"tables of their own ({spec.engine or 'default engine'}"
@@ -838,7 +753,7 @@ class RecipeRunner:
         while self._timed_summary is None and time.monotonic() < deadline:
             self.status("measuring (a timed run)",
                          f"{max(0.0, start + recipe.duration - session.now()):.0f} s left")
-            await self._sleep(POLL)
+            await self.sleep(POLL)
         summary, self._timed_phase = self._timed_summary, None
         if summary is None:
             self.mark(f"the timed window of step {step.index + 1} did not end within "
@@ -853,9 +768,9 @@ class RecipeRunner:
         TPS. None after LINE_GRACE: a driver silent that long is stalled, and the window's
         missing seconds count as nothing done."""
         deadline = time.monotonic() + LINE_GRACE
-        while ((at := report_time(self._tps, self._seconds, want)) is None
+        while ((at := self.window.report_time(want)) is None
                and time.monotonic() < deadline):
-            await self._sleep(LINE_POLL)
+            await self.sleep(LINE_POLL)
         return at
 
     def _detector(self) -> SteadyState | Plateau:
@@ -865,7 +780,7 @@ class RecipeRunner:
         return SteadyState(rule.window, rule.cv_max, rule.slope_max)
 
     def _plateau_text(self) -> str:
-        s = self._steady
+        s = self.window.steady
         if isinstance(s, Plateau):
             if s.trend is None or len(s) < s.span:
                 return f"TPS plateau (collecting {len(s)}/{s.span} s)"
@@ -880,17 +795,25 @@ class RecipeRunner:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             self.status(f"{state}, {left:.0f} s left")
-            await self._sleep(min(1.0, left))
+            await self.sleep(min(1.0, left))
 
-    def _ndb_hit(self, start: float, end: float) -> dict[str, float]:
-        """Each NDB data node's disk page buffer hit ratio over the window (median)."""
-        per_node: dict[str, list[float]] = {}
-        for t, nodes in self._ndb:
-            if start < t <= end:
-                for node, value in nodes.items():
-                    if value is not None:
-                        per_node.setdefault(node, []).append(value)
-        return {n: round(statistics.median(v), 3) for n, v in per_node.items()}
+    def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
+                steady: bool, footprints: tuple[Footprint, Footprint] | None = None,
+                summary: dict[str, Any] | None = None,
+                reports_until: float | None = None) -> StepResult:
+        """The step's result (journaled): what it was, and its window's measured fields."""
+        load_ips = self._load_ips.get(
+            _tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
+        return self._main.step_result(
+            load_ips=load_ips,
+            recipe=self.recipe.name, index=step.index, target=step.arm.target,
+            replicate=step.replicate, arm=step.arm.name, threads=step.threads,
+            start=start, end=end, waits=waits, steady=steady,
+            pct=self.recipe.percentile,
+            knobs=dict(self._step_knobs),
+            calibration=step.calibration,
+            **self.window.fields(start, end, self.board, footprints, summary, reports_until),
+        )
 
     async def _footprint(self, sizes: bool) -> Footprint:
         """The server's own footprint now; what is missing is said once."""
@@ -899,189 +822,5 @@ class RecipeRunner:
             self._footprint_said.add(reading.problem)
             self.mark(f"server footprint: {reading.problem}")
         return reading
-
-    def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
-                steady: bool, footprints: tuple[Footprint, Footprint] | None = None,
-                summary: dict[str, Any] | None = None,
-                reports_until: float | None = None) -> StepResult:
-        """The window ``(start, end]``'s result: the server's samples in it, the driver's
-        reports received in it or, for its last second's, by ``reports_until``."""
-        until = end if reports_until is None else max(end, reports_until)
-
-        def inside(points: list[tuple[float, float]]) -> list[float]:
-            return [v for t, v in points if start < t <= until]
-
-        tps = inside(self._tps)
-        mid = _median(tps)
-        seconds = max(len(tps), round(end - start))
-        line = trend(tps) if len(tps) >= MIN_JUDGED else None
-        window = [s for s in self._samples if start < s[0] <= end]
-        hits = [s[1] for s in window if s[1] is not None]
-        dirty = [s[2] for s in window if s[2] is not None]
-        history = [s[3] for s in window if s[3] is not None]
-        avg = (window_transactions(self._tps, self._seconds, start, until) / seconds
-               if seconds else 0.0)
-        timed = window_summary(summary)
-        if timed.get("window_txn") and timed.get("window_s"):
-            # A timed run's own count: its last part-second is in no per-second report
-            avg = timed["window_txn"] / timed["window_s"]
-        cost: dict[str, float | str | None] = dict(self._efficiency(window, avg))
-        if footprints is not None:
-            first, last = footprints
-            own = footprint_cost(first, last, avg * (last.t - first.t))
-            cost.update({k: v if isinstance(v, str) or v is None else round(v, 3)
-                         for k, v in own.items()})
-        load_ips = self._load_ips.get(
-            _tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
-        return self._main.step_result(
-            load_ips=load_ips,
-            recipe=self.recipe.name, index=step.index, target=step.arm.target,
-            replicate=step.replicate, arm=step.arm.name, threads=step.threads,
-            start=start, end=end, tps=_median(tps), p95=_median(inside(self._p95)),
-            err=_median(inside(self._err)), hit_ratio=_median(hits),
-            dirty_pct=_median(dirty), intervals=len(tps), waits=waits, steady=steady,
-            avg_tps=round(avg, 2) if seconds or timed else None,
-            stall=(round(sum(1 for v in tps if v < mid / 2) / seconds, 4)
-                   if mid is not None and seconds else None),
-            pct=self.recipe.percentile,
-            knobs=dict(self._step_knobs),
-            drift=None if line is None else round(line.drift, 4),
-            flat=None if line is None else line.flat,
-            calibration=step.calibration,
-            history_start=history[0] if history else None,
-            history_end=history[-1] if history else None,
-            ndb_hit=self._ndb_hit(start, end),
-            **{k: v for k, v in timed.items() if k != "window_s"},
-            **cost,
-        )
-
-    def _efficiency(self, window: list[tuple[float, float | None, float | None, float | None,
-                                              list[float] | None]],
-                    avg_tps: float) -> dict[str, float | None]:
-        """The server host's CPU and disk cost per transaction between the window's first
-        and last sample that carry its OS counters."""
-        hosts = [(s[0], s[4]) for s in window if s[4]]
-        board = self._board
-        if len(hosts) < 2 or board is None:
-            return {}
-        (t0, first), (t1, last) = hosts[0], hosts[-1]
-        assert first is not None and last is not None
-        cost = step_efficiency(first, last, board.header.host_fields, avg_tps * (t1 - t0),
-                               t1 - t0)
-        return {k: None if v is None else round(v, 3) for k, v in cost.items()}
-
-    # -- waits -----------------------------------------------------------------------------------
-
-    async def _until(self, ok: Callable[[], bool], what: str,
-                     status: Callable[[], str]) -> bool:
-        """Poll ``ok`` until true or the recipe's wait timeout; journal how it went."""
-        timeout = self.recipe.waits.timeout
-        began = time.monotonic()
-        while not ok():
-            waited = time.monotonic() - began
-            if waited >= timeout:
-                self.mark(f"wait for {what} timed out after {waited:.0f} s ({status()}); "
-                           "measuring anyway")
-                return False
-            self.status(f"waiting for {what}", status())
-            await self._sleep(POLL)
-        self.mark(f"waited {time.monotonic() - began:.1f} s for {what}")
-        return True
-
-    def _fresh(self, metric: str, since: int) -> float | None:
-        """The metric from a sample taken after the wait began (never a stale one)."""
-        board = self._board
-        if board is None or board.samples <= since:
-            return None
-        return board.latest.get(metric)
-
-    async def _gates(self) -> dict[str, float]:
-        """The recipe's waits before a measured step, with the load stopped."""
-        waits = self.recipe.waits
-        out: dict[str, float] = {}
-        if not (waits.history_below is not None or waits.dirty_at_lwm
-                or waits.dirty_pct_below is not None or waits.checkpoint_age_below is not None):
-            return out
-        with contextlib.suppress(LoadError):
-            await self.session.stop_load()
-        assert self._board is not None
-        if waits.history_below is not None:
-            below = waits.history_below
-            began = time.monotonic()
-            if not await self._purge_wait(below):
-                since = self._board.samples
-
-                def history_ok() -> bool:  # below = 0: until it is 0 (Callaghan's gate)
-                    value = self._fresh("history_len", since)
-                    return value is not None and (value < below or value <= 0)
-
-                await self._until(history_ok, history_goal(below),
-                                  lambda: f"history length {self._board_value('history_len')}")
-            out["history"] = round(time.monotonic() - began, 2)
-        dirty_limit = waits.dirty_pct_below
-        if waits.dirty_at_lwm:
-            dirty_limit = await self._dirty_lwm()
-        if dirty_limit is not None:
-            began = time.monotonic()
-            since = self._board.samples
-            limit = dirty_limit
-
-            def dirty_ok() -> bool:
-                value = self._fresh("dirty_pct", since)
-                return value is not None and value <= limit
-
-            await self._until(dirty_ok, f"dirty pages <= {limit:g}%",
-                              lambda: f"dirty {self._board_value('dirty_pct')}%")
-            out["dirty"] = round(time.monotonic() - began, 2)
-        if waits.checkpoint_age_below is not None:
-            began = time.monotonic()
-            since = self._board.samples
-            age = waits.checkpoint_age_below
-
-            def age_ok() -> bool:
-                value = self._fresh("checkpoint_age", since)
-                return value is not None and value < age
-
-            await self._until(age_ok, f"checkpoint age < {age} B",
-                              lambda: f"checkpoint age {self._board_value('checkpoint_age')} B")
-            out["checkpoint"] = round(time.monotonic() - began, 2)
-        return out
-
-    def _board_value(self, metric: str) -> str:
-        value = self._board.latest.get(metric) if self._board is not None else None
-        return "?" if value is None else f"{value:,.1f}"
-
-    async def _dirty_lwm(self) -> float:
-        """innodb_max_dirty_pages_pct_lwm, or innodb_max_dirty_pages_pct when it is 0."""
-        values = await self.session.global_values(
-            ["innodb_max_dirty_pages_pct_lwm", "innodb_max_dirty_pages_pct"])
-        lwm, top = values["innodb_max_dirty_pages_pct_lwm"], values["innodb_max_dirty_pages_pct"]
-        value = float(lwm or 0)
-        return value if value > 0 else float(top or 90)
-
-    async def _purge_wait(self, below: int) -> bool:
-        """MariaDB 10.5.7+: SET GLOBAL innodb_max_purge_lag_wait blocks until the history
-        is below ``below``.  Killed (KILL QUERY) on timeout or abort.  False when the server
-        has no such variable or refuses it (then the caller polls the samples)."""
-        catalog = self.session.state().catalog
-        if self._purge_refused or catalog is None or not catalog.get(PURGE_WAIT).present:
-            return False
-        self.status("waiting for purge", f"{PURGE_WAIT} = {below}")
-        waited = await self.session.wait_for_purge(below, self.recipe.waits.timeout,
-                                                   lambda: self._aborted)
-        if waited.outcome == "unreachable":
-            return False
-        if waited.outcome == "refused":  # the server will not run it: poll from now on
-            self._purge_refused = True
-            self.warnings.append(f"{PURGE_WAIT} refused ({waited.message}); polling instead")
-            return False
-        if waited.outcome in ("timeout", "stopped"):
-            self._check()
-            self.mark(f"wait for {history_goal(below)} ({PURGE_WAIT}) timed out after "
-                       f"{waited.seconds:.0f} s; measuring anyway")
-        else:
-            self.mark(f"waited {waited.seconds:.1f} s for {history_goal(below)} "
-                       f"({PURGE_WAIT})")
-        return True
 
 __all__ = ["ArmRefused", "Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]
