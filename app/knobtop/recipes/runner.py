@@ -51,15 +51,15 @@ from knobtop.journal.events import (
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.footprint import Footprint
+from knobtop.recipes.armset import ArmRefused, ArmSetter
 from knobtop.recipes.checks import check_for_server, check_for_targets
 from knobtop.recipes.gates import POLL, Gates
 from knobtop.recipes.kinds import KINDS
 from knobtop.recipes.model import Arm, Recipe, RecipeError, Step, Timeline
 from knobtop.recipes.timeline import checkpoint_values
 from knobtop.recipes.window import StepWindow
-from knobtop.server.knobs import KnobError, validate
+from knobtop.server.knobs import KnobError
 from knobtop.server.link import ServerError
-from knobtop.server.static import same_value
 from knobtop.session.port import SessionPort, SessionState
 
 T = TypeVar("T")
@@ -70,11 +70,6 @@ TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration 
 
 class RunAborted(KnobtopError):
     """The person aborted the run; the baseline was restored."""
-
-
-class ArmRefused(KnobtopError, RuntimeError):
-    """An arm's knobs did not take (the server refused a value, or a restart with it
-    failed and was rolled back)."""
 
 
 class RunFailed(KnobtopError, RuntimeError):
@@ -171,9 +166,7 @@ class RecipeRunner:
         self._caller_warnings = list(warnings)
         # Knobs the server changed on its own with an arm (a side effect), and their value
         # before: put back before every step of an arm that does not name them
-        self._side: dict[str, str | None] = {}
-        self._arm_side: dict[str, dict[str, str]] = {}  # arm -> its side effects' values
-        self._step_knobs: dict[str, str | None] = {}  # as read before the step (journaled)
+        self.arms = ArmSetter(recipe)
         self.steps = _numbered([*recipe.calibration_schedule(), *recipe.schedule()])
         self.calibration_line = ""  # what the calibration found (journaled as a mark)
         self.progress = Progress(recipe.name, len(self.steps))
@@ -416,7 +409,7 @@ class RecipeRunner:
             self.check()
             self.progress.step = step
             self._step_began = time.monotonic()
-            if step.arm.name != current or self._side:
+            if step.arm.name != current or self.arms.side:
                 # Before every step while the server has made changes of its own (a
                 # side effect to put back): the step runs on its arm's plan.
                 try:
@@ -542,80 +535,9 @@ class RecipeRunner:
         if step.arm.target != self._target:
             self._target = step.arm.target
             self.mark(f"arm {step.arm.name} runs on "
-                       + (f"target {self._target}" if self._target else "the run's own server"))
-        session = self.session
-        catalog = session.state().catalog
-        assert catalog is not None
+                      + (f"target {self._target}" if self._target else "the run's own server"))
         self.check()
-        reason = f"recipe {self.recipe.name}: arm {step.arm.name}"
-        await self._reset_side_effects(step, reason)
-        present = [k for k in step.arm.knobs if catalog.get(k).present]
-        values = await session.global_values(present)
-        todo: dict[str, str] = {}
-        wanted: dict[str, str] = {}
-        for knob, value in step.arm.knobs.items():
-            facts = catalog.get(knob)
-            try:
-                wanted[knob] = str(validate(facts, value, static_ok=True))
-            except KnobError:
-                wanted[knob] = value
-            if not same_value(wanted[knob], values.get(knob)):
-                todo[knob] = value
-        if todo:
-            # All of the arm's static knobs go in through one restart.
-            changes = await session.set_knobs(todo, restart_ok=True, reason=reason,
-                                              reach=self.recipe.allow_reach)
-            plan = self._arm_side.setdefault(step.arm.name, {})
-            for change in changes:
-                if not change.holds:
-                    raise ArmRefused(f"arm {step.arm.name}: {change.knob} = "
-                                     f"{change.requested} did not take: {change.message}")
-                if change.new is not None:
-                    wanted[change.knob] = change.new  # as the server took it (rounded ...)
-                for knob, (old, new) in change.side_effects.items():
-                    self._side.setdefault(knob, old)
-                    if new is not None:
-                        plan[knob] = new  # the server's own rule for this arm's values
-        await self._check_plan(step, present, wanted)
-
-    def _side_plan(self, step: Step) -> dict[str, str]:
-        """The side-effect knobs this arm does not name, and the value each should have
-        under it: what the server set with this arm's own values, else the baseline."""
-        plan = self._arm_side.get(step.arm.name, {})
-        return {k: plan.get(k, base) for k, base in self._side.items()
-                if k not in step.arm.knobs and base is not None}
-
-    async def _reset_side_effects(self, step: Step, reason: str) -> None:
-        """What the server changed on its own with another arm (innodb_io_capacity_max
-        raised with innodb_io_capacity) goes back to its baseline before this arm's knobs
-        go in: then the arm's values meet the server as they would from the baseline (and
-        the server's rule, if it applies, raises it again)."""
-        wanted = self._side_plan(step)
-        if not wanted:
-            return
-        session = self.session
-        now = await session.global_values(list(wanted))
-        for knob, value in wanted.items():
-            base = self._side[knob]
-            if base is not None and not same_value(value, now.get(knob)) \
-                    and not same_value(base, now.get(knob)):
-                await session.set_knobs({knob: base}, restart_ok=False,
-                                        reason=f"{reason}: back to the baseline",
-                                        reach=self.recipe.allow_reach)
-
-    async def _check_plan(self, step: Step, present: list[str], wanted: dict[str, str]) -> None:
-        """The server holds the arm's values before the step is measured (a change from
-        outside, or one the server adjusted, leaves it unmeasured); the values read, side
-        effects included, go into the step's journal line."""
-        side = self._side_plan(step)
-        values = await self.session.global_values([*present, *side])
-        self._step_knobs = dict(values)
-        wrong = [f"{k} = {values.get(k)}, not {want}"
-                 for k, want in [*((k, wanted[k]) for k in present), *side.items()]
-                 if not same_value(want, values.get(k))]
-        if wrong:
-            raise ArmRefused(f"arm {step.arm.name}: the server differs from the arm's plan "
-                             f"({'; '.join(wrong)}): the step is not measured")
+        await self.arms.apply(step, self.session)
 
     # -- one step ------------------------------------------------------------------------------
 
@@ -810,7 +732,7 @@ class RecipeRunner:
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, waits=waits, steady=steady,
             pct=self.recipe.percentile,
-            knobs=dict(self._step_knobs),
+            knobs=dict(self.arms.step_knobs),
             calibration=step.calibration,
             **self.window.fields(start, end, self.board, footprints, summary, reports_until),
         )
