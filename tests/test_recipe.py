@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from knobtop.hosts.local import LocalHost
 from knobtop.load.base import LoadSpec
+from knobtop.load.sysbench import Sysbench
 from knobtop.recipes.checks import check_for_server, static_knobs
 from knobtop.recipes.model import (
     Arm,
@@ -38,6 +40,7 @@ BUNDLED = {
     "soak-write-only",  # issue 38: a soak (a kind of its own, recipes/kinds/soak.py)
     "buffer-pool-instances",  # issue 18: the seed recipes
     "compression",
+    "compression-read-only",  # issue 39: the seed's table has a read-only row too
     "innodb-vs-myrocks",
     "linkbench-engines",  # issue 20: LinkBench on the built-in driver
     "perfschema-overhead",
@@ -191,13 +194,44 @@ def test_bundled_recipe_specifics() -> None:
     assert [a.knobs["DiskPageBufferMemory"] for a in ndb.arms] == ["64M", "256M", "1G"]
     purge = load_recipe("purge-threads")
     assert purge.waits.history_below == 0  # issue 18: the seed's gate
-    assert purge.workload in ("oltp_write_only", "oltp_update_index")
+    # issue 39: the seed's purge table came from its read-write sweep (was write-only)
+    assert purge.workload == "oltp_read_write" and purge.instances == 8
     assert "history" in purge.description
     sort = load_recipe("sort-buffer")
     assert [a.knobs["sort_buffer_size"] for a in sort.arms] == ["256K", "2M", "8M"]
     assert sort.workload == "oltp_read_only"
     mtflush = load_recipe("flush-threads-mariadb-10.1")
     assert mtflush.arms[1].knobs == {"innodb_use_mtflush": "ON", "innodb_mtflush_threads": "4"}
+    # issue 39: seed 004 ran LinkBench; MariaDB 10.5+'s stand-ins for mtflush threads
+    flush = load_recipe("flush-threads-mariadb")
+    assert flush.workload == "linkbench" and flush.applies == {"mariadb": ">=10.5"}
+    assert flush.knobs == ["innodb_write_io_threads", "innodb_io_capacity",
+                           "innodb_lru_scan_depth", "innodb_max_dirty_pages_pct"]
+    assert "innodb_mtflush_threads" in flush.description
+
+
+# Issue 39: the seed's sysbench ran with --oltp-skip-trx (no BEGIN/COMMIT) and waited for
+# the history list only between its read-write runs.
+SEED_READ_WRITE = ("sweep-read-write", "doublewrite", "thread-concurrency", "purge-threads",
+                   "compression")
+SEED_READ_ONLY = ("sweep-read-only", "buffer-pool-instances", "compression-read-only")
+
+
+@pytest.mark.parametrize("name", SEED_READ_WRITE + SEED_READ_ONLY)
+def test_seed_sweeps_skip_the_transaction_and_gate_purge_on_read_write_only(name: str) -> None:
+    recipe = load_recipe(name)
+    assert ("skip_trx", "on") in recipe.options
+    if name in SEED_READ_WRITE:
+        assert recipe.workload == "oltp_read_write" and recipe.waits.history_below == 0
+    else:
+        assert recipe.workload == "oltp_read_only" and recipe.waits.history_below is None
+    driver = Sysbench(LocalHost(), mysql_host="127.0.0.1", mysql_port=3306, password="pw")
+    for arm in recipe.arms:
+        for threads in recipe.threads:
+            spec = recipe.load_spec(threads, recipe.duration, arm)
+            argv = driver.argv(spec, "run", "--threads=2", "--time=1")
+            assert argv[:2] == ["sysbench", recipe.workload]
+            assert "--skip_trx=on" in argv[2:2 + len(spec.options)]
 
 
 def test_the_readme_example_is_a_valid_recipe(tmp_path: Path) -> None:
@@ -930,6 +964,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "buffer-pool-climb",
         "buffer-pool-timeline",
         "compression",  # issue 18's seed recipes
+        "compression-read-only",  # issue 39
         "innodb-vs-myrocks",
         "linkbench-engines",  # issue 20
         "perfschema-overhead",
@@ -938,6 +973,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "doublewrite",
         "flush-threads-mariadb",
         "purge-threads",
+        "soak-write-only",  # issue 38's soak (missing here since it was added)
         "sort-buffer",
         "trx-commit-servers",  # issue 19: no knobs; its servers differ
     }
@@ -952,6 +988,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "buffer-pool-climb": [],
         "buffer-pool-timeline": [],
         "compression": [],  # its arms differ in tables, not knobs
+        "compression-read-only": [],
         "innodb-vs-myrocks": [],
         "linkbench-engines": [],
         "perfschema-overhead": ["performance_schema"],
@@ -960,6 +997,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "doublewrite": ["innodb_doublewrite"],
         "flush-threads-mariadb": [],  # dynamic from 10.11
         "purge-threads": [],  # dynamic from 10.7.1
+        "soak-write-only": [],
         "sort-buffer": [],
         "trx-commit-servers": [],
     }
