@@ -32,9 +32,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from knobtop.analysis.plateau import Plateau
 from knobtop.analysis.results import Results, build, calibration_note
-from knobtop.analysis.stats import SteadyState
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
@@ -54,10 +52,11 @@ from knobtop.metrics.footprint import Footprint
 from knobtop.recipes.armset import ArmRefused, ArmSetter
 from knobtop.recipes.checks import check_for_server, check_for_targets
 from knobtop.recipes.gates import POLL, Gates
-from knobtop.recipes.kinds import KINDS
+from knobtop.recipes.kinds import KINDS, start_plan
 from knobtop.recipes.model import Arm, Recipe, RecipeError, Step, Timeline
+from knobtop.recipes.rounds import next_round
 from knobtop.recipes.timeline import checkpoint_values
-from knobtop.recipes.window import StepWindow
+from knobtop.recipes.window import StepWindow, detector, plateau_text
 from knobtop.server.knobs import KnobError
 from knobtop.server.link import ServerError
 from knobtop.session.port import SessionPort, SessionState
@@ -304,7 +303,8 @@ class RecipeRunner:
         self._attach(state, states)
         unsubscribe = session.subscribe(self._on_event)
         recipe = self.recipe
-        session.recipe_event("start", recipe.name, self._plan())
+        session.recipe_event("start", recipe.name, start_plan(
+            recipe, len(self.steps), self.warnings, self.plan_extra))
         if recipe.allow_reach:
             session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
                          f"([allow] reach in {recipe.path} and --allow-reach)")
@@ -361,30 +361,6 @@ class RecipeRunner:
             self._abort_event.set()
         self.boards = {n: MetricBoard(st.header, target=n)
                         for n, st in states.items() if st.header}
-
-    def _plan(self) -> dict[str, Any]:
-        """The recipe start event's plan: everything the run will do, as journaled."""
-        recipe = self.recipe
-        return {
-            "path": str(recipe.path), "description": recipe.description.strip(),
-            "arms": {a.name: dict(a.knobs) for a in recipe.arms},
-            "arm_load": {a.name: {k: dict(v) if k.endswith("options") else v
-                                  for k, v in a.load.items()}
-                         for a in recipe.arms if a.load},
-            "threads": list(recipe.threads), "replicates": recipe.replicates,
-            "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
-            "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
-            "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
-            "max_replicates": recipe.max_replicates,
-            "workload": recipe.workload, "instances": recipe.instances,
-            **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
-               if recipe.targets else {}),
-            **KINDS[recipe.kind].plan(recipe),
-            "steps": len(self.steps),
-            "warnings": self.warnings,
-            **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
-            **self.plan_extra,
-        }
 
     async def _run_steps(self) -> None:
         """Prepare the tables, then the run as the recipe's kind drives it (kinds/)."""
@@ -456,35 +432,12 @@ class RecipeRunner:
     def _more_rounds(self) -> None:
         """``until_ci``: one more round while some cell's CI is wider than +-until_ci and
         the rounds are under ``max_replicates``."""
-        recipe = self.recipe
-        if recipe.until_ci is None or recipe.max_replicates is None:
-            return
-        rounds = max((s.replicate for s in self.steps if not s.calibration), default=0)
-        wide = self._wide_cells(recipe.until_ci)
-        if not wide:
-            self.note(f"every cell's CI is within +-{recipe.until_ci * 100:g}% after {rounds} "
-                       "rounds: done")
-            return
-        if rounds >= recipe.max_replicates:
-            self.note(f"max_replicates ({recipe.max_replicates}) reached; CI still wider "
-                       f"than +-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
-            return
-        extra = [s for s in recipe.schedule(rounds + 1) if s.replicate == rounds + 1]
-        self.steps.extend(_numbered(extra, len(self.steps)))
-        self.progress.total = len(self.steps)
-        self.note(f"round {rounds + 1} added: the CI is wider than "
-                   f"+-{recipe.until_ci * 100:g}% in {', '.join(wide)}")
-
-    def _wide_cells(self, half_width: float) -> list[str]:
-        """The cells (arm x threads) whose TPS ratio CI is wider than +-half_width."""
-        wide = []
-        for cell in self.results_so_far().cells.values():
-            v = cell.verdict
-            if cell.arm == self.recipe.baseline.name:
-                continue
-            if v is None or v.lo is None or v.hi is None or (v.hi - v.lo) / 2 > half_width:
-                wide.append(f"{cell.arm} x{cell.threads}")
-        return wide
+        extra, said = next_round(self.recipe, self.steps, self.results_so_far)
+        if extra:
+            self.steps.extend(_numbered(extra, len(self.steps)))
+            self.progress.total = len(self.steps)
+        if said:
+            self.note(said)
 
     async def _abortable(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` unless an abort comes first (then it is cancelled)."""
@@ -546,7 +499,7 @@ class RecipeRunner:
         self.mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
                    f"x{step.threads} rep {step.replicate}")
         waits = await self.gates.before_step()
-        self.window.clear(self._detector())
+        self.window.clear(detector(recipe.steady))
         self._load_failed = ""
         session.use_load(recipe.load_spec(step.threads, 0, step.arm))
         self.status("starting the load")
@@ -559,7 +512,7 @@ class RecipeRunner:
             steady = await self.gates.until(
                 lambda: self.window.steady is not None and self.window.steady.steady,
                 "a TPS plateau",
-                self._plateau_text)
+                lambda: plateau_text(self.window.steady, recipe.steady))
             waits["plateau"] = round(time.monotonic() - began, 2)
         summary: dict[str, Any] | None = None
         reports_until: float | None = None
@@ -694,24 +647,6 @@ class RecipeRunner:
                and time.monotonic() < deadline):
             await self.sleep(LINE_POLL)
         return at
-
-    def _detector(self) -> SteadyState | Plateau:
-        rule = self.recipe.steady
-        if rule.judge == "noise":
-            return Plateau(rule.window)
-        return SteadyState(rule.window, rule.cv_max, rule.slope_max)
-
-    def _plateau_text(self) -> str:
-        s = self.window.steady
-        if isinstance(s, Plateau):
-            if s.trend is None or len(s) < s.span:
-                return f"TPS plateau (collecting {len(s)}/{s.span} s)"
-            return f"TPS plateau: {s.trend.text()} (flat: drift <= 1% or |t| <= 2)"
-        if s is None or s.cv is None:
-            return "TPS plateau (collecting)"
-        slope = s.slope if s.slope is not None else 0.0
-        return (f"TPS plateau: CV {s.cv:.1%} (<= {self.recipe.steady.cv_max:.1%}), "
-                f"slope {slope:+.2%}/s, window {len(s)}/{self.recipe.steady.window}")
 
     async def countdown(self, seconds: float, state: str) -> None:
         end = time.monotonic() + seconds

@@ -20,6 +20,7 @@ from knobtop.load.sysbench_output import seconds_covered
 from knobtop.metrics.board import MetricBoard
 from knobtop.metrics.derive import step_efficiency
 from knobtop.metrics.footprint import Footprint, footprint_cost
+from knobtop.recipes.model import Steady
 
 # t, hit ratio, dirty %, history length, the server host's raw OS counters
 SamplePoint = tuple[float, float | None, float | None, float | None, list[float] | None]
@@ -69,6 +70,26 @@ def report_time(tps: list[tuple[float, float]], seconds: list[int], want: int) -
         if second >= want:
             return t
     return None
+
+
+def detector(rule: Steady) -> SteadyState | Plateau:
+    """What judges a step's TPS steady under ``[steady]``."""
+    if rule.judge == "noise":
+        return Plateau(rule.window)
+    return SteadyState(rule.window, rule.cv_max, rule.slope_max)
+
+
+def plateau_text(s: SteadyState | Plateau | None, rule: Steady) -> str:
+    """Where the wait for a TPS plateau stands, in words."""
+    if isinstance(s, Plateau):
+        if s.trend is None or len(s) < s.span:
+            return f"TPS plateau (collecting {len(s)}/{s.span} s)"
+        return f"TPS plateau: {s.trend.text()} (flat: drift <= 1% or |t| <= 2)"
+    if s is None or s.cv is None:
+        return "TPS plateau (collecting)"
+    slope = s.slope if s.slope is not None else 0.0
+    return (f"TPS plateau: CV {s.cv:.1%} (<= {rule.cv_max:.1%}), "
+            f"slope {slope:+.2%}/s, window {len(s)}/{rule.window}")
 
 
 def _median(values: list[float]) -> float | None:
@@ -196,5 +217,5 @@ def efficiency(window: list[SamplePoint], avg_tps: float, board: MetricBoard | N
     return {k: None if v is None else round(v, 3) for k, v in cost.items()}
 
 
-__all__ = ["SamplePoint", "StepWindow", "efficiency", "report_time", "window_summary",
-           "window_transactions"]
+__all__ = ["SamplePoint", "StepWindow", "detector", "efficiency", "plateau_text",
+           "report_time", "window_summary", "window_transactions"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from knobtop.recipes.kinds.arms import ARMS
 from knobtop.recipes.kinds.base import KindReader, LoadShape, RecipeKind, Sequencer
 from knobtop.recipes.kinds.soak import SOAK
 from knobtop.recipes.kinds.timeline import TIMELINE
+from knobtop.recipes.model import Recipe
 
 KINDS: dict[str, RecipeKind] = {
     "arms": ARMS,
@@ -13,4 +17,32 @@ KINDS: dict[str, RecipeKind] = {
     "soak": SOAK,
 }
 
-__all__ = ["KINDS", "KindReader", "LoadShape", "RecipeKind", "Sequencer"]
+
+
+def start_plan(recipe: Recipe, steps: int, warnings: Sequence[str],
+               extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The recipe start event's plan: everything the run will do, as journaled (every
+    kind's keys, then the recipe's kind's own)."""
+    return {
+        "path": str(recipe.path), "description": recipe.description.strip(),
+        "arms": {a.name: dict(a.knobs) for a in recipe.arms},
+        "arm_load": {a.name: {k: dict(v) if k.endswith("options") else v
+                              for k, v in a.load.items()}
+                     for a in recipe.arms if a.load},
+        "threads": list(recipe.threads), "replicates": recipe.replicates,
+        "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
+        "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
+        "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
+        "max_replicates": recipe.max_replicates,
+        "workload": recipe.workload, "instances": recipe.instances,
+        **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
+           if recipe.targets else {}),
+        **KINDS[recipe.kind].plan(recipe),
+        "steps": steps,
+        "warnings": list(warnings),
+        **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
+        **extra,
+    }
+
+
+__all__ = ["KINDS", "KindReader", "LoadShape", "RecipeKind", "Sequencer", "start_plan"]
