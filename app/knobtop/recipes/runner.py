@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -53,8 +53,9 @@ from knobtop.recipes.armset import ArmRefused, ArmSetter
 from knobtop.recipes.checks import check_for_server, check_for_targets
 from knobtop.recipes.gates import POLL, Gates
 from knobtop.recipes.kinds import KINDS, start_plan
-from knobtop.recipes.model import Arm, Recipe, RecipeError, Step, Timeline
+from knobtop.recipes.model import Recipe, RecipeError, Step, Timeline
 from knobtop.recipes.rounds import next_round
+from knobtop.recipes.tables import Tables, tables_key
 from knobtop.recipes.timeline import checkpoint_values
 from knobtop.recipes.window import StepWindow, detector, plateau_text
 from knobtop.server.knobs import KnobError
@@ -122,12 +123,6 @@ def _numbered(steps: list[Step], first: int = 0) -> list[Step]:
     return [dataclasses.replace(s, index=first + i) for i, s in enumerate(steps)]
 
 
-def _tables_key(arm: Arm, spec: LoadSpec) -> tuple[str, str, int, str]:
-    """The tables an arm's load runs on: its server, database shape, instances, workload
-    (prepared once each; LinkBench's load ips are per such set)."""
-    return (arm.target, spec.schema, spec.instances, spec.workload)
-
-
 class RecipeRunner:
     """Runs one recipe on an open session (on the session's event loop)."""
 
@@ -148,7 +143,7 @@ class RecipeRunner:
         # The run's own server ("") and each further target's (issue 19); the journal,
         # the marks and the step results are the run's own session's.
         self._main = session
-        self._ports: dict[str, SessionPort] = {**(targets or {}), "": session}
+        self.ports: dict[str, SessionPort] = {**(targets or {}), "": session}
         self._target = ""  # the server of the arm being applied or measured
         self.recipe = recipe
         self.on_progress = on_progress
@@ -178,7 +173,7 @@ class RecipeRunner:
         self.window = StepWindow()  # what the current step's window is read from
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
         self._footprint_said: set[str] = set()  # what the footprint could not read
-        self._load_ips: dict[tuple[str, str, int, str], float] = {}  # LinkBench, per tables
+        self.tables = Tables()  # each arm's tables, prepared once per shape
         self._load_failed = ""
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
         self._step_began: float | None = None
@@ -197,7 +192,7 @@ class RecipeRunner:
     @property
     def session(self) -> SessionPort:
         """The session of the server the current arm runs on."""
-        return self._ports[self._target]
+        return self.ports[self._target]
 
     @property
     def board(self) -> MetricBoard | None:
@@ -294,7 +289,7 @@ class RecipeRunner:
         not suit the recipe."""
         session = self._main
         state = session.state()
-        states = {name: port.state() for name, port in self._ports.items()}
+        states = {name: port.state() for name, port in self.ports.items()}
         found = self._check_servers(state, states)
         # Every warning is in the recipe start (journaled, shown by every front end) before
         # the first step.
@@ -338,11 +333,11 @@ class RecipeRunner:
             if st.catalog is None or st.header is None:
                 raise RunFailed("open the session before running a recipe"
                                 + (f" (target {name})" if name else ""))
-        missing = sorted({a.target for a in self.recipe.arms} - set(self._ports))
+        missing = sorted({a.target for a in self.recipe.arms} - set(self.ports))
         if missing:
             raise RunFailed(f"no session for target {', '.join(missing)}")
         assert state.catalog is not None
-        if len(self._ports) > 1:
+        if len(self.ports) > 1:
             found = check_for_targets(
                 self.recipe, {n: st.catalog for n, st in states.items() if st.catalog})
         else:
@@ -365,7 +360,7 @@ class RecipeRunner:
     async def _run_steps(self) -> None:
         """Prepare the tables, then the run as the recipe's kind drives it (kinds/)."""
         if self.prepare:
-            await self._prepare_tables()
+            await self.tables.prepare(self)
         await KINDS[self.recipe.kind].run(self, self.recipe)
 
     async def run_arm_steps(self) -> None:
@@ -439,7 +434,7 @@ class RecipeRunner:
         if said:
             self.note(said)
 
-    async def _abortable(self, coro: Coroutine[Any, Any, T]) -> T:
+    async def abortable(self, coro: Awaitable[T]) -> T:
         """Await ``coro`` unless an abort comes first (then it is cancelled)."""
         assert self._abort_event is not None
         task = asyncio.ensure_future(coro)
@@ -461,7 +456,7 @@ class RecipeRunner:
         self.progress.step = None
         self._step_began = None
         self.status("restoring the baseline knobs")
-        for name, session in self._ports.items():
+        for name, session in self.ports.items():
             where = f" on target {name}" if name else ""
             with contextlib.suppress(Exception):
                 await session.stop_load()
@@ -576,40 +571,6 @@ class RecipeRunner:
         self._last_checkpoint = f"checkpoint {at:g} s: {shown}"
         self.status(f"{self.recipe.kind} at {at:g} s")
 
-    async def _prepare_tables(self) -> None:
-        """The tables of every arm: one set per table shape and instance count (an arm
-        with another engine or table options, or with instances, runs on databases of its
-        own, said in the journal)."""
-        done: set[tuple[str, str, int, str]] = set()
-        for arm, spec in self.recipe.arm_specs():
-            key = _tables_key(arm, spec)
-            if key in done:
-                continue
-            done.add(key)
-            self.check()
-            own = []
-            if spec.schema:
-                own.append(f"tables of their own ({spec.engine or 'default engine'}"
-                           + (f", {spec.table_options_sql()}" if spec.table_options else "")
-                           + f"; databases ending _{spec.schema})")
-            if spec.instances > 1:
-                own.append(f"{spec.instances} instances, each on its own database")
-            if own and len(self.recipe.arms) > 1:
-                self.mark(f"arm {arm.name}: {'; '.join(own)}")
-            self.status(f"preparing tables for arm {arm.name}")
-            port = self._ports[arm.target]
-            port.use_load(spec)
-            began = time.monotonic()
-            loaded = await self._abortable(port.prepare_load())
-            if loaded and spec.workload == "linkbench":  # the seed's "load ips" (issue 20)
-                from knobtop.load.linkbench import expected_rows
-
-                rows = sum(expected_rows(spec.table_size))
-                took = max(time.monotonic() - began, 1e-3)
-                self._load_ips[key] = round(rows / took, 1)
-                self.mark(f"arm {arm.name}: LinkBench load phase, {rows:,} rows in "
-                           f"{took:.1f} s ({rows / took:,.0f} inserts/s)")
-
     async def _timed_window(self, step: Step
                             ) -> tuple[float, float, Footprint, dict[str, Any] | None]:
         """``[run] timed``: the warmup run stops and the measured window runs as a load of
@@ -659,8 +620,8 @@ class RecipeRunner:
                 summary: dict[str, Any] | None = None,
                 reports_until: float | None = None) -> StepResult:
         """The step's result (journaled): what it was, and its window's measured fields."""
-        load_ips = self._load_ips.get(
-            _tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
+        load_ips = self.tables.load_ips.get(
+            tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
         return self._main.step_result(
             load_ips=load_ips,
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
