@@ -18,42 +18,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, Note
 from knobtop.journal.sanitize import printable_record
 from knobtop.load.base import LoadError
-from knobtop.server.catalog import Catalog, datadir_refusal, load_catalog
-from knobtop.server.knobs import (
-    KnobError,
-    KnobFacts,
-    SetGlobalApplier,
-    global_values_now,
-    load_facts,
-    static_value,
-    valid_name,
-    validate,
-)
+from knobtop.server.appliers.base import Outcome, Plan, planned
+from knobtop.server.appliers.dropin_restart import DropinRestartApplier
+from knobtop.server.appliers.ndb_rolling import NdbRollingApplier
+from knobtop.server.appliers.set_global import SetGlobalApplier
+from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.knobs import KnobError, KnobFacts, global_values_now, load_facts, valid_name
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, Tunnel
 from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
-from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
+from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.policy import normal, refusal, risk_of
-from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
-from knobtop.session.baseline import quit_text, revert_plan, short_command
+from knobtop.server.static import RestartApplier, ServerNode, Step
+from knobtop.session.baseline import quit_text, revert_plan
 from knobtop.session.drift import DRIFT_DEADLINE, REAPPLIED, KnownValues
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff
 from knobtop.session.recorder import Recorder
 from knobtop.session.sampler import RestartState
 
-# What NDB's documentation says of DiskPageBufferMemory (REFERENCE.md section 1).
-NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
-                      type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
-                      default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
 
 
@@ -79,7 +68,9 @@ class KnobApplier:
         self.ndb = ndb
         self.loads = loads
         self.restarts = restarts
-        self.restarter = RestartApplier(nodes, on_step=self._restart_step) if nodes else None
+        # The appliers (server/appliers): each plans a change (every check), then applies it.
+        self.dropin = DropinRestartApplier(nodes, on_step=self._restart_step)
+        self.ndb_applier = NdbRollingApplier(ndb, on_step=self._ndb_step)
         self.knob_facts: dict[str, KnobFacts] = {}
         self.catalog: Catalog | None = None  # every server variable (the knob picker's list)
         self.history: list[Change] = []  # applied changes, newest last (for undo)
@@ -91,6 +82,10 @@ class KnobApplier:
         self.known = KnownValues(recorder)
         self.lock = asyncio.Lock()
         self._link_reused = False  # the actions' link was open before the last _link()
+
+    @property
+    def restarter(self) -> RestartApplier | None:
+        return self.dropin.restarter
 
     async def load(self) -> None:
         """The panel knobs' facts and the whole catalog, from the server."""
@@ -155,14 +150,16 @@ class KnobApplier:
         try:
             link = await self._link()
             if name == NDB_PARAMETER.lower():
-                return await self._set_ndb(value, restart_ok=restart_ok, reason=reason,
-                                           start=start)
+                plan = await self.ndb_applier.plan({NDB_PARAMETER: value}, restart_ok=restart_ok)
+                return await self._set_ndb(plan, reason=reason, start=start)
             facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
             if facts is not None and facts.present and not facts.dynamic:
-                return await self._set_static(facts, value, restart_ok=restart_ok,
-                                              reason=reason, start=start, keep_load=keep_load)
-            outcome = await asyncio.wait_for(
-                SetGlobalApplier(link, self.knobs).apply(name, value), self.timeout)
+                plan = await self.dropin.plan({name: value}, restart_ok=restart_ok,
+                                              facts={name: facts})
+                return await self._set_static(plan, reason=reason, start=start,
+                                              keep_load=keep_load)
+            plan, outcome = await asyncio.wait_for(
+                _set_global(SetGlobalApplier(link, self.knobs), name, value), self.timeout)
         except (ServerError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError):
                 await self.link.close()
@@ -174,14 +171,44 @@ class KnobApplier:
                                 str(exc), reason)
             self._record(event)
             return event
-        event = self._event(
-            start, outcome.knob, outcome.requested, outcome.old, outcome.new,
-            SetGlobalApplier.method, outcome.result, outcome.message, reason,
-            warnings=outcome.warnings, duration=round(outcome.duration, 4),
-            side_effects=outcome.side_effects,
-        )
+        (knob,) = plan.knobs
+        if outcome is None:  # refused before anything was sent
+            event = self._event(start, knob.knob, knob.requested, knob.old, knob.old,
+                                plan.method, "refused", knob.why_not or "", reason)
+        else:
+            event = self._event(
+                start, knob.knob, knob.requested, knob.old, outcome.new.get(knob.knob),
+                plan.method, outcome.result, outcome.message, reason,
+                warnings=outcome.warnings, duration=round(outcome.duration, 4),
+                side_effects=outcome.side_effects,
+            )
         self._record(event)
         return event
+
+    async def preview(self, name: str, value: str) -> Plan:
+        """What setting ``name`` to ``value`` would do (the confirmation dialogs read it):
+        the applier's plan, every check made once, nothing changed or journaled; its
+        ``words`` always say what a restart of the server nodes does."""
+        name = name.strip().lower()
+        async with self.lock:
+            try:
+                link = await self._link()
+                if name == NDB_PARAMETER.lower():
+                    plan = await self.ndb_applier.plan({NDB_PARAMETER: value})
+                else:
+                    facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
+                    if facts is not None and facts.present and not facts.dynamic:
+                        plan = await self.dropin.plan({name: value}, facts={name: facts})
+                    else:
+                        plan = await asyncio.wait_for(
+                            SetGlobalApplier(link, self.knobs).plan({name: value}), self.timeout)
+            except (ServerError, TimeoutError) as exc:
+                if isinstance(exc, TimeoutError):
+                    await self.link.close()
+                plan = Plan(SetGlobalApplier.method, (planned(
+                    name, value, None, refusal=f"cannot read the knob's facts from the server: "
+                    f"{exc or 'no answer'}"),))
+        return plan if plan.words else dataclasses.replace(plan, words=self.restart_plan())
 
     async def _facts(self, link: ServerLink, names: list[str]) -> dict[str, KnobFacts]:
         """The server's facts for ``names``, static where the catalog knows better.
@@ -250,23 +277,21 @@ class KnobApplier:
                     await self.link.close()
                     problems = dict.fromkeys(
                         names, f"cannot read the knobs' facts from the server: {exc}")
-            dynamic: list[str] = []
-            static: dict[str, tuple[str | None, str]] = {}
+            static = [n for n in names if (f := found.get(n)) and f.present and not f.dynamic]
+            dynamic = [n for n in names if n in found and n not in static
+                       and n != NDB_PARAMETER.lower()]
+            static_plan = await self.dropin.plan({n: wanted[n] for n in static},
+                                                 restart_ok=restart_ok, facts=found)
+            checks = {k.knob: k for k in static_plan.knobs}
+            checks.update((k.knob, k) for k in (await SetGlobalApplier(self.link).plan(
+                {n: wanted[n] for n in dynamic}, facts=found)).knobs)
             for name in names if not problems else []:
-                facts = found.get(name)
-                try:
-                    if name == NDB_PARAMETER.lower() or facts is None:
-                        raise KnobError(f"{name} cannot be changed together with other knobs "
-                                        "(it is not a server variable): change it on its own")
-                    if facts.present and not facts.dynamic:
-                        static[name] = (facts.value,
-                                        self._static_checked(facts, wanted[name],
-                                                             restart_ok=restart_ok))
-                    else:
-                        validate(facts, wanted[name])
-                        dynamic.append(name)
-                except KnobError as exc:
-                    problems[name] = str(exc)
+                check = checks.get(name)
+                if check is None:  # NDB's parameter, or not a variable name
+                    problems[name] = (f"{name} cannot be changed together with other knobs "
+                                      "(it is not a server variable): change it on its own")
+                elif check.why_not is not None:
+                    problems[name] = check.why_not
             if problems:
                 return [self._refuse_in_group(name, wanted[name], found.get(name), problems,
                                               start, reason) for name in names]
@@ -281,8 +306,7 @@ class KnobApplier:
                                                  reason="undo")
                     return out
             if static:
-                out.extend(await self._restart_with(static, {n: wanted[n] for n in static},
-                                                    reason=reason, start=start,
+                out.extend(await self._restart_with(static_plan, reason=reason, start=start,
                                                     keep_load=keep_load))
             return out
 
@@ -342,66 +366,31 @@ class KnobApplier:
         return self.restarts.restarting
 
     def expected_downtime(self) -> str:
-        last = self.restarter.last_downtime if self.restarter else None
-        if last is None:
-            return "unknown until the first restart (a few seconds for a small server)"
-        # Rounded up: a 0.4 s restart is not "about 0 s" of downtime.
-        return f"about {math.ceil(last)} s per node (the last restart took {last:.1f} s)"
+        return self.dropin.expected_downtime()
 
     def restart_plan(self) -> str:
         """What a static change will do, in words, for the confirmation dialog."""
-        if not self.nodes:
-            return "no restart command is configured"
-        names = ", ".join(n.name for n in self.nodes)
-        how = "one after another, each healthy before the next" if len(
-            self.nodes) > 1 else "once"
-        return (f"restarts {names} {how} with `{short_command(self.nodes[0].restart_command)}`"
-                f"; downtime {self.expected_downtime()}")
+        return self.dropin.restart_plan()
 
-    async def _set_static(self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str,
-                          start: float, keep_load: bool = False) -> Change:
-        try:
-            value = self._static_checked(facts, raw, restart_ok=restart_ok)
-        except KnobError as exc:
-            event = self._event(start, facts.name, raw, facts.value, facts.value,
-                                "dropin_restart", "refused", str(exc), reason)
+    async def _set_static(self, plan: Plan, *, reason: str, start: float,
+                          keep_load: bool = False) -> Change:
+        (knob,) = plan.knobs
+        if knob.why_not is not None:
+            event = self._event(start, knob.knob, knob.requested, knob.old, knob.old,
+                                plan.method, "refused", knob.why_not, reason)
             self._record(event)
             return event
-        changed = await self._restart_with({facts.name: (facts.value, value)},
-                                           {facts.name: raw}, reason=reason, start=start,
-                                           keep_load=keep_load)
-        return changed[-1]
+        return (await self._restart_with(plan, reason=reason, start=start,
+                                         keep_load=keep_load))[-1]
 
-    def _static_checked(self, facts: KnobFacts, raw: str, *, restart_ok: bool) -> str:
-        """The drop-in value for a static knob, or KnobError saying why it cannot go in."""
-        if not self.nodes:
-            raise KnobError(
-                f"{facts.name} is static (read-only at runtime) and this profile has no "
-                "restart_command and dropin_path; add them to change static knobs. Nothing "
-                "was changed"
-            )
-        value = static_value(facts, raw)
-        pinned = datadir_refusal(facts.name, facts.value, value)
-        if pinned is not None:  # a restart would only fail (or lose tables) and roll back
-            raise KnobError(pinned)
-        if not restart_ok:
-            raise KnobError(
-                f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
-                "ahead; nothing was changed"
-            )
-        return value
-
-    async def _restart_with(
-        self, changes: dict[str, tuple[str | None, str]], requested: Mapping[str, str], *,
-        reason: str, start: float, keep_load: bool = False,
-    ) -> list[Change]:
-        """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
-        new); ``requested`` is what was typed per knob, where someone typed it."""
-        assert self.restarter is not None
+    async def _restart_with(self, plan: Plan, *, reason: str, start: float,
+                            keep_load: bool = False) -> list[Change]:
+        """One drop-in rewrite and one restart (per node) for every knob of ``plan``."""
+        changes = {k.knob: (k.old, str(k.value)) for k in plan.knobs}
+        requested = {k.knob: k.requested for k in plan.knobs}
         # What changed outside knobtop since the last read is said before a restart forgets it.
         await self._read_watched()
         began = time.monotonic()
-        result, message = "ok", ""
         out: list[Change] = []
         # The load pauses through the restart unless told to keep running (a driver that
         # reconnects, or a server that stays up while others restart).
@@ -409,11 +398,10 @@ class KnobApplier:
             self.restarts.restarting = True
             self.restarts.count += 1
             try:
-                await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
-            except StaticChangeError as exc:
-                result, message = "failed", str(exc)
+                outcome = await self.dropin.apply(plan)
             finally:
                 self.restarts.restarting = False
+            result, message = outcome.result, outcome.message
             await self.link.close()  # the server restarted under it
             now: dict[str, KnobFacts] = {}
             link: ServerLink | None = None
@@ -460,44 +448,18 @@ class KnobApplier:
 
     # -- NDB: config.ini and a rolling restart
 
-    async def _set_ndb(self, raw: str, *, restart_ok: bool, reason: str, start: float) -> Change:
+    async def _set_ndb(self, plan: Plan, *, reason: str, start: float) -> Change:
         """DiskPageBufferMemory: config.ini on the management host, then every data node
         restarted one at a time (NDB has no SET GLOBAL for it)."""
-        ndb = self.ndb
-
-        def event(
-            result: str, message: str, old: str | None, new: str | None, took: float = 0.0
-        ) -> Change:
-            change = self._event(start, NDB_PARAMETER, raw, old, new, "ndb_rolling_restart",
-                                 result, message, reason, duration=round(took, 3))
-            self._record(change)
-            return change
-
-        if ndb is None:
-            return event("refused", f"{NDB_PARAMETER} is an NDB data node parameter in "
-                         "config.ini: add an [ndb] table (management host, config_ini) to "
-                         "the profile. Nothing was changed", None, None)
-        try:
-            value = validate(NDB_FACTS, raw, static_ok=True)
-        except KnobError as exc:
-            return event("refused", str(exc), None, None)
-        try:
-            text = (await ndb.host.read_file(ndb.config_path)).decode(errors="replace")
-        except (OSError, HostError) as exc:
-            return event("refused", f"cannot read {ndb.config_path} on {ndb.host.name}: "
-                         f"{exc}. Nothing was changed", None, None)
-        old = get_ndbd_default(text, NDB_PARAMETER)
-        if not restart_ok:
-            return event("refused", f"{NDB_PARAMETER} needs a rolling restart of every data "
-                         "node (each waits for STARTED before the next). Confirm to go "
-                         "ahead; nothing was changed", old, old)
-        ndb.on_step = self._ndb_step
-        began = time.monotonic()
-        try:
-            await ndb.run(str(value))
-        except NdbError as exc:
-            return event("failed", str(exc), old, old, time.monotonic() - began)
-        return event("ok", "", old, str(value), time.monotonic() - began)
+        (knob,) = plan.knobs
+        outcome = Outcome("refused", knob.why_not or "", {knob.knob: knob.old})
+        if knob.why_not is None:
+            outcome = await self.ndb_applier.apply(plan)
+        change = self._event(start, NDB_PARAMETER, knob.requested, knob.old,
+                             outcome.new.get(knob.knob), plan.method, outcome.result,
+                             outcome.message, reason, duration=round(outcome.duration, 3))
+        self._record(change)
+        return change
 
     def _ndb_step(self, step: str, node: int | None, status: str, seconds: float) -> None:
         self.recorder.restart("cluster" if node is None else f"ndb node {node}", step, status,
@@ -620,10 +582,18 @@ class KnobApplier:
                 else:
                     static[knob] = (facts.value, target)
             if static:
-                out.extend(await self._restart_with(static, {}, reason="revert to baseline",
-                                                    start=self.recorder.now()))
+                out.extend(await self._restart_with(
+                    self.dropin.plan_of(static, {}), reason="revert to baseline",
+                    start=self.recorder.now()))
             self.history.clear()
             return out
 
 
-__all__ = ["KNOB_TIMEOUT", "NDB_FACTS", "KnobApplier", "static_value"]
+async def _set_global(applier: SetGlobalApplier, name: str,
+                      value: str) -> tuple[Plan, Outcome | None]:
+    """The plan for a dynamic knob, and what applying it did (None: refused before)."""
+    plan = await applier.plan({name: value})
+    return plan, (await applier.apply(plan) if plan.ready else None)
+
+
+__all__ = ["KNOB_TIMEOUT", "KnobApplier"]
