@@ -52,7 +52,6 @@ DEBT: tuple[str, ...] = (
     "recipes/reader.py::_Reader",
     "recipes/runner.py",
     "recipes/runner.py::RecipeRunner",
-    "session/knobs.py::KnobApplier",
     "ui/app.py",
     "ui/app.py::KnobtopApp",
     "ui/compare_app.py",
