@@ -82,7 +82,9 @@ class KnobChanges:
             reach=reach, **more))
 
     async def set_one(self, name: str, value: str, *, restart_ok: bool, reason: str,
-                        keep_load: bool = False) -> Change:
+                      keep_load: bool = False) -> Change:
+        """One knob through its applier's plan, then (when the plan is ready) its apply;
+        journaled (``record``) whatever the outcome (the caller holds the lock)."""
         start = self.recorder.now()
         name = name.strip().lower()
         try:
