@@ -51,8 +51,6 @@ DEBT: tuple[str, ...] = (
     "recipes/reader.py::_Reader",
     "recipes/runner.py",
     "recipes/runner.py::RecipeRunner",
-    "session/knobs.py",
-    "session/knobs.py::KnobApplier",
     "ui/app.py",
     "ui/app.py::KnobtopApp",
     "ui/compare_app.py",

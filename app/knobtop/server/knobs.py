@@ -1,16 +1,15 @@
-"""Knob facts from the server, value validation, and the SET GLOBAL applier."""
+"""Knob facts from the server and value validation (the appliers: server/appliers/)."""
 
 from __future__ import annotations
 
 import math
 import re
-import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from knobtop.errors import KnobtopError
-from knobtop.server.link import ServerError, ServerLink, ServerVersion
+from knobtop.server.link import ServerLink, ServerVersion
 
 # The knobs the seed experiments flip (REFERENCE.md section 1).
 SEED_KNOBS: tuple[str, ...] = (
@@ -258,87 +257,6 @@ def _fmt(x: float | None) -> str:
     if x is None:
         return "?"
     return str(int(x)) if x == int(x) else str(x)
-
-
-@dataclass(slots=True)
-class ChangeOutcome:
-    knob: str
-    requested: str
-    old: str | None
-    new: str | None
-    result: str  # "ok" | "unchanged" (it held that value already) | "refused" | "failed"
-    message: str = ""
-    warnings: list[str] = field(default_factory=list)
-    duration: float = 0.0
-    side_effects: dict[str, list[str | None]] = field(default_factory=dict)
-
-
-class SetGlobalApplier:
-    """Applies a dynamic knob: validate, SET GLOBAL, read back, surface warnings.
-
-    The variable name is interpolated only after it matched the server's own
-    catalog; the value is always sent as a bound parameter.
-    """
-
-    method = "set_global"
-
-    def __init__(self, link: ServerLink, watched: Sequence[str] = SEED_KNOBS) -> None:
-        self.link = link
-        self.watched = tuple(watched)
-
-    async def apply(self, name: str, raw: str) -> ChangeOutcome:
-        name = name.strip().lower()
-        start = time.monotonic()
-        if not _NAME.match(name):
-            return ChangeOutcome(
-                name, raw, None, None, "refused",
-                f"'{name}' is not a server variable name; pick one from the knob panel",
-            )
-        watched = tuple(dict.fromkeys((*self.watched, name)))
-        before = await load_facts(self.link, watched)
-        facts = before[name]
-        try:
-            value = validate(facts, raw)
-        except KnobError as exc:
-            return ChangeOutcome(name, raw, facts.value, facts.value, "refused", str(exc))
-        try:
-            await self.link.query(f"SET GLOBAL {name} = %s", (value,))
-            warnings = await self.link.warnings()
-        except ServerError as exc:
-            after = await self._read_back(name)
-            reason = f"the server refused it: {exc}"
-            if exc.code == 1238:
-                reason = (f"{name} is read-only at runtime on this server (static): it needs "
-                          "a restart; nothing was changed")
-            return ChangeOutcome(
-                name, raw, facts.value, after, "refused", reason,
-                duration=time.monotonic() - start,
-            )
-        after_all = await load_facts(self.link, watched)
-        new = after_all[name].value
-        side = {
-            k: [before[k].value, after_all[k].value]
-            for k in watched
-            if k != name and before[k].value != after_all[k].value
-        }
-        message = ""
-        if side:
-            message = "also changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in side.items())
-        # Asked for what it held: journaled as such, not as a change (issue 37: a burst's
-        # keys lost on the way applied 200 -> 200, and the journal said "ok").
-        result = "ok" if side or new != facts.value else "unchanged"
-        if result == "unchanged":
-            message = f"{name} was {new} already: nothing changed"
-        return ChangeOutcome(
-            name, raw, facts.value, new, result, message, warnings,
-            time.monotonic() - start, side,
-        )
-
-    async def _read_back(self, name: str) -> str | None:
-        try:
-            return (await load_facts(self.link, [name]))[name].value
-        except ServerError:
-            return None
 
 
 def describe_version(version: ServerVersion) -> dict[str, Any]:

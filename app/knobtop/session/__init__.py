@@ -10,8 +10,8 @@ from knobtop.lazyface import lazy_names
 
 if TYPE_CHECKING:
     from knobtop.load.prepare import prepare_all, prepare_tables, tables_ready
+    from knobtop.server.knobs import static_value
     from knobtop.session.core import Session, SessionConfig, SessionError
-    from knobtop.session.knobs import static_value
     from knobtop.session.port import BaselineDiff, SessionPort, SessionState
     from knobtop.session.thread import SessionThread
 
@@ -20,7 +20,7 @@ __getattr__ = lazy_names(__name__, {
     "SessionConfig": "knobtop.session.core",
     "SessionError": "knobtop.session.core",
     "BaselineDiff": "knobtop.session.port",
-    "static_value": "knobtop.session.knobs",
+    "static_value": "knobtop.server.knobs",
     "SessionPort": "knobtop.session.port",
     "SessionState": "knobtop.session.port",
     "SessionThread": "knobtop.session.thread",

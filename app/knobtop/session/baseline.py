@@ -3,9 +3,6 @@ knobtop's own changes and for the values changed outside knobtop (kept unless ch
 
 from __future__ import annotations
 
-import shlex
-from pathlib import PurePosixPath
-
 from knobtop.session.port import BaselineDiff
 
 #: What quit may do with the knobs that differ from the baseline.
@@ -61,13 +58,3 @@ def quit_text(choice: str, diff: list[BaselineDiff]) -> str:
 
 __all__ = ["QUIT_CHOICES", "quit_text", "revert_plan"]
 
-
-def short_command(command: str) -> str:
-    """``command`` for a dialog line: each long absolute path shown as ``…/NAME`` (the lab's
-    restart names its Python and its sandbox by path; the words say what runs)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return command
-    return " ".join(f"…/{PurePosixPath(w).name}" if w.startswith("/") and len(w) > 24 else w
-                    for w in words)

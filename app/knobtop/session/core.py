@@ -42,6 +42,7 @@ from knobtop.load.base import LoadDriver, LoadError, LoadSpec
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
 from knobtop.metrics.footprint import Footprint
+from knobtop.server.appliers.base import Plan
 from knobtop.server.knobs import SEED_KNOBS
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
 from knobtop.server.ndb import NdbRollingRestart
@@ -390,8 +391,8 @@ class Session:
     def expected_downtime(self) -> str:
         return self.knobs.expected_downtime()
 
-    def restart_plan(self) -> str:
-        return self.knobs.restart_plan()
+    async def preview_change(self, knob: str, value: str) -> Plan:
+        return await self.knobs.preview(knob, value)
 
     def revert_plan(self, diff: list[BaselineDiff]) -> str:
         return self.knobs.revert_plan(diff)

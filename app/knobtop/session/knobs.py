@@ -1,59 +1,37 @@
 """The knob applier: every knob change of a session, journaled whatever its outcome.
 
-Dynamic knobs go in by SET GLOBAL, validated first against the server's own facts.  Static
-ones go through the drop-in file and a restart of the server nodes (waited for, verified,
-rolled back on failure), NDB's DiskPageBufferMemory through config.ini and a rolling restart.
-It keeps the session's baseline (the values at the start), the history undo takes back,
-the dynamic values a restart would forget (put back after it), and what it knows of the
-watched knobs, so a value changed outside knobtop is journaled as such.  One change (or one
-read of the watched knobs) at a time, under one lock.
+It says what to change and keeps what the changes did: the session's baseline (the values at
+the start), the history undo takes back, and what it knows of the watched knobs, so a value
+changed outside knobtop is journaled as such.  How a change goes in (SET GLOBAL, the drop-in
+and a restart, NDB's rolling restart; the dynamic values a restart forgets, put back after
+it) is session/changes.py's, through server/appliers.  One change (or one read of the
+watched knobs) at a time, under one lock.
 """
-# About 600 lines: dynamic, static (drop-in + restart) and NDB changes, undo, revert and the
-# reads that find changes made outside knobtop share the baseline, history, known values and
-# the lock that keeps them apart; the known values and the words are in drift.py and
-# baseline.py.
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import math
-import time
 from collections.abc import Collection, Mapping
-from typing import Any
 
-from knobtop.hosts.base import HostError
 from knobtop.journal.events import Change, Note
-from knobtop.journal.sanitize import printable_record
 from knobtop.load.base import LoadError
-from knobtop.server.catalog import Catalog, datadir_refusal, load_catalog
-from knobtop.server.knobs import (
-    KnobError,
-    KnobFacts,
-    SetGlobalApplier,
-    global_values_now,
-    load_facts,
-    static_value,
-    valid_name,
-    validate,
-)
+from knobtop.server.appliers.base import Plan
+from knobtop.server.appliers.set_global import SetGlobalApplier
+from knobtop.server.catalog import Catalog, load_catalog
+from knobtop.server.knobs import KnobError, KnobFacts, global_values_now, load_facts
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, Tunnel
-from knobtop.server.ndb import PARAMETER as NDB_PARAMETER
-from knobtop.server.ndb import NdbError, NdbRollingRestart, get_ndbd_default
+from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.policy import normal, refusal, risk_of
-from knobtop.server.static import RestartApplier, ServerNode, StaticChangeError, Step
-from knobtop.session.baseline import quit_text, revert_plan, short_command
+from knobtop.server.static import RestartApplier, ServerNode
+from knobtop.session.baseline import quit_text, revert_plan
+from knobtop.session.changes import KnobChanges
 from knobtop.session.drift import DRIFT_DEADLINE, REAPPLIED, KnownValues
 from knobtop.session.loadctl import LoadController
 from knobtop.session.port import BaselineDiff
 from knobtop.session.recorder import Recorder
 from knobtop.session.sampler import RestartState
 
-# What NDB's documentation says of DiskPageBufferMemory (REFERENCE.md section 1).
-NDB_FACTS = KnobFacts(name="DiskPageBufferMemory", present=True, dynamic=False,
-                      type="BIGINT UNSIGNED", minimum=4 << 20, maximum=float(1 << 50),
-                      default="64M", note="config.ini [ndbd default]; rolling restart")
 KNOB_TIMEOUT = 120.0  # generous: a buffer-pool resize may take a while
 
 
@@ -72,56 +50,46 @@ class KnobApplier:
                  ndb: NdbRollingRestart | None, loads: LoadController,
                  restarts: RestartState) -> None:
         self.recorder = recorder
-        self.link = ServerLink(connection, via=via)  # the actions' link (not the sampler's)
         self.knobs = knobs  # the panel's knobs
-        self.timeout = timeout
-        self.nodes = nodes
-        self.ndb = ndb
-        self.loads = loads
         self.restarts = restarts
-        self.restarter = RestartApplier(nodes, on_step=self._restart_step) if nodes else None
         self.knob_facts: dict[str, KnobFacts] = {}
-        self.catalog: Catalog | None = None  # every server variable (the knob picker's list)
         self.history: list[Change] = []  # applied changes, newest last (for undo)
-        # Dynamic values this session set (and still wants): a restart forgets SET GLOBAL.
-        self.dynamic_set: dict[str, str] = {}
         self.baseline: dict[str, str | None] = {}
         self.side_knobs: set[str] = set()  # knobs the server changed with another's change
         # What knobtop knows of the watched knobs, and those changed outside it (drift.py)
         self.known = KnownValues(recorder)
         self.lock = asyncio.Lock()
-        self._link_reused = False  # the actions' link was open before the last _link()
+        self.changes = KnobChanges(recorder, connection, via=via, knobs=knobs, timeout=timeout,
+                                   nodes=nodes, ndb=ndb, loads=loads, restarts=restarts,
+                                   known=self.known, record=self._record,
+                                   read_watched=self._read_watched)
+
+    @property
+    def link(self) -> ServerLink:
+        """The actions' link (not the sampler's)."""
+        return self.changes.link
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """Every server variable (the knob picker's list), read again after each restart."""
+        return self.changes.catalog
+
+    @property
+    def restarter(self) -> RestartApplier | None:
+        return self.changes.restarter
 
     async def load(self) -> None:
         """The panel knobs' facts and the whole catalog, from the server."""
         await self.link.connect()
         self.knob_facts = await load_facts(self.link, self.knobs)
-        self.catalog = await load_catalog(self.link)
+        catalog = self.changes.catalog = await load_catalog(self.link)
         # The catalog knows more (flavor notes such as "ignored since 10.5.5").
-        self.knob_facts = {k: self.catalog.get(k) for k in self.knobs}
+        self.knob_facts = {k: catalog.get(k) for k in self.knobs}
 
     def start_baseline(self) -> dict[str, str | None]:
         self.baseline = {k: f.value for k, f in self.knob_facts.items()}
         self.known.start({k: f.value for k, f in self.knob_facts.items() if f.present})
         return dict(self.baseline)
-
-    async def _link(self) -> ServerLink:
-        self._link_reused = self.link.connected
-        if not self._link_reused:
-            await self.link.connect()
-        return self.link
-
-    def _event(self, start: float, knob: str, requested: str, old: str | None,
-               new: str | None, method: str, result: str, message: str, reason: str,
-               **more: Any) -> Change:
-        """The one place a change event is built (made printable at once: the history and
-        the caller keep what the journal holds, not a server's raw message; a reach
-        variable's says its kind)."""
-        reach = risk_of(knob).kind if result == "ok" else ""
-        return printable_record(Change(
-            t=start, wall=self.recorder.wall(), knob=knob, requested=requested, old=old,
-            new=new, method=method, result=result, message=message, reason=reason,
-            reach=reach, **more))
 
     # -- one knob
 
@@ -140,80 +108,20 @@ class KnobApplier:
             if error is None:
                 error = _reach_refusal(name, reach)
             if error is not None:  # a change that cannot be recorded, or not allowed
-                refused = self._event(self.recorder.now(), name, value, None, None,
-                                      "set_global", "refused", f"{error}. Nothing was changed",
-                                      reason)
+                refused = self.changes.event(
+                    self.recorder.now(), name, value, None, None, "set_global", "refused",
+                    f"{error}. Nothing was changed", reason)
                 self._record(refused)
                 return refused
-            return await self._set_knob(name, value, restart_ok=restart_ok, reason=reason,
-                                        keep_load=keep_load)
+            return await self.changes.set_one(name, value, restart_ok=restart_ok,
+                                              reason=reason, keep_load=keep_load)
 
-    async def _set_knob(self, name: str, value: str, *, restart_ok: bool, reason: str,
-                        keep_load: bool = False) -> Change:
-        start = self.recorder.now()
-        name = name.strip().lower()
-        try:
-            link = await self._link()
-            if name == NDB_PARAMETER.lower():
-                return await self._set_ndb(value, restart_ok=restart_ok, reason=reason,
-                                           start=start)
-            facts = (await self._facts(link, [name]))[name] if valid_name(name) else None
-            if facts is not None and facts.present and not facts.dynamic:
-                return await self._set_static(facts, value, restart_ok=restart_ok,
-                                              reason=reason, start=start, keep_load=keep_load)
-            outcome = await asyncio.wait_for(
-                SetGlobalApplier(link, self.knobs).apply(name, value), self.timeout)
-        except (ServerError, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError):
-                await self.link.close()
-                exc = ServerError(
-                    f"the server did not answer within {self.timeout:g} s; the change may or "
-                    "may not have been applied: check the knob panel"
-                )
-            event = self._event(start, name, value, None, None, "set_global", "failed",
-                                str(exc), reason)
-            self._record(event)
-            return event
-        event = self._event(
-            start, outcome.knob, outcome.requested, outcome.old, outcome.new,
-            SetGlobalApplier.method, outcome.result, outcome.message, reason,
-            warnings=outcome.warnings, duration=round(outcome.duration, 4),
-            side_effects=outcome.side_effects,
-        )
-        self._record(event)
-        return event
-
-    async def _facts(self, link: ServerLink, names: list[str]) -> dict[str, KnobFacts]:
-        """The server's facts for ``names``, static where the catalog knows better.
-
-        A read only, before anything is changed: when a link kept from earlier gets no
-        answer, a new link reads them once more (within the same deadline again), and the
-        journal says so; a server that answers neither fails the change with the first
-        link's failure."""
-        try:
-            found = await asyncio.wait_for(load_facts(link, names), self.timeout)
-        except (ServerError, TimeoutError) as exc:
-            if not self._link_reused:
-                raise
-            began = time.monotonic()
-            await self.link.close()
-            try:
-                link = await self._link()
-                found = await asyncio.wait_for(load_facts(link, names), self.timeout)
-            except (ServerError, TimeoutError):
-                await self.link.close()
-                raise exc from None  # the server answers no link: the first failure says it
-            why = str(exc) or f"no answer within {self.timeout:g} s"
-            self.recorder.error("server", f"the actions' link kept from earlier failed "
-                                f"reading {', '.join(names)} ({why}); a new link read them "
-                                f"in {time.monotonic() - began:.2f} s and the change went on")
-        for name, facts in found.items():
-            known = self.catalog.get(name) if self.catalog is not None else None
-            if facts.present and facts.dynamic and known is not None and known.present \
-                    and not known.dynamic and known.mode == "static":
-                # MySQL's variable tables do not say; the catalog's flavor table does.
-                found[name] = dataclasses.replace(facts, dynamic=False)
-        return found
+    async def preview(self, name: str, value: str) -> Plan:
+        """What setting ``name`` to ``value`` would do (the confirmation dialogs read it):
+        the applier's plan, every check made once, nothing changed or journaled; its
+        ``words`` always say what a restart of the server nodes does."""
+        async with self.lock:
+            return await self.changes.preview(name, value)
 
     # -- several knobs as one change
 
@@ -235,71 +143,15 @@ class KnobApplier:
         wanted = dict(zip(names, values.values(), strict=True))
         async with self.lock:
             start = self.recorder.now()
-            found: dict[str, KnobFacts] = {}
             problems: dict[str, str] = {}
             refusals = {n: why for n in names if (why := _reach_refusal(n, reach))}
             if self.recorder.journal_error is not None:
                 problems = dict.fromkeys(names, self.recorder.journal_error)
             elif refusals:
                 problems = refusals
-            else:
-                try:
-                    link = await self._link()
-                    found = await self._facts(link, [n for n in names if valid_name(n)])
-                except (ServerError, TimeoutError) as exc:
-                    await self.link.close()
-                    problems = dict.fromkeys(
-                        names, f"cannot read the knobs' facts from the server: {exc}")
-            dynamic: list[str] = []
-            static: dict[str, tuple[str | None, str]] = {}
-            for name in names if not problems else []:
-                facts = found.get(name)
-                try:
-                    if name == NDB_PARAMETER.lower() or facts is None:
-                        raise KnobError(f"{name} cannot be changed together with other knobs "
-                                        "(it is not a server variable): change it on its own")
-                    if facts.present and not facts.dynamic:
-                        static[name] = (facts.value,
-                                        self._static_checked(facts, wanted[name],
-                                                             restart_ok=restart_ok))
-                    else:
-                        validate(facts, wanted[name])
-                        dynamic.append(name)
-                except KnobError as exc:
-                    problems[name] = str(exc)
-            if problems:
-                return [self._refuse_in_group(name, wanted[name], found.get(name), problems,
-                                              start, reason) for name in names]
-            out: list[Change] = []
-            for name in dynamic:
-                out.append(await self._set_knob(name, wanted[name], restart_ok=False,
-                                                reason=reason))
-                if not out[-1].holds:
-                    for done in reversed(out[:-1]):  # nothing half-applied
-                        if done.old is not None:
-                            await self._set_knob(done.knob, done.old, restart_ok=False,
-                                                 reason="undo")
-                    return out
-            if static:
-                out.extend(await self._restart_with(static, {n: wanted[n] for n in static},
-                                                    reason=reason, start=start,
-                                                    keep_load=keep_load))
-            return out
-
-    def _refuse_in_group(self, name: str, requested: str, facts: KnobFacts | None,
-                         problems: dict[str, str], start: float, reason: str) -> Change:
-        """The refusal of one knob of a set_knobs call that is not applied."""
-        old = facts.value if facts is not None else None
-        static = facts is not None and facts.present and not facts.dynamic
-        why = problems.get(name) or (
-            f"not applied: {', '.join(problems)} in the same change was refused")
-        if "nothing was changed" not in why.lower():
-            why = f"{why}. Nothing was changed"
-        refused = self._event(start, name, requested, old, old,
-                              "dropin_restart" if static else "set_global", "refused", why,
-                              reason)
-        self._record(refused)
-        return refused
+            return await self.changes.set_group(wanted, problems, restart_ok=restart_ok,
+                                                reason=reason, keep_load=keep_load,
+                                                start=start)
 
     def _record(self, event: Change) -> None:
         """Journal a change (whatever its outcome) and keep what it did: the baseline of a
@@ -328,13 +180,11 @@ class KnobApplier:
             if event.method == SetGlobalApplier.method:
                 for knob, new in changed.items():
                     if new is None or new == self.baseline.get(knob):
-                        self.dynamic_set.pop(knob, None)
+                        self.changes.dynamic_set.pop(knob, None)
                     else:
-                        self.dynamic_set[knob] = new
+                        self.changes.dynamic_set[knob] = new
         self.recorder.emit(event)
         self.known.after_change(event)
-
-    # -- static knobs: the drop-in and a restart
 
     @property
     def restart_in_progress(self) -> bool:
@@ -342,166 +192,11 @@ class KnobApplier:
         return self.restarts.restarting
 
     def expected_downtime(self) -> str:
-        last = self.restarter.last_downtime if self.restarter else None
-        if last is None:
-            return "unknown until the first restart (a few seconds for a small server)"
-        # Rounded up: a 0.4 s restart is not "about 0 s" of downtime.
-        return f"about {math.ceil(last)} s per node (the last restart took {last:.1f} s)"
+        return self.changes.expected_downtime()
 
     def restart_plan(self) -> str:
         """What a static change will do, in words, for the confirmation dialog."""
-        if not self.nodes:
-            return "no restart command is configured"
-        names = ", ".join(n.name for n in self.nodes)
-        how = "one after another, each healthy before the next" if len(
-            self.nodes) > 1 else "once"
-        return (f"restarts {names} {how} with `{short_command(self.nodes[0].restart_command)}`"
-                f"; downtime {self.expected_downtime()}")
-
-    async def _set_static(self, facts: KnobFacts, raw: str, *, restart_ok: bool, reason: str,
-                          start: float, keep_load: bool = False) -> Change:
-        try:
-            value = self._static_checked(facts, raw, restart_ok=restart_ok)
-        except KnobError as exc:
-            event = self._event(start, facts.name, raw, facts.value, facts.value,
-                                "dropin_restart", "refused", str(exc), reason)
-            self._record(event)
-            return event
-        changed = await self._restart_with({facts.name: (facts.value, value)},
-                                           {facts.name: raw}, reason=reason, start=start,
-                                           keep_load=keep_load)
-        return changed[-1]
-
-    def _static_checked(self, facts: KnobFacts, raw: str, *, restart_ok: bool) -> str:
-        """The drop-in value for a static knob, or KnobError saying why it cannot go in."""
-        if not self.nodes:
-            raise KnobError(
-                f"{facts.name} is static (read-only at runtime) and this profile has no "
-                "restart_command and dropin_path; add them to change static knobs. Nothing "
-                "was changed"
-            )
-        value = static_value(facts, raw)
-        pinned = datadir_refusal(facts.name, facts.value, value)
-        if pinned is not None:  # a restart would only fail (or lose tables) and roll back
-            raise KnobError(pinned)
-        if not restart_ok:
-            raise KnobError(
-                f"{facts.name} is static: changing it {self.restart_plan()}. Confirm to go "
-                "ahead; nothing was changed"
-            )
-        return value
-
-    async def _restart_with(
-        self, changes: dict[str, tuple[str | None, str]], requested: Mapping[str, str], *,
-        reason: str, start: float, keep_load: bool = False,
-    ) -> list[Change]:
-        """One drop-in rewrite and one restart (per node) for all ``changes`` (knob: old,
-        new); ``requested`` is what was typed per knob, where someone typed it."""
-        assert self.restarter is not None
-        # What changed outside knobtop since the last read is said before a restart forgets it.
-        await self._read_watched()
-        began = time.monotonic()
-        result, message = "ok", ""
-        out: list[Change] = []
-        # The load pauses through the restart unless told to keep running (a driver that
-        # reconnects, or a server that stays up while others restart).
-        async with contextlib.nullcontext() if keep_load else self.loads.paused():
-            self.restarts.restarting = True
-            self.restarts.count += 1
-            try:
-                await self.restarter.apply({k: new for k, (_old, new) in changes.items()})
-            except StaticChangeError as exc:
-                result, message = "failed", str(exc)
-            finally:
-                self.restarts.restarting = False
-            await self.link.close()  # the server restarted under it
-            now: dict[str, KnobFacts] = {}
-            link: ServerLink | None = None
-            watched = self.known.names()
-            try:
-                link = await self._link()
-                now = await load_facts(link, list(dict.fromkeys([*changes, *watched])))
-            except (ServerError, TimeoutError) as exc:
-                # Journal what happened even if the server is not back: never lose the story.
-                result = "failed"
-                message = f"{message}; the server does not answer after it: {exc}".lstrip("; ")
-                self.known.forget(watched)
-            # Watched knobs the restart put back on its own (a value set live outside
-            # knobtop is forgotten): the restart's side effects, knobtop's doing. The
-            # dynamic values this session set are re-applied below.
-            lost = {k: [self.known.values.get(k), now[k].value] for k in watched
-                    if k in now and now[k].present and k not in changes
-                    and k not in self.dynamic_set and now[k].value != self.known.values.get(k)}
-            for i, (knob, (old, new)) in enumerate(changes.items()):
-                out.append(self._event(
-                    start, knob, requested.get(knob) or new, old,
-                    now[knob].value if knob in now else None, "dropin_restart", result,
-                    message, reason, duration=round(time.monotonic() - began, 3),
-                    side_effects=lost if i == len(changes) - 1 else {}))
-                self._record(out[-1])
-            if link is not None:
-                # Dynamic values first, so the resumed load runs with the session's settings.
-                with contextlib.suppress(ServerError, TimeoutError):
-                    await self._reapply_dynamic(link)
-                    self.catalog = await load_catalog(link)
-        return out
-
-    async def _reapply_dynamic(self, link: ServerLink) -> None:
-        """After a restart, put back the dynamic values this session had set."""
-        if not self.dynamic_set:
-            return
-        now = await load_facts(link, list(self.dynamic_set))
-        for knob, wanted in list(self.dynamic_set.items()):
-            if now[knob].present and now[knob].value != wanted:
-                await self._set_knob(knob, wanted, restart_ok=False, reason=REAPPLIED)
-
-    def _restart_step(self, step: Step) -> None:
-        self.recorder.restart(step.node, step.step, step.result, step.seconds, step.message)
-
-    # -- NDB: config.ini and a rolling restart
-
-    async def _set_ndb(self, raw: str, *, restart_ok: bool, reason: str, start: float) -> Change:
-        """DiskPageBufferMemory: config.ini on the management host, then every data node
-        restarted one at a time (NDB has no SET GLOBAL for it)."""
-        ndb = self.ndb
-
-        def event(
-            result: str, message: str, old: str | None, new: str | None, took: float = 0.0
-        ) -> Change:
-            change = self._event(start, NDB_PARAMETER, raw, old, new, "ndb_rolling_restart",
-                                 result, message, reason, duration=round(took, 3))
-            self._record(change)
-            return change
-
-        if ndb is None:
-            return event("refused", f"{NDB_PARAMETER} is an NDB data node parameter in "
-                         "config.ini: add an [ndb] table (management host, config_ini) to "
-                         "the profile. Nothing was changed", None, None)
-        try:
-            value = validate(NDB_FACTS, raw, static_ok=True)
-        except KnobError as exc:
-            return event("refused", str(exc), None, None)
-        try:
-            text = (await ndb.host.read_file(ndb.config_path)).decode(errors="replace")
-        except (OSError, HostError) as exc:
-            return event("refused", f"cannot read {ndb.config_path} on {ndb.host.name}: "
-                         f"{exc}. Nothing was changed", None, None)
-        old = get_ndbd_default(text, NDB_PARAMETER)
-        if not restart_ok:
-            return event("refused", f"{NDB_PARAMETER} needs a rolling restart of every data "
-                         "node (each waits for STARTED before the next). Confirm to go "
-                         "ahead; nothing was changed", old, old)
-        ndb.on_step = self._ndb_step
-        began = time.monotonic()
-        try:
-            await ndb.run(str(value))
-        except NdbError as exc:
-            return event("failed", str(exc), old, old, time.monotonic() - began)
-        return event("ok", "", old, str(value), time.monotonic() - began)
-
-    def _ndb_step(self, step: str, node: int | None, status: str, seconds: float) -> None:
-        self.recorder.restart("cluster" if node is None else f"ndb node {node}", step, status,
-                              seconds)
+        return self.changes.restart_plan()
 
     # -- changes made outside knobtop
 
@@ -523,10 +218,10 @@ class KnobApplier:
         sent = self.recorder.now()
         try:
             async with asyncio.timeout(DRIFT_DEADLINE):
-                link = await self._link()
+                link = await self.changes.connect()
                 values = await global_values_now(link, names)
         except TimeoutError:
-            await self.link.close()  # a statement cut off mid-way leaves the link unusable
+            await self.changes.link.close()  # a statement cut off mid-way leaves the link unusable
             return False
         except ServerError:
             return False
@@ -560,20 +255,20 @@ class KnobApplier:
                     f"-> {outside.new}, journaled): undo would overwrite it, so nothing was "
                     "changed. Set it from the knob panel, or revert to the baseline (b) and "
                     "choose there")
-            undone = await self._set_knob(last.knob, last.old, restart_ok=True, reason="undo")
+            undone = await self.changes.set_one(last.knob, last.old, restart_ok=True, reason="undo")
             if undone.holds:
                 self.history.remove(last)
             # What the server changed along with it (io_capacity_max after io_capacity),
             # unless someone changed that outside knobtop since.
             for knob, (old, _new) in last.side_effects.items():
                 if old is not None and undone.holds and knob not in self.known.outside:
-                    await self._set_knob(knob, old, restart_ok=False, reason="undo")
+                    await self.changes.set_one(knob, old, restart_ok=False, reason="undo")
             return undone
 
     async def _differ(self) -> dict[str, KnobFacts]:
         """The knobs whose value on the server now is not this session's baseline (a value
         found changed outside knobtop on the way is journaled as such)."""
-        link = await self._link()
+        link = await self.changes.connect()
         names = sorted(k for k in self.baseline if self.baseline[k] is not None)
         if not names:
             return {}
@@ -615,15 +310,16 @@ class KnobApplier:
                 target = self.baseline[knob]
                 assert target is not None
                 if facts.dynamic:
-                    out.append(await self._set_knob(knob, target, restart_ok=False,
-                                                    reason="revert to baseline"))
+                    out.append(await self.changes.set_one(knob, target, restart_ok=False,
+                                                          reason="revert to baseline"))
                 else:
                     static[knob] = (facts.value, target)
             if static:
-                out.extend(await self._restart_with(static, {}, reason="revert to baseline",
-                                                    start=self.recorder.now()))
+                out.extend(await self.changes.restart_with(
+                    self.changes.dropin.plan_of(static, {}), reason="revert to baseline",
+                    start=self.recorder.now()))
             self.history.clear()
             return out
 
 
-__all__ = ["KNOB_TIMEOUT", "NDB_FACTS", "KnobApplier", "static_value"]
+__all__ = ["KNOB_TIMEOUT", "KnobApplier"]

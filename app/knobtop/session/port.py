@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
+    from knobtop.server.appliers.base import Plan
     from knobtop.server.catalog import Catalog
     from knobtop.server.variables import PurgeWait
 
@@ -101,7 +102,9 @@ class SessionPort(Protocol):
     # ``outside``: knobs holding a value set outside knobtop go back too (the person chose)
     async def revert_to_baseline(self, outside: bool = False) -> list[Change]: ...
 
-    def restart_plan(self) -> str: ...
+    # What setting ``knob`` to ``value`` would do (the applier's plan: the value checked once,
+    # the restart and its words, the datadir's pins); nothing is changed or journaled.
+    async def preview_change(self, knob: str, value: str) -> Plan: ...
 
     def revert_plan(self, diff: list[BaselineDiff]) -> str: ...
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
+    from knobtop.server.appliers.base import Plan
     from knobtop.server.variables import PurgeWait
 
 
@@ -335,8 +336,8 @@ class RemoteSession:
     async def revert_to_baseline(self, outside: bool = False) -> list[Change]:
         return cast("list[Change]", await self._call("revert_to_baseline", outside))
 
-    def restart_plan(self) -> str:
-        return cast(str, self._call_sync("restart_plan"))
+    async def preview_change(self, knob: str, value: str) -> Plan:
+        return cast("Plan", await self._call("preview_change", knob, value))
 
     def revert_plan(self, diff: list[BaselineDiff]) -> str:
         return cast(str, self._call_sync("revert_plan", diff))

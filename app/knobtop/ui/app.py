@@ -34,8 +34,8 @@ from knobtop.journal.follow import JournalFollower
 from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
 from knobtop.metrics.board import MetricBoard
-from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts, datadir_refusal
-from knobtop.server.knobs import SEED_KNOBS, KnobError, static_value, validate
+from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts
+from knobtop.server.knobs import SEED_KNOBS, KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.server.policy import risk_of
 from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
@@ -635,30 +635,29 @@ class KnobtopApp(KnobtopBase):
     def _confirm_static(self, knob: str, value: str | None, *, reach: bool = False) -> None:
         if value is None or self.session is None:
             return
-        if self._datadir_bound(knob, value):
-            # No restart to confirm: the session refuses it with the reason (journaled).
-            self._set_knob(knob, value, reach=reach)
-            return
-        plan = self.session.restart_plan()
-        self.push_screen(
-            ConfirmScreen(f"Restart for {knob} = {value}?",
-                          f"{knob} is static: knobtop writes it to its drop-in file and "
-                          f"{plan}. If the server does not come back or the value does not "
-                          "take, the previous file is restored and the server restarted again.",
-                          yes="Restart"),
-            lambda yes: self._set_knob(knob, value, restart=True, reach=reach) if yes else None,
-        )
+        session = self.session
 
-    def _datadir_bound(self, knob: str, value: str) -> bool:
-        """The existing datadir pins ``knob``, and ``value`` is not what it is now."""
-        if knob.lower() not in DATADIR_BOUND or self.knob_catalog is None:
-            return False
-        facts = self.knob_catalog.get(knob)
-        try:
-            wanted = static_value(facts, value)
-        except KnobError:
-            return False  # the session's refusal names what is wrong with the value
-        return datadir_refusal(knob, facts.value, wanted) is not None
+        async def ask() -> None:
+            # The session's plan: its one check of the value, and what the restart does.
+            plan = await self._call(session.preview_change(knob, value))
+            if plan is None:
+                return
+            if plan.pinned:
+                # No restart to confirm: the session refuses it with the reason (journaled).
+                self._set_knob(knob, value, reach=reach)
+                return
+            self.push_screen(
+                ConfirmScreen(f"Restart for {knob} = {value}?",
+                              f"{knob} is static: knobtop writes it to its drop-in file and "
+                              f"{plan.words}. If the server does not come back or the value "
+                              "does not take, the previous file is restored and the server "
+                              "restarted again.", yes="Restart"),
+                lambda yes: self._set_knob(knob, value, restart=True, reach=reach) if yes
+                else None,
+            )
+
+        # Keys typed behind Enter wait for the dialog (the plan is read from the session).
+        self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
 
     def _set_knob(self, knob: str, value: str | None, *, restart: bool = False,
                   reach: bool = False) -> None:
@@ -715,13 +714,18 @@ class KnobtopApp(KnobtopBase):
             if change is not None:
                 self._report(change)
 
+        async def ask() -> None:
+            plan = await self._call(session.preview_change(last.knob, last.old or ""))
+            if plan is not None:
+                self.push_screen(
+                    ConfirmScreen(f"Undo {last.knob} = {last.new}?",
+                                  f"Back to {last.old}; {last.knob} is static, so knobtop "
+                                  f"{plan.words}.", yes="Undo"),
+                    self._if_yes(undo),
+                )
+
         if last.method in ("dropin_restart", "ndb_rolling_restart"):
-            self.push_screen(
-                ConfirmScreen(f"Undo {last.knob} = {last.new}?",
-                              f"Back to {last.old}; {last.knob} is static, so knobtop "
-                              f"{session.restart_plan()}.", yes="Undo"),
-                self._if_yes(undo),
-            )
+            self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
         else:
             self.run_worker(undo(), group="knobs")
 
