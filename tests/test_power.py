@@ -19,11 +19,15 @@ from knobtop.analysis.power import (
     _draws,
     _p,
     _threshold,
+    best_p,
     detectable,
     detectable_effect,
     deviations,
     median_boot,
+    no_verdict_warning,
+    plan_best_p,
     ratio_quantile,
+    runs_for_verdict,
     simulate_tables,
     simulated_power,
 )
@@ -295,3 +299,48 @@ def test_more_replicates_or_less_noise_detect_smaller_effects() -> None:
     assert three is not None and three.effect is None
     assert "cannot find any effect" in three.text()
     assert detectable(noisy[:2], 5) is None  # too few runs to read the noise from
+
+
+# --- the best a plan can read (issue 39 item 10) ---------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 8, 10])
+def test_the_best_p_is_the_exact_test_at_full_separation_as_scipy_has_it(n: int) -> None:
+    """Two samples: 2 / C(2n, n), scipy's exact Mann-Whitney; paired: 2 / 2^n, scipy's
+    exact Wilcoxon; with ties inside the arms no smaller."""
+    a, b = list(range(n)), list(range(n, 2 * n))
+    exact = scipy.stats.mannwhitneyu(a, b, method="exact").pvalue
+    assert best_p(n) == pytest.approx(exact, rel=1e-12)
+    assert best_p(n) == pytest.approx(2 / math.comb(2 * n, n), rel=1e-12)
+    signed = scipy.stats.wilcoxon(list(range(1, n + 1)), method="exact").pvalue
+    assert best_p(n, paired=True) == pytest.approx(signed, rel=1e-12)
+    assert best_p(n, 3) == pytest.approx(min(1.0, 3 * exact), rel=1e-12)
+    rng = random.Random(n)
+    for _ in range(200):  # no data reaches below it, ties or not
+        xa = [float(rng.randint(0, 4)) for _ in range(n)]
+        xb = [float(rng.randint(0, 4)) for _ in range(n)]
+        assert mann_whitney_u(xa, xb)[1] >= best_p(n) - 1e-15
+        d = [float(rng.randint(-3, 3)) for _ in range(n)]
+        assert wilcoxon_signed_rank(d)[1] >= best_p(n, paired=True) - 1e-15
+
+
+def test_the_plan_pairs_its_rounds_as_the_results_do() -> None:
+    assert plan_best_p(3) == pytest.approx(0.1)
+    assert plan_best_p(4) == pytest.approx(2 / 70)
+    assert plan_best_p(6) == pytest.approx(2 / 64)  # paired from 6 rounds of one comparison
+    assert plan_best_p(6, 2) == pytest.approx(2 * 2 / 924)  # two samples below 7
+    assert plan_best_p(1) == 1.0
+
+
+@pytest.mark.parametrize("family", [1, 2, 3, 4, 8, 16, 32])
+def test_runs_for_verdict_is_the_first_plan_below_five_percent(family: int) -> None:
+    """Every plan from runs_for_verdict on can read p <= 0.05 (paired or not), none below;
+    it agrees with the older closed form."""
+    n = runs_for_verdict(family)
+    assert n == min_runs_for_verdict(family)
+    assert all(plan_best_p(k, family) <= 0.05 for k in range(n, 31))
+    assert all(plan_best_p(k, family) > 0.05 for k in range(1, n))
+    assert no_verdict_warning(n, family) is None
+    warning = no_verdict_warning(n - 1, family)
+    assert warning is not None and f"give at least {n} replicates" in warning
+    assert runs_for_verdict(1) == 4 and runs_for_verdict(2) == 5 and runs_for_verdict(8) == 6
