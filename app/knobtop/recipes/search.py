@@ -20,7 +20,8 @@ errors_per_s_max = 0          # optional
 trials = 30                   # and/or minutes = 60 (the search's; verification follows)
 [verify]                      # optional: the best candidates against the baseline
 candidates = 2                # 1-5, best trials by objective that kept the constraints
-replicates = 5                # runs per arm, counterbalanced rounds (4-30)
+replicates = 5                # runs per arm, counterbalanced rounds (4-30; 4 verify
+                              # 1 candidate, 2-5 candidates need 5: a Holm family)
 [[knob]]
 name = "innodb_flush_log_at_trx_commit"
 choices = [0, 1, 2]
