@@ -222,7 +222,12 @@ def comparisons(results: Results, which: str = "verdict") -> list[Cell]:
 def _holm(results: Results, which: str) -> None:
     """More than one comparison in a table: each verdict is judged on its Holm-adjusted p,
     so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each.
-    Each verdict table (average TPS, latency) is its own family."""
+    Each verdict table (average TPS, latency) is its own family, on purpose: each answers
+    its own question (tune recommends on one), and at fixed client threads latency mostly
+    restates TPS (Little's law), so one family would halve alpha for a second look at much
+    the same data. With independent noise the two tables together give a false verdict
+    somewhere in at most 1 - 0.95^2 of A/A runs (docs/reference/recipes.md; a test
+    simulates it)."""
     family = comparisons(results, which)
     if len(family) < 2:
         return
