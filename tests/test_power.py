@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 import scipy.stats
 
+from knobtop.analysis.noiseci import calibration_runs_needed, chi2_quantile, cv_interval
 from knobtop.analysis.power import (
     _draws,
     _p,
@@ -22,6 +23,7 @@ from knobtop.analysis.power import (
     best_p,
     detectable,
     detectable_effect,
+    detectable_interval,
     deviations,
     median_boot,
     no_verdict_warning,
@@ -388,3 +390,53 @@ def test_the_whole_reports_a_a_false_verdict_rate_is_what_the_docs_say() -> None
     assert 0.05 < both <= 1 - 0.95**2
     tps, both = _a_a_report(5, 2, sims // 2, latency_follows=True, seed=40)
     assert both == tps <= 0.05 + tolerance
+
+
+# --- calibration with an interval (issue 39 item 10) -------------------------------------------
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 7, 17, 19, 50, 99])
+def test_chi2_quantiles_are_scipys(df: int) -> None:
+    for q in (0.001, 0.025, 0.5, 0.975, 0.999):
+        assert chi2_quantile(q, df) == pytest.approx(scipy.stats.chi2.ppf(q, df), rel=1e-9)
+
+
+def test_the_cv_interval_is_the_chi_square_one_and_its_rule_asks_for_18_runs() -> None:
+    lo, hi = cv_interval(0.10, 8)
+    assert lo == pytest.approx(0.10 * math.sqrt(7 / scipy.stats.chi2.ppf(0.975, 7)))
+    assert hi == pytest.approx(0.10 * math.sqrt(7 / scipy.stats.chi2.ppf(0.025, 7)))
+    assert lo < 0.10 < hi
+    needed = calibration_runs_needed()
+    assert needed == 18
+    assert cv_interval(1.0, needed)[1] <= 1.5 < cv_interval(1.0, needed - 1)[1]
+
+
+def test_the_chi_square_interval_covers_the_true_cv_about_95_percent_of_the_time() -> None:
+    rng = random.Random(7)
+    sims, covered = 2000, 0
+    for _ in range(sims):
+        runs = [rng.gauss(1000, 80) for _ in range(8)]
+        lo, hi = cv_interval(statistics.stdev(runs) / statistics.fmean(runs), 8)
+        covered += lo <= 0.08 <= hi
+    assert abs(covered / sims - 0.95) <= 3 * math.sqrt(0.05 * 0.95 / sims)
+
+
+def test_the_detectable_interval_brackets_the_detectable_effect() -> None:
+    rng = random.Random(3)
+    runs = [rng.gauss(1000, 80) for _ in range(8)]
+    found = detectable(runs, 5, comparisons=2)
+    ends = detectable_interval(runs, 5, comparisons=2)
+    assert found is not None and found.effect is not None and ends is not None
+    lo, hi = ends
+    assert lo is not None and hi is not None and lo < found.effect < hi
+    assert detectable_interval([1000.0, 1000.0, 1000.0], 5) is None  # no spread
+    assert detectable_interval([1000.0, 1010.0], 5) is None  # too few runs
+
+
+def test_the_smoothed_draws_keep_the_runs_sample_variance() -> None:
+    """aa-noise's 4 calibration runs: the simulated noise has the variance they show (it
+    used to be 9% less: the population variance of 4 values, jitter shrunk to match)."""
+    devs = [0.9, 0.97, 1.02, 1.11]
+    drawn = [x for a, b in _draws(devs, 10, 4000, 1) for x in a + b]
+    assert statistics.variance(drawn) == pytest.approx(statistics.variance(devs), rel=0.03)
+    assert statistics.fmean(drawn) == pytest.approx(statistics.fmean(devs), abs=0.003)
