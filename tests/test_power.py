@@ -15,15 +15,21 @@ from collections.abc import Callable
 import pytest
 import scipy.stats
 
+from knobtop.analysis.noiseci import calibration_runs_needed, chi2_quantile, cv_interval
 from knobtop.analysis.power import (
     _draws,
     _p,
     _threshold,
+    best_p,
     detectable,
     detectable_effect,
+    detectable_interval,
     deviations,
     median_boot,
+    no_verdict_warning,
+    plan_best_p,
     ratio_quantile,
+    runs_for_verdict,
     simulate_tables,
     simulated_power,
 )
@@ -295,3 +301,142 @@ def test_more_replicates_or_less_noise_detect_smaller_effects() -> None:
     assert three is not None and three.effect is None
     assert "cannot find any effect" in three.text()
     assert detectable(noisy[:2], 5) is None  # too few runs to read the noise from
+
+
+# --- the best a plan can read (issue 39 item 10) ---------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 8, 10])
+def test_the_best_p_is_the_exact_test_at_full_separation_as_scipy_has_it(n: int) -> None:
+    """Two samples: 2 / C(2n, n), scipy's exact Mann-Whitney; paired: 2 / 2^n, scipy's
+    exact Wilcoxon; with ties inside the arms no smaller."""
+    a, b = list(range(n)), list(range(n, 2 * n))
+    exact = scipy.stats.mannwhitneyu(a, b, method="exact").pvalue
+    assert best_p(n) == pytest.approx(exact, rel=1e-12)
+    assert best_p(n) == pytest.approx(2 / math.comb(2 * n, n), rel=1e-12)
+    signed = scipy.stats.wilcoxon(list(range(1, n + 1)), method="exact").pvalue
+    assert best_p(n, paired=True) == pytest.approx(signed, rel=1e-12)
+    assert best_p(n, 3) == pytest.approx(min(1.0, 3 * exact), rel=1e-12)
+    rng = random.Random(n)
+    for _ in range(200):  # no data reaches below it, ties or not
+        xa = [float(rng.randint(0, 4)) for _ in range(n)]
+        xb = [float(rng.randint(0, 4)) for _ in range(n)]
+        assert mann_whitney_u(xa, xb)[1] >= best_p(n) - 1e-15
+        d = [float(rng.randint(-3, 3)) for _ in range(n)]
+        assert wilcoxon_signed_rank(d)[1] >= best_p(n, paired=True) - 1e-15
+
+
+def test_the_plan_pairs_its_rounds_as_the_results_do() -> None:
+    assert plan_best_p(3) == pytest.approx(0.1)
+    assert plan_best_p(4) == pytest.approx(2 / 70)
+    assert plan_best_p(6) == pytest.approx(2 / 64)  # paired from 6 rounds of one comparison
+    assert plan_best_p(6, 2) == pytest.approx(2 * 2 / 924)  # two samples below 7
+    assert plan_best_p(1) == 1.0
+
+
+@pytest.mark.parametrize("family", [1, 2, 3, 4, 8, 16, 32])
+def test_runs_for_verdict_is_the_first_plan_below_five_percent(family: int) -> None:
+    """Every plan from runs_for_verdict on can read p <= 0.05 (paired or not), none below;
+    it agrees with the older closed form."""
+    n = runs_for_verdict(family)
+    assert n == min_runs_for_verdict(family)
+    assert all(plan_best_p(k, family) <= 0.05 for k in range(n, 31))
+    assert all(plan_best_p(k, family) > 0.05 for k in range(1, n))
+    assert no_verdict_warning(n, family) is None
+    warning = no_verdict_warning(n - 1, family)
+    assert warning is not None and f"give at least {n} replicates" in warning
+    assert runs_for_verdict(1) == 4 and runs_for_verdict(2) == 5 and runs_for_verdict(8) == 6
+
+
+# --- the two families of a report (issue 39 item 10) ------------------------------------------
+
+
+def _a_a_report(n: int, cells: int, sims: int, *, latency_follows: bool,
+                seed: int) -> tuple[float, float]:
+    """A/A reports of ``cells`` comparisons on average TPS and on latency, each verdict table
+    Holm-corrected on its own as results.build does: (share of reports with a false
+    verdict in the TPS table, share with one in either table). Latency is either 1 / TPS
+    of the same run (Little's law at fixed threads) or noise of its own."""
+    rng = random.Random(seed)
+    draw = _noise(0.10)
+    tps_hit = any_hit = 0
+    for _ in range(sims):
+        tps = [([draw(rng) for _ in range(n)], [draw(rng) for _ in range(n)])
+               for _ in range(cells)]
+        lat = ([([1 / x for x in a], [1 / y for y in b]) for a, b in tps] if latency_follows
+               else [([draw(rng) for _ in range(n)], [draw(rng) for _ in range(n)])
+                     for _ in range(cells)])
+        hits = []
+        for family in (tps, lat):
+            ps = [_p(a, b, False) for a, b in family]
+            adjusted = holm(ps) if cells > 1 else ps
+            hits.append(any(p is not None and p <= 0.05
+                            and compare_runs(a, b, resamples=300).label != "noise"
+                            for (a, b), p in zip(family, adjusted, strict=True)))
+        tps_hit += hits[0]
+        any_hit += hits[0] or hits[1]
+    return tps_hit / sims, any_hit / sims
+
+
+def test_the_whole_reports_a_a_false_verdict_rate_is_what_the_docs_say() -> None:
+    """docs/reference/recipes.md: TPS and latency are two Holm families, each held at 5%;
+    the whole report at most 1 - 0.95^2 (9.75%) when their noise is independent (the
+    aa-noise design, 5 rounds at 2 thread counts: about 6.5%), and the TPS table's own rate
+    when latency follows TPS."""
+    sims = 2000
+    tolerance = 3 * math.sqrt(0.05 * 0.95 / sims)
+    tps, both = _a_a_report(5, 2, sims, latency_follows=False, seed=39)
+    assert tps <= 0.05 + tolerance
+    assert 0.05 < both <= 1 - 0.95**2
+    tps, both = _a_a_report(5, 2, sims // 2, latency_follows=True, seed=40)
+    assert both == tps <= 0.05 + tolerance
+
+
+# --- calibration with an interval (issue 39 item 10) -------------------------------------------
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 7, 17, 19, 50, 99])
+def test_chi2_quantiles_are_scipys(df: int) -> None:
+    for q in (0.001, 0.025, 0.5, 0.975, 0.999):
+        assert chi2_quantile(q, df) == pytest.approx(scipy.stats.chi2.ppf(q, df), rel=1e-9)
+
+
+def test_the_cv_interval_is_the_chi_square_one_and_its_rule_asks_for_18_runs() -> None:
+    lo, hi = cv_interval(0.10, 8)
+    assert lo == pytest.approx(0.10 * math.sqrt(7 / scipy.stats.chi2.ppf(0.975, 7)))
+    assert hi == pytest.approx(0.10 * math.sqrt(7 / scipy.stats.chi2.ppf(0.025, 7)))
+    assert lo < 0.10 < hi
+    needed = calibration_runs_needed()
+    assert needed == 18
+    assert cv_interval(1.0, needed)[1] <= 1.5 < cv_interval(1.0, needed - 1)[1]
+
+
+def test_the_chi_square_interval_covers_the_true_cv_about_95_percent_of_the_time() -> None:
+    rng = random.Random(7)
+    sims, covered = 2000, 0
+    for _ in range(sims):
+        runs = [rng.gauss(1000, 80) for _ in range(8)]
+        lo, hi = cv_interval(statistics.stdev(runs) / statistics.fmean(runs), 8)
+        covered += lo <= 0.08 <= hi
+    assert abs(covered / sims - 0.95) <= 3 * math.sqrt(0.05 * 0.95 / sims)
+
+
+def test_the_detectable_interval_brackets_the_detectable_effect() -> None:
+    rng = random.Random(3)
+    runs = [rng.gauss(1000, 80) for _ in range(8)]
+    found = detectable(runs, 5, comparisons=2)
+    ends = detectable_interval(runs, 5, comparisons=2)
+    assert found is not None and found.effect is not None and ends is not None
+    lo, hi = ends
+    assert lo is not None and hi is not None and lo < found.effect < hi
+    assert detectable_interval([1000.0, 1000.0, 1000.0], 5) is None  # no spread
+    assert detectable_interval([1000.0, 1010.0], 5) is None  # too few runs
+
+
+def test_the_smoothed_draws_keep_the_runs_sample_variance() -> None:
+    """aa-noise's 4 calibration runs: the simulated noise has the variance they show (it
+    used to be 9% less: the population variance of 4 values, jitter shrunk to match)."""
+    devs = [0.9, 0.97, 1.02, 1.11]
+    drawn = [x for a, b in _draws(devs, 10, 4000, 1) for x in a + b]
+    assert statistics.variance(drawn) == pytest.approx(statistics.variance(devs), rel=0.03)
+    assert statistics.fmean(drawn) == pytest.approx(statistics.fmean(devs), abs=0.003)

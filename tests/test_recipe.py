@@ -16,7 +16,7 @@ import pytest
 from knobtop.hosts.local import LocalHost
 from knobtop.load.base import LoadSpec
 from knobtop.load.sysbench import Sysbench
-from knobtop.recipes.checks import check_for_server, static_knobs
+from knobtop.recipes.checks import check_for_server, offline_warnings, static_knobs
 from knobtop.recipes.model import (
     Arm,
     Constraint,
@@ -161,9 +161,9 @@ def test_bundled_recipe_by_name_and_unknown_name(tmp_path: Path) -> None:
 
 
 # What a seed recipe's quick form (2 replicates of 2 arms x 2 levels) says of itself.
-QUICK_FORM = ("replicates = 2: with 2 comparisons in the table (Holm), no cell can read "
-              "higher or lower below 5 runs per arm; use replicates = 8 or fewer arms or "
-              "thread counts")
+QUICK_FORM = ("replicates = 2: with 2 runs per arm and a family of 2 comparisons (Holm) the "
+              "best a cell can read is p = 0.667 (above 0.05): no cell can get a verdict "
+              "(higher or lower); give at least 5 replicates, or fewer arms or thread counts")
 
 
 def test_bundled_recipe_specifics() -> None:
@@ -1021,6 +1021,36 @@ def test_server_warnings(tmp_path: Path, catalog: Catalog) -> None:
     assert "plateau is false" in warnings[3]
 
 
+@pytest.mark.parametrize(("arms", "threads", "replicates", "p", "needed"), [
+    (2, "[4]", 3, 0.100, 4),  # one comparison at the default 3: silent before issue 39
+    (2, "[4]", 4, None, 4),  # 4 vs 4 reads "higher" (p = 2/70)
+    (2, "[2, 4]", 4, 0.057, 5),
+    (3, "[2, 4]", 4, 0.114, 5),
+    (3, "[2, 4, 8, 16]", 5, 0.063, 6),  # 8 comparisons: 2/252 x 8
+    (2, "[4]", 6, None, 4),  # 6 rounds are paired: 2/64
+    (5, "[2, 4]", 8, None, 6),  # 8 comparisons, 8 rounds: still two samples, 8 x 2/12870
+])
+def test_the_replicates_warning_is_exact_for_every_plan_shape(
+        tmp_path: Path, arms: int, threads: str, replicates: int, p: float | None,
+        needed: int) -> None:
+    """Issue 39 item 10: the best p a cell can read, for the rounds and the Holm family, is
+    what the plan warns of (and nothing when a verdict is possible)."""
+    body = BASE.replace("threads = [2, 4]", f"threads = {threads}").replace(
+        "replicates = 2", f"replicates = {replicates}")
+    body += "".join(f'[[arm]]\nname = "C{i}"\nknobs = {{ sort_buffer_size = "{i}M" }}\n'
+                    for i in range(3, arms + 1))
+    recipe = load_recipe(write(tmp_path, body))
+    warnings = [w for w in offline_warnings(recipe) if "best a cell can read" in w]
+    if p is None:
+        assert warnings == []
+        return
+    family = (arms - 1) * len(recipe.threads)
+    assert len(warnings) == 1, warnings
+    assert f"with {replicates} runs per arm and a family of {family} comparison" in warnings[0]
+    assert f"p = {p:.3f} (above 0.05): no cell can get a verdict" in warnings[0]
+    assert f"give at least {needed} replicates" in warnings[0]
+
+
 @pytest.mark.integration
 def test_too_few_replicates_for_the_tables_holm_family_are_warned(tmp_path: Path,
                                                                   catalog: Catalog) -> None:
@@ -1028,8 +1058,9 @@ def test_too_few_replicates_for_the_tables_holm_family_are_warned(tmp_path: Path
     even 4 runs of B all above A's (p = 2/70 x 2) cannot pass; 5 can."""
     body = edited("replicates = 2", "replicates = 4")  # BASE sweeps threads [2, 4]
     warnings = check_for_server(load_recipe(write(tmp_path, body)), catalog)
-    assert any("with 2 comparisons in the table (Holm), no cell can read higher or lower "
-               "below 5 runs per arm" in w for w in warnings), warnings
+    assert any("with 4 runs per arm and a family of 2 comparisons (Holm) the best a cell "
+               "can read is p = 0.057 (above 0.05): no cell can get a verdict (higher or "
+               "lower); give at least 5 replicates" in w for w in warnings), warnings
     five = edited("replicates = 2", "replicates = 5")
     assert not any("Holm" in w for w in check_for_server(load_recipe(write(tmp_path, five)),
                                                           catalog))
@@ -1090,8 +1121,8 @@ def test_ndb_sql_node_is_ndb_and_mysql() -> None:
     recipe = load_recipe("ndb-disk-page-buffer")
     assert check_for_server(recipe, node) == [
         "replicates = 1: one run per arm gives numbers "
-        "but no verdict (a difference needs at least 2 "
-        "replicates, 5 are better)"
+        "but no verdict (a difference needs at least 5 "
+        "replicates in this table)"
     ]
     assert static_knobs(recipe, node) == ["DiskPageBufferMemory"]
     assert check_for_server(recipe, old)
@@ -1146,7 +1177,8 @@ def test_mysql_warnings_unknown_and_restart_notes(tmp_path: Path) -> None:
     assert "whether some_engine_knob can change at runtime is unknown" in warnings[0]
     assert warnings[1].startswith("innodb_doublewrite: ") and "needs a restart" in warnings[1]
     # issue 17: BASE's 2 replicates cannot reach a verdict under Holm over its 2 comparisons
-    assert "no cell can read higher or lower below 5 runs per arm" in warnings[2]
+    assert "no cell can get a verdict (higher or lower); give at least 5 replicates" \
+        in warnings[2]
     assert static_knobs(recipe, catalog) == ["some_engine_knob"]
 
 

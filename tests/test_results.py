@@ -5,6 +5,7 @@ steps kept out of the cells, and the detectable effect under the table."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -281,3 +282,19 @@ def test_a_timed_windows_summary_is_combined_over_instances() -> None:
                    "window_max_ms": 9.0, "window_s": 20.03}
     assert window_summary({"sysbench": one})["window_avg_ms"] == 1.5
     assert window_summary(None) == {} and window_summary({"intervals": 3}) == {}
+
+
+def test_the_calibration_line_gives_the_effect_with_its_interval_and_asks_for_runs() -> None:
+    """Issue 39 item 10: 8 calibration runs know the CV within a chi-square interval wider
+    than 1.5x: the line gives the detectable effect at both ends and asks for 18 runs;
+    18 runs are within the rule and are not asked for more."""
+    for count, asks in ((8, True), (18, False)):
+        rng = random.Random(count)
+        cal = [step("A", r + 1, rng.gauss(1000, 50), calibration=True) for r in range(count)]
+        steps = cal + [step("A", i + 1, v) for i, v in enumerate(BASE)]
+        steps += [step("B", i + 1, v * 1.01) for i, v in enumerate(BASE)]
+        table = build("r", ["A", "B"], [4], steps, "end", replicates=5)
+        line = calibration_note(table)
+        assert f"{count} calibration runs know the noise only roughly (4 threads: CV " in line
+        assert re.search(r"can detect there is between \d+% and \d+% up\.", line), line
+        assert ("calibrate with 18 runs or more (--calibrate 18)" in line) is asks, line

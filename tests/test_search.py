@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from knobtop.recipes.search import SearchError, check_search, load_search
+from knobtop.recipes.search import SearchError, check_search, load_search, verify_warnings
 from knobtop.server.catalog import Catalog
 
 SEARCH = """\
@@ -114,3 +114,16 @@ def test_a_search_is_checked_against_the_server(tmp_path: Path, catalog: Catalog
     warnings = check_search(load_search(write(tmp_path, static)), catalog)
     assert warnings == ["innodb_doublewrite is static: a trial that changes it restarts "
                         "the server"]
+
+
+def test_a_verify_that_can_never_recommend_is_warned(tmp_path: Path) -> None:
+    """Issue 39 item 10: [verify] replicates = 4 with 2 candidates: the best p is 2 x 2/70 =
+    0.057 under Holm, so no candidate can be recommended; 5 can (2 x 2/252)."""
+    four = load_search(write(tmp_path, SEARCH + "[verify]\ncandidates = 2\nreplicates = 4\n"))
+    assert verify_warnings(four) == [
+        "[verify] replicates = 4: with 4 runs per arm and a family of 2 comparisons (Holm) "
+        "the best a cell can read is p = 0.057 (above 0.05): no candidate can get a verdict, "
+        "so none can be recommended; give at least 5 [verify] replicates, or fewer candidates"]
+    one = load_search(write(tmp_path, SEARCH + "[verify]\ncandidates = 1\nreplicates = 4\n"))
+    assert verify_warnings(one) == []
+    assert verify_warnings(load_search(write(tmp_path, SEARCH))) == []  # 2 x 5 by default

@@ -103,8 +103,9 @@ knobs = { innodb_io_capacity = 200 }
 name = "B"
 knobs = { innodb_io_capacity = 400 }
 """
-WARNING = "replicates = 3: with 2 comparisons in the table (Holm), no cell can read higher " \
-    "or lower below 5 runs per arm"
+WARNING = "replicates = 3: with 3 runs per arm and a family of 2 comparisons (Holm) the best " \
+    "a cell can read is p = 0.200 (above 0.05): no cell can get a verdict (higher or lower); " \
+    "give at least 5 replicates"
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +293,7 @@ def test_the_live_screen_says_the_plans_warnings_before_its_first_step(
         tmux.new_session(session, "run", 160, 48, [
             sys.executable, "-m", "knobtop", "run", str(recipe), "--lab", "--dir", str(where),
             "--journal", str(journal), "--tui"], cwd=tmp_path)
-        tmux.wait_for(pane, lambda s: "replicates = 3: with 2 comparisons" in "\n".join(s),
+        tmux.wait_for(pane, lambda s: "replicates = 3: with 3 runs per arm" in "\n".join(s),
                       timeout=300, what="the plan's warning on the live screen")
         steps = [e for e in JournalReader(journal) if isinstance(e, StepResult)]
         assert steps == []  # said before the first step was measured

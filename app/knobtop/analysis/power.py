@@ -35,6 +35,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from knobtop.analysis.noiseci import cv_interval
 from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
@@ -50,17 +51,24 @@ from knobtop.analysis.stats import (
 )
 
 __all__ = [
+    "ALPHA",
     "POWER",
     "Detectable",
     "TableSim",
+    "best_p",
     "detectable",
     "detectable_effect",
+    "detectable_interval",
     "deviations",
+    "no_verdict_warning",
+    "plan_best_p",
+    "runs_for_verdict",
     "simulate_tables",
     "simulated_power",
 ]
 
 POWER = 0.8
+ALPHA = 0.05  # a verdict's (Holm-adjusted) p must be at most this (level 0.95)
 MAX_EFFECT = 1.0  # +100%: beyond, "cannot see any effect" is the honest answer
 _SIMS = 300
 _RESAMPLES = 300
@@ -75,6 +83,62 @@ def deviations(runs: Sequence[float]) -> list[float]:
     return [x / mid for x in runs]
 
 
+# --- the best a plan can read -------------------------------------------------------------------
+
+
+def best_p(runs: int, comparisons: int = 1, *, paired: bool = False) -> float:
+    """The smallest Holm-adjusted p any cell of a table can reach with ``runs`` per arm
+    (``paired``: rounds compared by the signed-rank test) in a family of ``comparisons``.
+
+    It is the very test the results run, on the data most against the null: every run of B
+    above every run of A (two samples), or every round's ratio on the same side of 1
+    (paired), each with and without ties inside an arm (the same tie handling; ties can
+    only raise an exact p, but they shrink the normal approximation's variance, so both
+    are tried).  Holm multiplies the smallest p of a family by its size, and whatever the
+    other cells read no cell's adjusted p falls below that.  1.0 below 2 runs (no test)."""
+    if runs < 2:
+        return 1.0
+    if paired:
+        p = min(wilcoxon_signed_rank([float(i + 1) for i in range(runs)])[1],
+                wilcoxon_signed_rank([1.0] * runs)[1])
+    else:
+        a, b = [float(i) for i in range(runs)], [float(runs + i) for i in range(runs)]
+        p = min(mann_whitney_u(a, b)[1], mann_whitney_u([0.0] * runs, [1.0] * runs)[1])
+    return min(1.0, max(1, comparisons) * p)
+
+
+def plan_best_p(runs: int, comparisons: int = 1) -> float:
+    """:func:`best_p` for a plan of ``runs`` complete rounds, paired as the results table
+    pairs them (``paired_min_rounds(comparisons)`` rounds or more) and two samples below."""
+    return best_p(runs, comparisons, paired=runs >= paired_min_rounds(comparisons))
+
+
+def runs_for_verdict(comparisons: int = 1) -> int:
+    """The fewest rounds (runs per arm) whose :func:`plan_best_p` is at most :data:`ALPHA`:
+    1 comparison: 4; 2: 5; 8: 6."""
+    n = 2
+    while plan_best_p(n, comparisons) > ALPHA:
+        n += 1
+    return n
+
+
+def no_verdict_warning(runs: int, comparisons: int = 1, *, what: str = "replicates",
+                       none: str = "no cell can get a verdict (higher or lower)",
+                       fix: str = "") -> str | None:
+    """The warning before a run whose plan can never give a verdict (``runs`` rounds, a Holm
+    family of ``comparisons``), None when some cell can: the best p any cell can read and
+    the fewest ``what`` that can read <= 0.05 (``none``: what cannot happen; ``fix``: a
+    further way out, appended)."""
+    p = plan_best_p(runs, comparisons)
+    if p <= ALPHA:
+        return None
+    family = ("1 comparison" if comparisons <= 1 else f"{comparisons} comparisons (Holm)")
+    design = "paired rounds" if runs >= paired_min_rounds(comparisons) else "runs per arm"
+    return (f"{what} = {runs}: with {runs} {design} and a family of {family} the "
+            f"best a cell can read is p = {p:.3f} (above {ALPHA}): {none}; give at least "
+            f"{runs_for_verdict(comparisons)} {what}{fix}")
+
+
 def _draws(devs: Sequence[float], n: int, sims: int, seed: int) -> list[tuple[list[float],
                                                                                 list[float]]]:
     """``sims`` pairs of n draws each from the smoothed, variance-kept deviations."""
@@ -83,7 +147,11 @@ def _draws(devs: Sequence[float], n: int, sims: int, seed: int) -> list[tuple[li
     mean = statistics.fmean(devs)
     sd = statistics.stdev(devs) if k > 1 else 0.0
     h = 0.9 * sd * k ** -0.2 if sd > 0 else 0.0
-    shrink = 1 / math.sqrt(1 + (h / sd) ** 2) if sd > 0 else 1.0
+    # A draw's variance is the deviations' population variance ((k - 1) / k sd^2) plus h^2;
+    # scaled to sd^2 (the unbiased sample variance). The older 1 / sqrt(1 + h^2 / sd^2)
+    # left it at ((k - 1) / k + h^2 / sd^2) / (1 + h^2 / sd^2) of it: 4 runs drew 9% less
+    # spread than they showed, so aa-noise's 4 calibration rounds read a low effect.
+    shrink = sd / math.sqrt((k - 1) / k * sd**2 + h**2) if sd > 0 else 1.0
 
     def one() -> float:
         x = rng.choice(devs) + rng.gauss(0.0, h) if h else rng.choice(devs)
@@ -265,6 +333,31 @@ def detectable(runs: Sequence[float], replicates: int, *, comparisons: int = 1,
     effect = detectable_effect(deviations(values), replicates, paired=paired,
                                comparisons=comparisons, seed=seed)
     return Detectable(len(values), cv(values), replicates, paired, comparisons, effect)
+
+
+# --- the detectable effect at both ends of the noise's interval (issue 39 item 10) ------------
+
+
+def detectable_interval(runs: Sequence[float], replicates: int, *, comparisons: int = 1,
+                        seed: int = 0) -> tuple[float | None, float | None] | None:
+    """The detectable effect (:func:`detectable`) at both ends of the noise's 95% interval:
+    the runs' deviations scaled about their mean so their CV is either end of
+    :func:`cv_interval` (None for an end that finds nothing up to +100%); None when the
+    runs cannot say (fewer than 3 positive, or no spread)."""
+    values = [x for x in runs if x > 0]
+    spread = cv(values) if len(values) >= 3 else None
+    if not spread:
+        return None
+    devs = deviations(values)
+    mean = statistics.fmean(devs)
+    paired = replicates >= paired_min_rounds(comparisons)
+    ends: list[float | None] = []
+    for end in cv_interval(spread, len(values)):
+        factor = end / spread
+        scaled = [mean + (d - mean) * factor for d in devs]
+        ends.append(detectable_effect(scaled, replicates, paired=paired,
+                                      comparisons=comparisons, seed=seed))
+    return ends[0], ends[1]
 
 
 # --- whole tables: the false-verdict rate and power under Holm --------------------------------

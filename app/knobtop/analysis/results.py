@@ -24,7 +24,8 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from knobtop.analysis.power import Detectable, detectable
+from knobtop.analysis.noiseci import CALIBRATION_SPAN, calibration_runs_needed, cv_interval
+from knobtop.analysis.power import Detectable, detectable, detectable_interval
 from knobtop.analysis.stats import (
     HIGHER,
     LOWER,
@@ -222,7 +223,12 @@ def comparisons(results: Results, which: str = "verdict") -> list[Cell]:
 def _holm(results: Results, which: str) -> None:
     """More than one comparison in a table: each verdict is judged on its Holm-adjusted p,
     so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each.
-    Each verdict table (average TPS, latency) is its own family."""
+    Each verdict table (average TPS, latency) is its own family, on purpose: each answers
+    its own question (tune recommends on one), and at fixed client threads latency mostly
+    restates TPS (Little's law), so one family would halve alpha for a second look at much
+    the same data. With independent noise the two tables together give a false verdict
+    somewhere in at most 1 - 0.95^2 of A/A runs (docs/reference/recipes.md; a test
+    simulates it)."""
     family = comparisons(results, which)
     if len(family) < 2:
         return
@@ -300,6 +306,7 @@ def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30
     noisiest = max(results.calibration, key=lambda n: cv(results.calibration[n]) or 0.0
                    if len(results.calibration[n]) > 1 else 0.0)
     runs = results.calibration[noisiest]
+    note += _calibration_interval(results, noisiest, runs)
     planned = results.replicates
     ladder = []
     for n in more:
@@ -314,6 +321,37 @@ def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30
     if ladder:
         note += f" More replicates ({noisiest} threads): " + "; ".join(ladder) + "."
     return note
+
+
+def _calibration_interval(results: Results, level: int, runs: tuple[float, ...]) -> str:
+    """How well the calibration runs know the noise: the CV's 95% interval (chi-square) at
+    the noisiest level, the detectable effect at its two ends, and, when the upper end is
+    more than CALIBRATION_SPAN x the CV read, the calibration runs that would narrow it."""
+    found = detectable_by_level(results).get(level)
+    spread = cv(runs) if len(runs) > 1 else None
+    if found is None or not spread:
+        return ""
+    ends = _detectable_ends(runs, found.replicates, found.comparisons)
+    if ends is None:
+        return ""
+    lo, hi = cv_interval(spread, len(runs))
+    # no "+" in this sentence: the ladder after it is read by the last "+" in the line
+    effects = " and ".join("over 100%" if e is None else f"{e:.0%}" for e in ends)
+    text = (f" {len(runs)} calibration runs know the noise only roughly ({level} threads: CV "
+            f"{lo:.1%}-{hi:.1%} at 95%, chi-square), so the change this design can detect "
+            f"there is between {effects} up.")
+    if hi > CALIBRATION_SPAN * spread:
+        needed = calibration_runs_needed()
+        text += (f" That is wide (the CV's upper end is more than {CALIBRATION_SPAN:g}x the "
+                 f"CV read): calibrate with {needed} runs or more (--calibrate {needed}) "
+                 "to know it within that.")
+    return text
+
+
+@lru_cache(maxsize=64)
+def _detectable_ends(runs: tuple[float, ...], replicates: int,
+                     comparisons: int) -> tuple[float | None, float | None] | None:
+    return detectable_interval(runs, replicates, comparisons=comparisons)
 
 
 def _detectable_short(results: Results) -> str:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 
-from knobtop.analysis.stats import min_runs_for_verdict
+from knobtop.analysis.power import no_verdict_warning, runs_for_verdict
 from knobtop.recipes.model import (
     Arm,
     Constraint,
@@ -183,22 +183,20 @@ def check_for_targets(recipe: Recipe, catalogs: Mapping[str, Catalog]) -> list[s
 
 
 def _replicate_warnings(recipe: Recipe) -> list[str]:
-    """Too few replicates for any verdict in this recipe's table."""
-    warnings: list[str] = []
-    family = (len(recipe.arms) - 1) * len(recipe.threads)
-    needed = min_runs_for_verdict(family)
+    """Too few replicates for any verdict in this recipe's table: the best p a cell can
+    read, exactly, for its rounds (paired or not, as the results decide) and its Holm
+    family (each arm but the baseline at each thread count), e.g. 3 rounds of one
+    comparison (p = 0.100) or 4 of two (p = 0.057)."""
+    family = max(1, (len(recipe.arms) - 1) * len(recipe.threads))
     if recipe.replicates < 2:
-        warnings.append(
+        return [
             f"replicates = {recipe.replicates}: one run per arm gives numbers but no "
-            "verdict (a difference needs at least 2 replicates, 5 are better)"
-        )
-    elif recipe.replicates < needed and family > 1:
-        warnings.append(
-            f"replicates = {recipe.replicates}: with {family} comparisons in the table "
-            f"(Holm), no cell can read higher or lower below {needed} runs per arm; "
-            f"use replicates = {max(needed, 8)} or fewer arms or thread counts"
-        )
-    return warnings
+            f"verdict (a difference needs at least {runs_for_verdict(family)} replicates "
+            "in this table)"
+        ]
+    fix = ", or fewer arms or thread counts" if family > 1 else ""
+    warning = no_verdict_warning(recipe.replicates, family, fix=fix)
+    return [] if warning is None else [warning]
 
 
 def _check_timeline(recipe: Recipe, timeline: Timeline, catalog: Catalog) -> list[str]:

@@ -20,7 +20,8 @@ errors_per_s_max = 0          # optional
 trials = 30                   # and/or minutes = 60 (the search's; verification follows)
 [verify]                      # optional: the best candidates against the baseline
 candidates = 2                # 1-5, best trials by objective that kept the constraints
-replicates = 5                # runs per arm, counterbalanced rounds (4-30)
+replicates = 5                # runs per arm, counterbalanced rounds (4-30; 4 verify
+                              # 1 candidate, 2-5 candidates need 5: a Holm family)
 [[knob]]
 name = "innodb_flush_log_at_trx_commit"
 choices = [0, 1, 2]
@@ -43,6 +44,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from knobtop.analysis.power import no_verdict_warning
 from knobtop.recipes.model import MAX_THREADS, Arm, Recipe, RecipeError, Steady, Waits
 from knobtop.recipes.reader import BUNDLED_DIR, README, _Load, _Reader
 from knobtop.server.catalog import Catalog
@@ -64,7 +66,7 @@ _TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget"
 _VERIFY_KEYS = ("candidates", "replicates")
 MAX_CANDIDATES = 5
 # 4 runs per arm is the fewest whose rank test can pass 5% (4 vs 4: p = 0.029); 5 lets
-# two candidates pass Holm (5 vs 5: 0.008).
+# two candidates pass Holm (5 vs 5: 0.008); verify_warnings says when the plan cannot.
 MIN_VERIFY_REPLICATES = 4
 MAX_VERIFY_REPLICATES = 30
 _KNOB_KEYS = ("name", "choices", "min", "max", "log")
@@ -319,10 +321,21 @@ def load_search(path: Path | str) -> Search:
         raise too_deep(error) from None
 
 
+def verify_warnings(search: Search) -> list[str]:
+    """The [verify] that can never recommend: its candidates are a Holm family over the
+    replicates' rounds (4 rounds and 2 candidates: the best p is 2 x 0.029 = 0.057)."""
+    found = no_verdict_warning(
+        search.replicates, search.candidates, what="[verify] replicates",
+        none="no candidate can get a verdict, so none can be recommended",
+        fix=", or fewer candidates" if search.candidates > 1 else "")
+    return [] if found is None else [found]
+
+
 def check_search(search: Search, catalog: Catalog) -> list[str]:
     """The search against one server: every knob exists and takes every choice (or both
-    ends of its range); returns warnings (static knobs restart the server per trial)."""
-    warnings: list[str] = []
+    ends of its range); returns warnings (static knobs restart the server per trial, a
+    [verify] that can never recommend)."""
+    warnings: list[str] = verify_warnings(search)
     for i, dim in enumerate(search.knobs):
         facts = catalog.get(dim.name)
         absent = absent_problem(catalog, dim.name)
@@ -343,4 +356,5 @@ def check_search(search: Search, catalog: Catalog) -> list[str]:
     return warnings
 
 
-__all__ = ["Dimension", "Search", "SearchError", "check_search", "load_search"]
+__all__ = ["Dimension", "Search", "SearchError", "check_search", "load_search",
+           "verify_warnings"]
