@@ -39,7 +39,7 @@ MAX_QUEUED = 20_000  # samples held for a screen that does not read; beyond, the
 ASYNC_CALLS = frozenset({
     "open", "close", "set_knob", "set_knobs", "undo", "baseline_diff", "revert_to_baseline",
     "start_load", "stop_load", "toggle_load", "change_load", "prepare_load",
-    "incident_sampling", "global_values", "wait_for_purge", "footprint",
+    "incident_sampling", "global_values", "wait_for_purge", "footprint", "probe",
 })
 SYNC_CALLS = frozenset({
     "restart_plan", "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load",
