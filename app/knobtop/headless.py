@@ -385,6 +385,14 @@ async def run_recipe_headless(
             targets.open if targets is not None else session.open,
             targets.close if targets is not None else session.close)
     print_warnings(console, runner.warnings, said)
+    if recipe.curve is not None:  # a curve: its points are the result
+        from knobtop.analysis.seedtables import curve
+
+        results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
+        results.kind, results.checkpoints = recipe.kind, list(runner.checkpoints)
+        if results.checkpoints:
+            console.print(curve(results).rich())
+        return code, results
     if runner.checkpoints:  # a timeline: its checkpoints are the result
         from knobtop.analysis.seedtables import timeline
 
