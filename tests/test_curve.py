@@ -215,3 +215,27 @@ def test_a_curve_table_before_any_point_and_of_another_kind() -> None:
                                     plan={"arms": {"ON": {}}, "threads": [8]})])
     with pytest.raises(BadValue, match='needs a recipe with \\[run\\] kind = "curve"'):
         curve(results)
+
+
+async def test_the_live_screen_shows_a_curve_as_its_table(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The recipe panel's end of a curve run: the curve table and its zero line."""
+    from harness.ui import until, widget_text
+    from knobtop.journal import JournalReader
+    from knobtop.ui.app import KnobtopApp
+    from knobtop.ui.widgets.knob_panel import KnobPanel
+    from knobtop.ui.widgets.recipe_panel import RecipePanel
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("KNOBTOP_CONFIG", raising=False)
+    reader = JournalReader(Path(__file__).parent / "data" / "journals" / "lab-80s.knobtop.jsonl")
+    app = KnobtopApp(header=reader.header, events=list(reader))
+    (results,) = collect(journal_events(POINTS))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: app.live.query_one(KnobPanel).row_count > 0)
+        panel = app.live.query_one(RecipePanel)
+        panel.show_results(results)
+        await pilot.pause()
+        seen = " ".join("\n".join(widget_text(panel)).split())
+        assert "sort_buffer_size KB" in seen and "Sort_merge_passes" in seen, seen
