@@ -197,9 +197,15 @@ def test_bundled_recipe_specifics() -> None:
     # issue 39: the seed's purge table came from its read-write sweep (was write-only)
     assert purge.workload == "oltp_read_write" and purge.instances == 8
     assert "history" in purge.description
+    # issue 39 item 3: seed 002's curve, 32K..1M in 32 KB steps, 12 ORDER BY ... LIMIT
     sort = load_recipe("sort-buffer")
-    assert [a.knobs["sort_buffer_size"] for a in sort.arms] == ["256K", "2M", "8M"]
-    assert sort.workload == "oltp_read_only"
+    assert sort.kind == "curve" and sort.curve is not None
+    assert sort.curve.knob == "sort_buffer_size" and len(sort.curve.values) == 32
+    assert sort.curve.values[0] == 32 * 1024 and sort.curve.values[-1] == 1024 * 1024
+    assert {b - a for a, b in itertools.pairwise(sort.curve.values)} == {32 * 1024}
+    assert sort.curve.probe == "order_by_offset" and sort.curve.probe_params["repeats"] == 12
+    assert sort.curve.counters == ("Sort_merge_passes",)
+    assert [a.name for a in sort.arms][:3] == ["32K", "64K", "96K"]
     mtflush = load_recipe("flush-threads-mariadb-10.1")
     assert mtflush.arms[1].knobs == {"innodb_use_mtflush": "ON", "innodb_mtflush_threads": "4"}
     # issue 39: seed 004 ran LinkBench; MariaDB 10.5+'s stand-ins for mtflush threads

@@ -35,6 +35,8 @@ from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 
 EXPERIMENTS = Path(__file__).parent.parent / "experiments"
+# The three-arm sort-buffer recipe the runner tests use (bundled until issue 39 made it a curve)
+SORT_ARMS = Path(__file__).parent / "data" / "recipes" / "sort-buffer.toml"
 pytestmark = pytest.mark.integration
 
 
@@ -391,8 +393,8 @@ async def test_a_one_second_step_is_its_second_even_when_its_report_comes_after_
     """Steps of one second with no warm-up: sysbench's [ 1s ] line comes about when the
     window ends, as often a moment after it as before. Each step's TPS is that line's
     (its phase's, as journaled), not nothing (no report in the window) or a fraction."""
-    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=1, warmup=0,
-                   replicates=4, arms=load_recipe(EXPERIMENTS / "sort-buffer.toml").arms[:2])
+    recipe = quick(load_recipe(SORT_ARMS), duration=1, warmup=0,
+                   replicates=4, arms=load_recipe(SORT_ARMS).arms[:2])
     assert not recipe.timed
     journal = tmp_path / "short.knobtop.jsonl"
     session = session_for(lab, journal)
@@ -421,7 +423,7 @@ async def test_a_one_second_step_is_its_second_even_when_its_report_comes_after_
 async def test_abort_stops_the_load_and_restores_the_baseline(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=30, replicates=2,
+    recipe = quick(load_recipe(SORT_ARMS), duration=30, replicates=2,
                    order="interleaved")  # 256K first: not the server's default
     session = session_for(lab, tmp_path / "abort.knobtop.jsonl")
     collector = EventCollector()
@@ -452,7 +454,7 @@ async def test_abort_stops_the_load_and_restores_the_baseline(
 async def test_gates_wait_for_dirty_pages_and_checkpoint_age_and_journal_it(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    recipe = load_recipe(SORT_ARMS)
     waits = dataclasses.replace(recipe.waits, dirty_at_lwm=True, dirty_pct_below=None,
                                 checkpoint_age_below=1 << 40, plateau=False)
     recipe = quick(recipe, waits=dataclasses.replace(waits, timeout=60.0), duration=1,
@@ -492,7 +494,7 @@ async def test_a_recipe_for_another_server_is_refused_before_anything_changes(
 async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), calibrate=1, replicates=2)
+    recipe = quick(load_recipe(SORT_ARMS), calibrate=1, replicates=2)
     recipe = dataclasses.replace(recipe, arms=recipe.arms[:2])
     journal = tmp_path / "tui.knobtop.jsonl"
     with served_for(lab, journal) as session:
@@ -531,7 +533,7 @@ async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(
 async def test_quitting_the_screen_mid_recipe_aborts_it_and_restores_the_baseline(
     lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
 ) -> None:
-    recipe = quick(load_recipe(EXPERIMENTS / "sort-buffer.toml"), duration=60,
+    recipe = quick(load_recipe(SORT_ARMS), duration=60,
                    order="interleaved")  # 256K first: not the server's default
     info = lab[1]
     baseline = await show_global(info, "sort_buffer_size")
@@ -697,3 +699,79 @@ async def test_a_soak_holds_its_arm_under_one_load_with_checkpoints(
     notes = [e.label for e in events if e.kind == "mark"]
     assert any(m.startswith("soak short-soak: ") for m in notes)
     assert await show_global(info, "innodb_io_capacity") == before
+
+
+CURVE = """\
+# A short curve: three values of sort_buffer_size, two queries at each
+name = "short-curve"
+description = "sort_buffer_size at three values, the probe's sort timed at each"
+
+[run]
+kind = "curve"
+
+[curve]
+knob = "sort_buffer_size"
+from = "64K"
+to = "2M"
+step = "992K"
+probe = "order_by_offset"
+rows = 10000
+offset = 7800
+repeats = 2
+"""
+
+
+async def test_a_curve_sets_each_value_times_the_probe_and_reports_where_merges_stop(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    """Issue 39 item 3 (recipes/kinds/curve.py): each value set as a change, the probe's
+    queries timed on a new connection with their Sort_merge_passes, a checkpoint per value,
+    the merge passes falling to 0 at a size the run says, the table printed by the headless
+    run and by the journal's report, the probe's database dropped and the knob back."""
+    from rich.console import Console
+
+    from knobtop.analysis.curve import zero_at
+    from knobtop.analysis.seedtables import run_markdown
+    from knobtop.headless import run_recipe_headless
+    from knobtop.journal import Change, Checkpoint
+    from knobtop.server.probes import PROBE_DATABASE
+
+    path = tmp_path / "curve.toml"
+    path.write_text(CURVE)
+    recipe = load_recipe(path)
+    _sandbox, info = lab
+    before = await show_global(info, "sort_buffer_size")
+    journal = tmp_path / "curve.knobtop.jsonl"
+    console = Console(record=True, width=160, color_system=None)
+    code, results = await run_recipe_headless(session_for(lab, journal), recipe, console)
+    out = console.export_text()
+    assert code == 0, out
+    events = list(JournalReader(journal))
+    changes = [e for e in events if isinstance(e, Change)]
+    assert [c.new for c in changes[:3]] == ["65536", "1081344", "2097152"]
+    assert changes[0].reason == "recipe short-curve: curve value 64K"
+    points = [e for e in events if isinstance(e, Checkpoint)]
+    assert [p.values["sort_buffer_size"] for p in points] == [65536, 1081344, 2097152]
+    assert all(p.values["seconds"] is not None and p.values["queries"] == 2 for p in points)
+    passes = [p.values["Sort_merge_passes"] for p in points]
+    assert passes[0] is not None and passes[0] > 0, passes  # 64K: the sort spills
+    at = zero_at(points, "sort_buffer_size", "Sort_merge_passes")
+    assert at is not None and at > 65536, passes
+    said = f"Sort_merge_passes fell to 0 at sort_buffer_size = {int(at) // 1024}K"
+    assert any(e.kind == "mark" and said in e.label for e in events)
+    assert "sort_buffer_size KB" in out and said in out  # the table, printed
+    assert results is not None and results.kind == "curve" and results.checkpoints == points
+    (replayed,) = collect(events)
+    assert said in run_markdown(replayed)
+    assert said in report(journal, "--table", "curve").stdout
+    assert PROBE_DATABASE not in await show_databases(info)
+    assert await show_global(info, "sort_buffer_size") == before
+
+
+async def show_databases(info: ConnectionInfo) -> list[str]:
+    link = ServerLink(info)
+    await link.connect()
+    try:
+        return [str(r[0]) for r in await link.query("SHOW DATABASES")]
+    finally:
+        await link.close()

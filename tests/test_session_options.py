@@ -26,7 +26,8 @@ from knobtop.recipes.model import Recipe
 from knobtop.recipes.reader import load_recipe
 from knobtop.session.options import LabPlace, ScheduledChange, SessionOptions
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+# The three-arm sort-buffer recipe (bundled until issue 39 made it a curve)
+SORT_ARMS = Path(__file__).resolve().parent / "data" / "recipes" / "sort-buffer.toml"
 
 
 def lab_options(argv: list[str]) -> SessionOptions:
@@ -40,7 +41,7 @@ def run_options(argv: list[str], recipe: Recipe) -> SessionOptions:
 
 def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path) -> None:
     # sort-buffer: a [load] lab flags can express (doublewrite runs 8 instances since issue 18)
-    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    recipe = load_recipe(SORT_ARMS)
     journal = tmp_path / "j.knobtop.jsonl"
     run = run_options(["--lab", "--journal", str(journal), "--interval", "0.5",
                        "--dir", str(tmp_path), "--driver", "builtin"], recipe)
@@ -67,7 +68,7 @@ def test_every_option_has_a_value_for_run() -> None:
     assert all(f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(SessionOptions))
     # sort-buffer: a [load] lab flags can express (doublewrite runs 8 instances since issue 18)
-    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    recipe = load_recipe(SORT_ARMS)
     for where in (["--lab"], ["--profile", "somewhere"]):
         args = build_parser().parse_args(["run", "x.toml", *where, "--tui", "--markdown",
                                           "out.md"])
@@ -158,7 +159,7 @@ def test_the_live_screen_holds_neither_the_session_nor_the_recipe_machinery() ->
 
 def test_run_takes_the_client_tables_choice_connect_has() -> None:
     """Issue 18: run no longer forces shared tables on a profile's several clients."""
-    recipe = load_recipe(EXPERIMENTS / "sort-buffer.toml")
+    recipe = load_recipe(SORT_ARMS)
     own = run_options(["--profile", "p", "--client-tables", "own"], recipe).where
     shared = run_options(["--profile", "p"], recipe).where
     assert not isinstance(own, LabPlace) and not isinstance(shared, LabPlace)

@@ -89,11 +89,11 @@ def test_the_wheel_runs_outside_the_checkout_with_its_themes_and_recipes(
     assert sum(isinstance(e, Sample) for e in JournalReader(journal)) >= 2
 
     recipe_journal = tmp_path / "recipe.knobtop.jsonl"
+    # issue 39: the bundled sort-buffer is seed 002's curve (a probe, no load)
     recipe = run(installed, tmp_path, "-m", "knobtop", "run", "sort-buffer", "--lab",
-                 "--dir", str(lab_dir), "--replicates", "1", "--duration", "2",
-                 "--warmup", "1", "--threads", "1", "--journal", str(recipe_journal))
+                 "--dir", str(lab_dir), "--pause", "0", "--journal", str(recipe_journal))
     assert recipe.returncode == 0, recipe.stdout + recipe.stderr
     out = recipe.stdout + recipe.stderr
-    assert "Recipe sort-buffer" in out
-    assert {"256K", "2M", "8M"} <= set(out.split())  # every arm in the results table
+    assert "Curve sort-buffer" in out
+    assert "Sort_merge_passes fell to 0 at sort_buffer_size" in out  # the table's note
     assert sum(isinstance(e, Sample) for e in JournalReader(recipe_journal)) >= 2

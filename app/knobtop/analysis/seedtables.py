@@ -11,6 +11,9 @@
 * ``purge``: arms x thread counts of the history list length at the end of each step
   (the purge-lag table of shape A).
 * ``timeline``: the named metrics at elapsed-time checkpoints of a timeline recipe (D).
+* ``curve``: a curve recipe's knob values (KB) with the probe's seconds and the counters'
+  deltas at each, and where the first counter fell to 0 for good (the sort_buffer_size
+  post, seed 002).
 
 Each is a :class:`SeedTable` (title, header, rows, note) printed as Markdown or CSV. The
 numbers are the ones the results tables use (medians over replicates of each run's
@@ -28,6 +31,13 @@ from dataclasses import dataclass, field
 from rich.table import Table
 from rich.text import Text
 
+from knobtop.analysis.curve import (
+    QUERIES,
+    SECONDS,
+    curve_counters,
+    curve_knob,
+    zero_line,
+)
 from knobtop.analysis.results import (
     NONE,
     Cell,
@@ -40,7 +50,7 @@ from knobtop.analysis.results import (
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
 
-TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline", "linkbench")
+TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline", "linkbench", "curve")
 
 
 @dataclass
@@ -323,13 +333,57 @@ def linkbench(results: Results) -> SeedTable:
                "efficiency table; medians over replicates."])
 
 
+def _whole(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
+
+
+def curve(results: Results) -> SeedTable:
+    """One row per value of the knob (KB): the probe's seconds for its queries and each
+    counter's delta over them; the note says where the first counter fell to 0."""
+    if results.kind != "curve":
+        raise BadValue(f"recipe {results.recipe} is not a curve: --table curve needs a "
+                       'recipe with [run] kind = "curve"')
+    points = results.checkpoints
+    if not points:
+        raise BadValue(f"curve {results.recipe} has no value measured yet: no table")
+    knob, counters = curve_knob(points), curve_counters(points)
+    queries = {p.values.get(QUERIES) for p in points}
+    count = f"{queries.pop():g} queries" if len(queries) == 1 and None not in queries \
+        else "the queries"
+    rows, csv_rows = [], []
+    for p in points:
+        value = p.values.get(knob)
+        kb = NONE if value is None else f"{value / 1024:,.0f}"
+        rows.append([kb, _value_text(SECONDS, p.values.get(SECONDS)),
+                     *(_value_text(c, p.values.get(c)) if p.values.get(c) is None
+                       else f"{p.values[c]:,.0f}" for c in counters)])
+        csv_rows.append([_whole(value), _num(p.values.get(SECONDS), 4),
+                         _whole(p.values.get(QUERIES)),
+                         *(_whole(p.values.get(c)) for c in counters)])
+    notes = [f"seconds: the time of {count} of the probe at each value, on a new "
+             f"connection that takes the global {knob}; counters: their session deltas "
+             "over those queries."]
+    if counters:
+        notes.append(zero_line(points, knob, counters[0]) + ".")
+    return SeedTable(
+        title=f"{results.recipe}: {knob} (KB) against the probe's seconds for {count}",
+        header=[f"{knob} KB", f"s for {count}", *counters], rows=rows,
+        csv_header=[f"{knob}_bytes", "seconds", "queries", *counters], csv_rows=csv_rows,
+        notes=notes)
+
+
 BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
     "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge,
-    "timeline": timeline, "linkbench": linkbench}
+    "timeline": timeline, "linkbench": linkbench, "curve": curve}
 
 
 def run_markdown(results: Results) -> str:
-    """One recipe run as Markdown: a timeline's checkpoints, else its results tables."""
+    """One recipe run as Markdown: a timeline's checkpoints, a curve's points, else its
+    results tables."""
+    if results.kind == "curve":
+        if not results.checkpoints:
+            return f"Curve {results.recipe}: no value measured yet.\n"
+        return curve(results).markdown()
     if not results.one_load:
         return results_markdown(results)
     if not results.checkpoints:
@@ -341,8 +395,9 @@ def seed_table(name: str, results: Results) -> SeedTable:
     """The table ``name`` (one of TABLES) of one recipe run."""
     if name not in BUILDERS:
         raise BadValue(f"unknown table {name!r}: choose one of {', '.join(TABLES)}")
-    if name != "timeline" and not results.cells:
+    if name not in ("timeline", "curve") and not results.cells:
         why = (f"it is a {results.kind}: use --table timeline" if results.one_load
+               else "it is a curve: use --table curve" if results.kind == "curve"
                else "no measured step yet")
         raise BadValue(f"recipe {results.recipe} has no steps ({why}): no {name} table")
     return BUILDERS[name](results)

@@ -89,6 +89,10 @@ def recipe_conditions(recipe: Recipe) -> str:
                                       recipe.applies.items())
     else:
         runs = "runs on any server"
+    if recipe.curve is not None:
+        c = recipe.curve
+        return f"{runs}; no load: probe {c.probe} (" + ", ".join(
+            f"{k} {v:,}" for k, v in c.params) + f"); knob {c.knob}"
     threads = ",".join(str(t) for t in recipe.threads)
     load = f"{recipe.workload} at {threads} threads"
     if recipe.instances > 1:
@@ -105,6 +109,10 @@ def recipe_conditions(recipe: Recipe) -> str:
 
 
 def recipe_shape(recipe: Recipe) -> str:
+    if recipe.curve is not None:
+        c = recipe.curve
+        return (f"curve: {c.knob} at {count(len(c.values), 'value')} "
+                f"({recipe.arms[0].name} to {recipe.arms[-1].name}), probe {c.probe}")
     if recipe.timeline is not None:
         if recipe.kind == "soak":
             return f"soak: one load, {count(len(recipe.timeline.checkpoints), 'checkpoint')}"
@@ -208,13 +216,15 @@ def print_plan(args: argparse.Namespace) -> int:
     say(f"  {one_line(recipe.description)}")
     say(f"conditions: {recipe_conditions(recipe)}")
     step = recipe.warmup + recipe.duration
-    if recipe.timeline is None:
+    if recipe.curve is not None:
+        print_curve(recipe)
+    elif recipe.timeline is None:
         say(f"each step: {recipe.warmup} s warmup + {recipe.duration} s measured"
             + (f", then {recipe.pause:g} s pause" if recipe.pause else "")
             + ("; before it, waits for: " + waits_text(recipe) if recipe.waits.active else ""))
     if recipe.timeline is not None:
         print_timeline(recipe)
-    else:
+    elif recipe.curve is None:
         print_steps(recipe, step)
     warnings = plan_warnings(recipe, args)
     say()
@@ -255,6 +265,15 @@ def print_steps(recipe: Recipe, step: float) -> None:
         where = f" on {s.arm.target}" if s.arm.target else ""
         say(f"  {n + 1:3d}. {clock(start):>8}  {kind}round {s.replicate}  arm {s.arm.name}"
             f"{where}  {s.threads} threads  {knobs}")
+
+
+def print_curve(recipe: Recipe) -> None:
+    c = recipe.curve
+    assert c is not None
+    say(f"{recipe_shape(recipe)}; at each value: {c.knob} set, then the probe's queries "
+        f"timed on a new connection, and the deltas of {', '.join(c.counters)}"
+        + (f", then {recipe.pause:g} s pause" if recipe.pause else ""))
+    say("values: " + ", ".join(a.name for a in recipe.arms))
 
 
 def print_timeline(recipe: Recipe) -> None:

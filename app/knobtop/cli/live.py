@@ -318,6 +318,13 @@ def run_recipe(args: argparse.Namespace) -> int:
 
     console = stderr_console()
     recipe = recipe_from_args(args)
+    if recipe.curve is not None:
+        c = recipe.curve
+        console.print(f"Curve {recipe.name}: {c.knob} at {len(c.values)} values "
+                      f"({recipe.arms[0].name} to {recipe.arms[-1].name}), probe {c.probe} "
+                      f"at each, at least {short_duration(recipe.planned_seconds)}",
+                      highlight=False, markup=False)
+        return run_session(recipe_request(args, recipe), console)
     if recipe.timeline is not None:
         tl = recipe.timeline
         console.print(f"Timeline {recipe.name}: one load ({recipe.workload} x"

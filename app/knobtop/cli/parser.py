@@ -257,13 +257,15 @@ def _add_report(
                         help="md: the report (with recipe results); csv: one row per "
                         "sample; steps-csv: one row per measured recipe step")
     report.add_argument("--table", choices=("sweep", "efficiency", "overhead", "purge",
-                                            "timeline", "linkbench"),
+                                            "timeline", "linkbench", "curve"),
                         help="one of the seed posts' tables of a recipe journal: sweep "
                         "(configurations x threads, average TPS and verdicts), efficiency "
                         "(per transaction, one row per configuration), overhead (1 - arm / "
                         "baseline), purge (history length at each step's end), timeline "
                         "(metrics at the checkpoints of a timeline recipe), linkbench (load "
-                        "ips, tps, p99 of un/gn/ul/gl and costs per configuration)")
+                        "ips, tps, p99 of un/gn/ul/gl and costs per configuration), curve "
+                        "(a curve recipe's knob values against its probe's seconds and "
+                        "counters)")
     report.add_argument("--range", dest="span", metavar="FROM-TO",
                         help="only this time range (seconds or m:ss from the start), e.g. 60-300")
     report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")

@@ -304,7 +304,11 @@ class Checkpoint(Event):
     ``values`` over the ``window`` seconds before it (``load_tps``: transactions / seconds,
     a second without load counting 0; sampled metrics: their mean; ``ndb_hit@NODE``: a
     data node's disk page buffer hit ratio), and ``trends`` of those that still move
-    ("climbing" or "falling" beyond their noise over the last 2 x window seconds)."""
+    ("climbing" or "falling" beyond their noise over the last 2 x window seconds).
+
+    A curve recipe's point is one too: ``at`` seconds after its first value, ``window``
+    the seconds its probe took, ``values`` the knob's value (bytes, first), ``seconds``,
+    ``queries`` and each counter's delta over the probe."""
 
     kind: ClassVar[str] = "checkpoint"
     recipe: str

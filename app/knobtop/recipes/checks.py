@@ -186,7 +186,10 @@ def _replicate_warnings(recipe: Recipe) -> list[str]:
     """Too few replicates for any verdict in this recipe's table: the best p a cell can
     read, exactly, for its rounds (paired or not, as the results decide) and its Holm
     family (each arm but the baseline at each thread count), e.g. 3 rounds of one
-    comparison (p = 0.100) or 4 of two (p = 0.057)."""
+    comparison (p = 0.100) or 4 of two (p = 0.057). A curve has none to give: one
+    reading per value."""
+    if recipe.curve is not None:  # one reading per value: a curve, not a verdict
+        return []
     family = max(1, (len(recipe.arms) - 1) * len(recipe.threads))
     if recipe.replicates < 2:
         return [

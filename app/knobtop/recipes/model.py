@@ -304,6 +304,23 @@ class Timeline:
 
 
 @dataclass(frozen=True, slots=True)
+class Curve:
+    """``[run] kind = "curve"``: ``knob`` set to each of ``values`` (bytes, ascending) in
+    turn; at each, the probe ``probe`` (server.probes, with ``params``) is run and timed,
+    and the deltas of the session status ``counters`` over it are read."""
+
+    knob: str
+    values: tuple[int, ...]
+    probe: str
+    params: tuple[tuple[str, int], ...]
+    counters: tuple[str, ...]
+
+    @property
+    def probe_params(self) -> dict[str, int]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True, slots=True)
 class Recipe:
     """A checked recipe; ``path`` is the file it came from."""
 
@@ -336,6 +353,7 @@ class Recipe:
     table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
     timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
     kind: str = "arms"  # [run] kind (recipes/kinds/: how it is read and run)
+    curve: Curve | None = None  # [run] kind = "curve": a knob swept, a probe at each value
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     # Each measured window is a timed run of its own (after the warmup run): the driver's
     # summary gives the window's transactions and latency percentile, as the seeds read them
@@ -389,7 +407,10 @@ class Recipe:
         return own
 
     def arm_specs(self) -> list[tuple[Arm, LoadSpec]]:
-        """Each arm with its load at the first thread count (for preparing tables)."""
+        """Each arm with its load at the first thread count (for preparing tables); none
+        for a curve, whose probe makes a table of its own."""
+        if self.curve is not None:
+            return []
         return [(arm, self.load_spec(self.threads[0], 0, arm)) for arm in self.arms]
 
     def schedule(self, rounds: int | None = None) -> list[Step]:
@@ -407,8 +428,8 @@ class Recipe:
         rng = random.Random(self.seed)
         levels_rng = random.Random(self.seed + 1)
         steps: list[Step] = []
-        if self.timeline is not None:
-            return steps  # one load for the whole run: no steps
+        if self.timeline is not None or self.curve is not None:
+            return steps  # one load for the whole run, or a curve's probe: no steps
         for replicate in range(1, (self.replicates if rounds is None else rounds) + 1):
             levels = list(self.threads)
             if self.level_order == "counterbalanced" and replicate % 2 == 0:
@@ -432,5 +453,7 @@ class Recipe:
         plateaus, restarts or table preparation)."""
         if self.timeline is not None:
             return float(self.duration)
+        if self.curve is not None:  # the pauses between values (the probe takes little)
+            return max(len(self.curve.values) - 1, 0) * self.pause
         count = (self.replicates * len(self.arms) + self.calibrate) * len(self.threads)
         return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause

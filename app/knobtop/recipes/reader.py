@@ -101,6 +101,7 @@ from knobtop.recipes.model import (
     TIMELINE_METRICS,
     Arm,
     Constraint,
+    Curve,
     Recipe,
     RecipeError,
     Steady,
@@ -127,7 +128,7 @@ README = "experiments/README.md"
 # --------------------------------------------------------------------------- TOML reader
 
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
-             "timeline", "soak", "targets", "allow")
+             "timeline", "soak", "curve", "targets", "allow")
 _ALLOW_KEYS = ("reach",)
 _TARGET_KEYS = ("profile", "options")
 _TIMELINE_KEYS, _ACTION_KEYS = TIMELINE_KEYS, ACTION_KEYS  # (kinds/timeline.py's)
@@ -348,14 +349,16 @@ class _Reader(Reader):
             doc, "description", "", '"what the experiment shows and what to watch"'
         )
         applies, why = self.applies(doc)
-        spec = self.load_table(doc)
+        run = self.table(doc, "run") or {}
+        spec = self.load_table(doc) if run.get("kind") != "curve" else self.no_load(doc)
         waits = self.waits(self.table(doc, "wait") or {})
         steady = self.steady(self.table(doc, "steady") or {}, waits)
-        run = self.table(doc, "run") or {}
         self.check_keys(run, _RUN_KEYS, "run")
         r = self.run_keys(run, spec)
-        arms, timeline = self.arms_or_timeline(doc, spec, r.kind)
-        targets = self.targets(doc, arms, timeline is not None)
+        arms, own = self.arms_or_timeline(doc, spec, r.kind)
+        timeline = own if isinstance(own, Timeline) else None
+        curve = own if isinstance(own, Curve) else None
+        targets = self.targets(doc, arms, own is not None)
         recipe = Recipe(
             path=path,
             name=name,
@@ -387,6 +390,7 @@ class _Reader(Reader):
             arms=arms,
             timeline=timeline,
             kind=r.kind,
+            curve=curve,
             timed=r.timed,
             calibrate=r.calibrate or 0,
             until_ci=r.until_ci,
@@ -421,6 +425,14 @@ class _Reader(Reader):
             )
         return self.load(load)
 
+    def no_load(self, doc: Table) -> _Load:
+        """A curve's: no [load] (its probe is its work); the fields a Recipe holds."""
+        if "load" in doc:
+            raise self.error("load", "a curve runs its probe, not a load",
+                             "remove [load]: the probe's table is [curve] rows")
+        return self.load({"workload": "oltp_read_only", "threads": [1],
+                          "duration": MIN_DURATION})
+
     def run_keys(self, run: Table, spec: _Load) -> _Run:
         """``[run]`` (its keys already checked): replicates, their order, and the kind."""
         replicates = self.integer(run, "replicates", "run", lo=1, hi=MAX_REPLICATES)
@@ -447,9 +459,10 @@ class _Reader(Reader):
                     max_replicates, kind, timed)
 
     def arms_or_timeline(self, doc: Table, spec: _Load, kind: str
-                         ) -> tuple[tuple[Arm, ...], Timeline | None]:
+                         ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
         """What the recipe's kind reads (kinds/): ``[[arm]]`` of a recipe of arms; its own
-        table (``[timeline]``, ``[soak]``) of a kind that runs one load as one arm."""
+        table (``[timeline]``, ``[soak]``) of a kind that runs one load as one arm; a
+        curve's ``[curve]`` (an arm per value)."""
         for other in KINDS.values():
             if other.section is not None and other.name != kind and other.section in doc:
                 raise self.error(other.section,
@@ -831,7 +844,7 @@ class _Reader(Reader):
                "sandbox of that name (knobtop run --lab)")
         targets: list[Target] = []
         if raw is not None and timeline:
-            raise self.error("targets", "a timeline recipe runs on one server",
+            raise self.error("targets", "a timeline, soak or curve recipe runs on one server",
                              "remove [targets] (arms on other servers compare step by step)")
         for name, table in (raw or {}).items():
             p = f"targets.{name}"

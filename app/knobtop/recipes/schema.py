@@ -20,6 +20,7 @@ from typing import Any
 from knobtop.recipes import model as _model
 from knobtop.recipes import reader as _reader
 from knobtop.recipes import search as _search
+from knobtop.recipes.kinds.curve import CURVE_KEYS
 from knobtop.recipes.kinds.soak import SOAK_KEYS
 from knobtop.tomlcheck import Table, parse, read_text_file
 
@@ -56,6 +57,7 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
             "[timeline]": r._TIMELINE_KEYS,
             "[[timeline.action]]": r._ACTION_KEYS,
             "[soak]": SOAK_KEYS,
+            "[curve]": CURVE_KEYS,
         },
         "search": {
             "top level": s._TOP_KEYS,
@@ -77,7 +79,8 @@ _INDEX = re.compile(r"\[\d+\]")
 _PREFIX = {"": "top level", "load": "[load]", "wait": "[wait]", "steady": "[steady]",
            "run": "[run]", "applies": "[applies]", "arm[]": "[[arm]]",
            "arm[].load": "[[arm]] load", "timeline": "[timeline]",
-           "timeline.action[]": "[[timeline.action]]", "soak": "[soak]", "verify": "[verify]",
+           "timeline.action[]": "[[timeline.action]]", "soak": "[soak]", "curve": "[curve]",
+           "verify": "[verify]",
            "budget": "[budget]", "constraints": "[constraints]", "knob[]": "[[knob]]",
            "allow": "[allow]"}
 
@@ -224,13 +227,14 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("top level", "name"): ("string", "required", "letters, digits, '.', '_', '-' (up to 64)"),
     ("top level", "description"): ("string", "required", "what the experiment shows"),
     ("top level", "applies"): ("table", "any server", "see [applies]"),
-    ("top level", "load"): ("table", "required", "see [load]"),
+    ("top level", "load"): ("table", "required (none in kind curve)", "see [load]"),
     ("top level", "wait"): ("table", "no gates", "see [wait]"),
     ("top level", "steady"): ("table", "the defaults below", "see [steady]"),
     ("top level", "run"): ("table", "the defaults below", "see [run]"),
     ("top level", "arm"): ("array of tables", "required (kind arms)", "see [[arm]]"),
     ("top level", "timeline"): ("table", "required (kind timeline)", "see [timeline]"),
     ("top level", "soak"): ("table", "required (kind soak)", "see [soak]"),
+    ("top level", "curve"): ("table", "required (kind curve)", "see [curve]"),
     ("top level", "targets"): ("table of tables", "none", "see [targets.NAME]"),
     ("top level", "allow"): ("table", "none", "see [allow]"),
     ("[applies]", "mariadb"): ("string", "refused when [applies] exists",
@@ -251,8 +255,8 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("[run]", "until_ci"): ("number", "off", "add rounds until every cell's CI is within "
                             "+-this"),
     ("[run]", "max_replicates"): ("integer", "off", "the cap on rounds for until_ci"),
-    ("[run]", "kind"): ("choice", "arms", "arms compared step by step, or one load with "
-                        "actions at given times"),
+    ("[run]", "kind"): ("choice", "arms", "arms compared step by step, one load with "
+                        "actions at given times, one arm soaked, or a knob's curve"),
     ("[run]", "timed"): ("boolean", "false (true for linkbench)", "each step a timed run "
                          "whose summary is journaled"),
     ("[[arm]]", "name"): ("string", "required", "short and unique (up to 16)"),
@@ -287,6 +291,19 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
                             "of " + ", ".join(_model.TIMELINE_METRICS)),
     ("[soak]", "window"): ("number", "every, at most 60", "seconds averaged at each "
                            "checkpoint (at most every)"),
+    ("[curve]", "knob"): ("string", "required", "the knob swept (a size)"),
+    ("[curve]", "from"): ("size", "required", "its first value (bytes, or with K, M, G)"),
+    ("[curve]", "to"): ("size", "required", "its last value at most (at most 200 values)"),
+    ("[curve]", "step"): ("size", "required", "between values"),
+    ("[curve]", "probe"): ("string: order_by_offset", "required", "the probe timed at each "
+                           "value (knobtop's code: no SQL in the file)"),
+    ("[curve]", "rows"): ("integer", "required", "order_by_offset: rows of its table"),
+    ("[curve]", "offset"): ("integer", "required", "order_by_offset: the LIMIT's offset, "
+                            "below rows"),
+    ("[curve]", "repeats"): ("integer", "required", "order_by_offset: queries per value, "
+                             "timed together"),
+    ("[curve]", "counters"): ("list of names", "Sort_merge_passes", "session status "
+                              "counters whose deltas each value reads"),
 }
 _SEARCH: dict[tuple[str, str], KeyDoc] = {
     ("top level", "name"): ("string", "required", "letters, digits, '.', '_', '-'"),

@@ -46,6 +46,7 @@ from knobtop.server.appliers.base import Plan
 from knobtop.server.knobs import SEED_KNOBS
 from knobtop.server.link import ConnectionInfo, ServerError, ServerLink, ServerVersion, Tunnel
 from knobtop.server.ndb import NdbRollingRestart
+from knobtop.server.probes import ProbeReading, run_probe
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
 from knobtop.session.drift import DRIFT_INTERVAL, DriftWatch
@@ -461,6 +462,17 @@ class Session:
 
     def trial(self, **fields: Any) -> Trial:
         return self.recorder.trial(**fields)
+
+    async def probe(self, name: str, phase: str, params: Mapping[str, int],
+                    counters: Sequence[str] = ()) -> ProbeReading:
+        """One phase of a curve recipe's probe (server.probes), on a new link: its session
+        variables are the server's global values now."""
+        link = self.server_link()
+        await link.connect()
+        try:
+            return await run_probe(link, name, phase, dict(params), tuple(counters))
+        finally:
+            await link.close()
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         """The server's own footprint now, read on its host (``sizes``: with the datadir's

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from knobtop.metrics.footprint import Footprint
     from knobtop.server.appliers.base import Plan
     from knobtop.server.catalog import Catalog
+    from knobtop.server.probes import ProbeReading
     from knobtop.server.variables import PurgeWait
 
 Listener = Callable[["Event"], None]
@@ -151,6 +152,10 @@ class SessionPort(Protocol):
     def trial(self, **fields: Any) -> Trial: ...
 
     async def footprint(self, sizes: bool = False) -> Footprint: ...
+
+    # A curve recipe's probe (server.probes): one phase of it on a new link of its own
+    async def probe(self, name: str, phase: str, params: Mapping[str, int],
+                    counters: Sequence[str] = ()) -> ProbeReading: ...
 
 
 __all__ = ["LOST_SOURCE", "BaselineDiff", "Listener", "SessionPort", "SessionState"]

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
     from knobtop.server.appliers.base import Plan
+    from knobtop.server.probes import ProbeReading
     from knobtop.server.variables import PurgeWait
 
 
@@ -401,6 +402,11 @@ class RemoteSession:
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         return cast("Footprint", await self._call("footprint", sizes))
+
+    async def probe(self, name: str, phase: str, params: Mapping[str, int],
+                    counters: Sequence[str] = ()) -> ProbeReading:
+        return cast("ProbeReading", await self._call("probe", name, phase, dict(params),
+                                                     list(counters)))
 
 
 __all__ = ["CLOSE_DEADLINE", "Ready", "RemoteSession", "SessionLost"]

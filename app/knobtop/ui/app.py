@@ -276,6 +276,9 @@ class KnobtopApp(KnobtopBase):
                                                    on_note=note, targets=self.targets)
         outcome, message = await self._run_to_end(runner.run())
         self.recipe_results = runner.results_so_far(outcome, message)
+        if recipe.curve is not None:  # a curve: its points are the result
+            self.recipe_results.kind = recipe.kind
+            self.recipe_results.checkpoints = list(runner.checkpoints)
         self.live.query_one(RecipePanel).show_results(self.recipe_results)
         self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
                     severity="information" if outcome == "end" else "error", timeout=12,

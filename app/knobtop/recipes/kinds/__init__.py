@@ -7,6 +7,7 @@ from typing import Any
 
 from knobtop.recipes.kinds.arms import ARMS
 from knobtop.recipes.kinds.base import KindReader, LoadShape, RecipeKind, Sequencer
+from knobtop.recipes.kinds.curve import CURVE
 from knobtop.recipes.kinds.soak import SOAK
 from knobtop.recipes.kinds.timeline import TIMELINE
 from knobtop.recipes.model import Recipe
@@ -15,6 +16,7 @@ KINDS: dict[str, RecipeKind] = {
     "arms": ARMS,
     "timeline": TIMELINE,
     "soak": SOAK,
+    "curve": CURVE,
 }
 
 

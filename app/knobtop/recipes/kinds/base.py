@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from knobtop.journal.events import Checkpoint
     from knobtop.load.base import LoadSpec
-    from knobtop.recipes.model import Arm, Recipe, Timeline
+    from knobtop.recipes.model import Arm, Curve, Recipe, Timeline
     from knobtop.session.port import SessionPort
     from knobtop.tomlcheck import FileError, Table
 
@@ -49,6 +49,11 @@ class KindReader(Protocol):
 
     def boolean(self, table: Table, key: str, prefix: str) -> bool | None: ...
 
+    def string(self, table: Table, key: str, prefix: str, example: str) -> str | None: ...
+
+    def integer(self, table: Table, key: str, prefix: str, *, lo: int, hi: int,
+                unit: str = "") -> int | None: ...
+
     def knobs(self, raw: object, p: str) -> dict[str, str]: ...
 
     def seconds_list(self, table: Table, key: str, p: str, most: float
@@ -73,6 +78,9 @@ class Sequencer(Protocol):
         """What the run is doing now (the progress every front end shows)."""
 
     def note(self, text: str) -> None: ...
+
+    def check(self) -> None:
+        """RunAborted / RunFailed now if the run was aborted or cannot go on."""
 
     def mark(self, label: str) -> None: ...
 
@@ -102,8 +110,9 @@ class RecipeKind(Protocol):
     one_load: bool  # one load from start to end, with checkpoints (no steps)
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
-             ) -> tuple[tuple[Arm, ...], Timeline | None]:
-        """The recipe's arms and, for a one-load kind, its timeline."""
+             ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
+        """The recipe's arms and, for a one-load kind, its timeline (a curve: its
+        Curve)."""
 
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         """The kind's keys in the start event's plan."""

@@ -134,11 +134,13 @@ class RecipePanel(RichLog):
 
     def show_results(self, results: Results) -> None:
         from knobtop.analysis.results import results_table
-        from knobtop.analysis.seedtables import timeline
+        from knobtop.analysis.seedtables import curve, timeline
 
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
-        if results.one_load and results.checkpoints:
+        if results.kind == "curve" and results.checkpoints:
+            self._show(Group(curve(results).rich()))
+        elif results.one_load and results.checkpoints:
             self._show(Group(timeline(results).rich()))
         else:
             self._show(Group(results_table(results)))
