@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# A test module imports another by its name (`from test_reach import first_hit`) from any
+# of the folders (pytest puts only the importing file's own folder on the path).
+sys.path.extend(str(Path(__file__).parent / folder) for folder in ("unit", "live", "screens"))
 
 from harness.binaries import require_binary
 from harness.sshd import SshServer
@@ -199,16 +202,16 @@ LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
     ("faults/conftest.py", "sandbox"),
     ("faults/test_host_outage.py", "crashing_client"),
     ("faults/test_kill_knobtop.py", "lab_dir"),
-    ("test_connect.py", "crash_target"),
-    ("test_lab_headless.py", "stop_leftover_sandbox"),
-    ("test_myrocks.py", "rocks_lab"),
-    ("test_runner.py", "lab"),
-    ("test_static.py", "lab"),
-    ("test_static_failures.py", "lab"),
-    ("test_static_hang.py", "sandbox"),
-    ("test_status_query.py", "ps_server"),
-    ("test_tmux.py", "stop_sandbox"),
-    ("test_tmux.py", "tmux"),
+    ("live/test_connect.py", "crash_target"),
+    ("live/test_lab_headless.py", "stop_leftover_sandbox"),
+    ("live/test_myrocks.py", "rocks_lab"),
+    ("live/test_runner.py", "lab"),
+    ("live/test_static.py", "lab"),
+    ("live/test_static_failures.py", "lab"),
+    ("live/test_static_hang.py", "sandbox"),
+    ("live/test_status_query.py", "ps_server"),
+    ("screens/test_tmux.py", "stop_sandbox"),
+    ("screens/test_tmux.py", "tmux"),
 })
 # A test or fixture that builds a real part in its own body is live too.
 LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(", "pane_server(")
