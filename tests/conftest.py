@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.extend(str(Path(__file__).parent / folder) for folder in ("unit", "live", "screens"))
 
 from harness.binaries import require_binary
+from harness.live import live_part, mark_live
 from harness.sshd import SshServer
 from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
@@ -62,6 +61,7 @@ def mariadb_info(mariadb: Sandbox) -> ConnectionInfo:
 
 
 @pytest.fixture(scope="session")
+@live_part
 def sysbench_path() -> str:
     return require_binary("sysbench", "sysbench")
 
@@ -186,89 +186,13 @@ def collector() -> EventCollector:
     return EventCollector()
 
 
-# Fixtures that start (or stop) a real part: mariadbd, sshd, sysbench, tmux, a Galera cluster.
-# Keyed by (the file that defines it, relative to tests/, fixture name): names such as "lab"
-# or "target" mean different things in different modules.  Fixtures built on these count
-# too: a test's fixture closure includes them.
-LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
-    ("conftest.py", "mariadb"),
-    ("conftest.py", "mariadb_info"),
-    ("conftest.py", "sysbench_path"),
-    ("conftest.py", "sshd_server"),
-    ("conftest.py", "catalog"),
-    ("harness/fixtures.py", "ssh_target"),
-    ("harness/fixtures.py", "ssh_client"),
-    ("harness/galera_fixture.py", "galera_cluster"),
-    ("faults/conftest.py", "sandbox"),
-    ("faults/test_host_outage.py", "crashing_client"),
-    ("faults/test_kill_knobtop.py", "lab_dir"),
-    ("live/test_connect.py", "crash_target"),
-    ("live/test_lab_headless.py", "stop_leftover_sandbox"),
-    ("live/test_myrocks.py", "rocks_lab"),
-    ("live/test_runner.py", "lab"),
-    ("live/test_static.py", "lab"),
-    ("live/test_static_failures.py", "lab"),
-    ("live/test_static_hang.py", "sandbox"),
-    ("live/test_status_query.py", "ps_server"),
-    ("screens/test_tmux.py", "stop_sandbox"),
-    ("screens/test_tmux.py", "tmux"),
-})
-# A test or fixture that builds a real part in its own body is live too.
-LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(", "pane_server(")
-TESTS = Path(__file__).parent
-
-
-def _live_fixtures(item: pytest.Item) -> list[str]:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return []
-    found = []
-    for name, defs in info.name2fixturedefs.items():
-        for fixturedef in defs:
-            try:
-                source = Path(inspect.getsourcefile(fixturedef.func) or "").resolve()
-                where = source.relative_to(TESTS.resolve()).as_posix()
-            except (TypeError, ValueError):
-                continue
-            if (where, name) in LIVE_FIXTURES or _builds_a_live_part(fixturedef.func):
-                found.append(name)
-    return found
-
-
-def _builds_a_live_part(function: object) -> bool:
-    return bool(_calls_in(function))
-
-
-@functools.cache
-def _calls_in(function: object) -> list[str]:
-    try:
-        source = inspect.getsource(function)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        return []
-    return [call.rstrip("(") for call in LIVE_CALLS if call in source]
-
-
-def _live_calls(item: pytest.Item) -> list[str]:
-    function = getattr(item, "function", None)
-    return [] if function is None else _calls_in(function)
-
-
-def unmarked_live_tests(items: list[pytest.Item]) -> list[str]:
-    """Tests that use a real part (by fixture or in their body) without the marker."""
-    unmarked = []
-    for item in items:
-        if item.get_closest_marker("integration") is not None:
-            continue
-        parts = _live_fixtures(item) + _live_calls(item)
-        if parts:
-            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(set(parts)))})")
-    return unmarked
-
-
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every live test carries @pytest.mark.integration: collection fails otherwise (``make
-    test`` runs the others in two workers first, then these alone, one after another)."""
-    unmarked = unmarked_live_tests(items)
+    """A live test carries the integration marker (``make test`` runs the others in two
+    workers first, then these): the tests of tests/live/ and those with a live fixture get
+    it here (harness.live); one that builds a real part in its own body without it fails
+    collection."""
+    unmarked = mark_live(items)
     if unmarked:
         raise pytest.UsageError(
             f"{len(unmarked)} live test(s) lack @pytest.mark.integration (add "
