@@ -28,6 +28,7 @@ DATA = Path(__file__).parent / "data"
 pytest_plugins = [
     "harness.fixtures",  # ssh_target (127.0.0.2), ssh_client (127.0.0.3)
     "harness.galera_fixture",  # galera_cluster: 3 MariaDB Galera nodes on loopback
+    "harness.tmux_fixture",  # tmux: a tmux server of the test's own for its panes
 ]
 
 

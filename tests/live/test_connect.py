@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +11,7 @@ import orjson
 import pytest
 
 from harness.binaries import require_binary
+from harness.cli import knobtop_process
 from harness.sshd import SshServer
 from knobtop.lab import Sandbox
 
@@ -56,18 +55,12 @@ def write_profile(path: Path, target: SshServer, client: SshServer, mariadb: San
 def knobtop(*args: str, home: Path, password: str | None = None) -> subprocess.Popen[str]:
     """`knobtop connect` with ``home`` as HOME (no XDG overrides): nothing it writes by
     default (journals, config) lands in the real home directory."""
-    drop = ("SSH_AUTH_SOCK", "KNOBTOP_TEST_DB_PASSWORD")
-    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("XDG_")}
     home.mkdir(exist_ok=True)
-    env["HOME"] = str(home)
-    env["COLUMNS"] = "200"
+    env = {"HOME": str(home)}
     if password is not None:
         env["KNOBTOP_TEST_DB_PASSWORD"] = password
-    return subprocess.Popen(
-        [sys.executable, "-m", "knobtop", "connect", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    return knobtop_process("connect", *args, env=env,
+                           drop=("SSH_AUTH_SOCK", "KNOBTOP_TEST_DB_PASSWORD", "XDG_*"))
 
 
 def events(path: Path) -> list[dict[str, object]]:

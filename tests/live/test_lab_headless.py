@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from harness.cli import knobtop as run_knobtop
 from knobtop.journal import Change, End, JournalReader, Knobs, Load, Phase, Sample
 from knobtop.lab import Sandbox
 
@@ -23,12 +22,7 @@ def stop_leftover_sandbox(tmp_path: Path) -> Iterator[None]:
     Sandbox(tmp_path / "lab").stop()
 
 
-def knobtop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "knobtop", *args],
-        capture_output=True, text=True, timeout=timeout, env=env, check=False,
-    )
+knobtop = partial(run_knobtop, timeout=240)  # a headless lab starts and runs within 240 s
 
 
 def test_headless_lab_records_samples_load_phases_and_a_change(

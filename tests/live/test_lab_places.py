@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from harness.binaries import require_binary
+from harness.cli import knobtop as run_knobtop
 from knobtop.cli.live import recipe_from_args, recipe_options
 from knobtop.cli.parser import build_parser
 from knobtop.journal import JournalReader, Knobs
@@ -29,10 +30,8 @@ SECRET = "the other user's own text\n"
 TRX2 = BASE  # a recipe whose second arm runs on the lab target trx2
 
 
-def knobtop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "knobtop", *args], capture_output=True,
-                          text=True, timeout=240, check=False,
-                          env={**os.environ, "COLUMNS": "400"})
+# A lab starts within 240 s; its errors print whole on one line of 400 columns.
+knobtop = partial(run_knobtop, timeout=240, columns=400)
 
 
 def said(run: subprocess.CompletedProcess[str]) -> str:

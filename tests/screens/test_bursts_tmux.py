@@ -17,11 +17,11 @@ from typing import TypeVar
 import pytest
 
 from conftest import show_global
+from harness.cli import knobtop_argv
 from harness.tmux import TmuxServer, pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Event, Mark, Note, Phase
 from knobtop.server.link import ConnectionInfo
-from test_reach import knobtop_argv
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")

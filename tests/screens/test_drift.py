@@ -22,7 +22,8 @@ import pytest
 from conftest import show_global
 from faults.helpers import knobtop_run
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, pane_server
+from harness.cli import knobtop_argv
+from harness.tmux import TmuxServer, first_hit
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader, Note
 from knobtop.journal.events import Event, OutsideChange
@@ -33,7 +34,6 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig
 from knobtop.session.drift import DRIFT_DEADLINE, DRIFT_INTERVAL
-from test_reach import first_hit, knobtop_argv
 
 pytestmark = pytest.mark.integration
 
@@ -235,15 +235,6 @@ def knob_row(screen: list[str], knob: str) -> str:
     """The knob panel's row of ``knob`` (compact at 80 columns: without ``innodb_``)."""
     short = knob.removeprefix("innodb_")
     return next((row for row in screen if re.search(rf"│ (innodb_)?{short} ", row)), "")
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = pane_server(tmp_path)
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def open_lab(tmux: TmuxServer, where: Path, journal: Path, cwd: Path) -> str:

@@ -11,7 +11,7 @@ from harness.binaries import require_binary
 from harness.tmux import TmuxServer
 from knobtop.journal import End, JournalReader
 from knobtop.lab import Sandbox
-from test_tmux import knobtop, stop_sandbox, tmux  # noqa: F401  (the same private tmux)
+from test_tmux import knobtop, pane_lab_dir  # noqa: F401  (the same leftover lab stopped)
 
 pytestmark = pytest.mark.integration
 
@@ -21,7 +21,7 @@ def journals_in(folder: Path) -> list[Path]:
 
 
 def test_follow_latest_moves_to_the_labs_next_session(
-    tmp_path: Path, tmux: TmuxServer  # noqa: F811  (the fixture imported above)
+    tmp_path: Path, tmux: TmuxServer
 ) -> None:
     require_binary("mariadbd", "mariadb-server")
     lab_dir = tmp_path / "lab"

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from conftest import kept_globals
 from harness.hostile import HOSTILE, JOURNAL, OSC_TITLE, SHOWN, hostile_journal, raw_controls
-from harness.tmux import TmuxServer, pane_server
+from harness.tmux import TmuxServer
 from harness.ui import until
 from knobtop.journal import JournalReader
 from knobtop.journal.events import Incident, Note
@@ -146,13 +146,6 @@ def strings_of(value: Any) -> Iterator[str]:
 
 
 # -- a real lab and replay in a real tmux pane --------------------------------------------
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = pane_server(tmp_path)
-    yield server
-    server.kill()
 
 
 def start_in_pane(tmux: TmuxServer, name: str, argv: list[str], cwd: Path,

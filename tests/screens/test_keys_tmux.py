@@ -23,8 +23,9 @@ import pytest
 
 from conftest import show_global
 from harness import paths as repo_paths
+from harness.cli import knobtop_argv
 from harness.keys import declared, live_screen_bindings
-from harness.tmux import TmuxServer, pane_server
+from harness.tmux import TmuxServer, first_hit, pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import (
     End,
@@ -42,7 +43,6 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.graph_grid import GRAPHS
 from knobtop.ui.widgets.knob_panel import KnobPanel
-from test_reach import first_hit, knobtop_argv
 
 T = TypeVar("T")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from harness import paths as repo_paths
+from harness.cli import knobtop as run_knobtop
 from harness.ui import until, widget_text
 from knobtop.journal import Change, JournalReader, Knobs, Note
 from knobtop.journal.events import Error, Event
@@ -29,12 +29,7 @@ MARKUP = ["[/]", "[b]x[/b]", "[link=https://evil.example]click[/link]", "[red]bo
           "[/b]", "[@click=app.quit]q[/]", "\\[b]esc", "[bold red]knobtop:[/]"]
 
 
-def knobtop(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "knobtop", *args], capture_output=True, text=True, cwd=cwd,
-        timeout=timeout, env={**os.environ, "COLUMNS": "300", **(env or {})}, check=False,
-    )
+knobtop = partial(run_knobtop, columns=300)  # error lines whole on one line
 
 
 @pytest.mark.parametrize("text", MARKUP)

@@ -5,7 +5,6 @@ command line says --allow-reach, or the person confirms a dialog; journaled eith
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
-from harness.tmux import open_lab, pane_server
+from harness.tmux import first_hit, open_lab, pane_server
 from knobtop.hosts.local import LocalHost
 from knobtop.journal import Change, JournalReader
 from knobtop.journal.events import Note, RecipeRun
@@ -223,17 +222,6 @@ def test_the_live_screen_asks_before_a_reach_variable_and_journals_it(
     finally:
         tmux.kill()
     assert asyncio.run(show_global(info, "general_log")) == "OFF"
-
-
-def knobtop_argv() -> list[str]:
-    return [sys.executable, "-m", "knobtop"]
-
-
-def first_hit(screen: list[str]) -> str | None:
-    """The palette's first option under its search line."""
-    rows = [row.strip() for row in screen]
-    at = next((i for i, row in enumerate(rows) if row.startswith("🔎")), None)
-    return next((row for row in rows[at + 1:] if row), None) if at is not None else None
 
 
 def changes_of(journal: Path) -> list[tuple[str, str | None, str, str]]:

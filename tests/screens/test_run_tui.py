@@ -4,15 +4,13 @@ to every arm, and after q the same results table stays on the terminal."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, pane_server
-from knobtop.lab import Sandbox
+from harness.tmux import TmuxServer
 
 pytestmark = pytest.mark.integration
 
@@ -40,11 +38,9 @@ timeout = 5.0
 
 
 @pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = pane_server(tmp_path)
-    yield server
-    server.kill()
-    Sandbox(tmp_path / "lab").stop()  # if the run did not stop its server (a failed test)
+def pane_lab_dir(tmp_path: Path) -> Path:
+    """The run's sandbox, stopped after the panes if the run did not (a failed test)."""
+    return tmp_path / "lab"
 
 
 def panel_rows(screen: list[str]) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 
 from harness import paths as repo_paths
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, pane_server, samples_shown
+from harness.tmux import TmuxServer, samples_shown
 from knobtop.journal import End, Error, JournalReader, Sample
 from knobtop.lab import Sandbox
 
@@ -31,13 +31,6 @@ def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("lab")
     yield root
     Sandbox(root).stop()
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[TmuxServer]:
-    server = pane_server(tmp_path)
-    yield server
-    server.kill()
 
 
 def start_lab(tmux: TmuxServer, lab_dir: Path, journal: Path) -> tuple[str, psutil.Process,

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -105,16 +104,6 @@ knobs = { innodb_io_capacity = 400 }
 """
 WARNING = "replicates = 3: with 2 comparisons in the table (Holm), no cell can read higher " \
     "or lower below 5 runs per arm"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox the commands join (and leave running)."""
-    where = tmp_path_factory.mktemp("startchecks") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info
-    sandbox.stop()
 
 
 async def query(info: ConnectionInfo, sql: str) -> list[tuple[object, ...]]:

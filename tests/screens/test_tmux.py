@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
 
 from harness.binaries import require_binary
-from harness.tmux import TmuxServer, pane_server, samples_shown
+from harness.cli import knobtop_argv as knobtop
+from harness.tmux import TmuxServer, samples_shown
 from knobtop.journal import Change, End, JournalReader, Sample
 from knobtop.journal.events import Note
 from knobtop.lab import Sandbox
@@ -30,25 +29,14 @@ HOSTS_TITLE = "╭─ Hosts"  # the Hosts panel is shown from 120 columns up
 LAG = re.compile(r"following, ([\d.]+) s")  # "behind" may not fit
 
 
+# tmux: the shared fixture (harness.tmux_fixture), a server of the test's own: tmux defaults
+# except the pane's TERM, no status line (so the pane is the whole 80x24), dead panes kept
+# to read their exit status; escape-time is left at tmux's default on purpose.
 @pytest.fixture
-def stop_sandbox(tmp_path: Path) -> Iterator[None]:
-    """If the lab did not stop its server (a failed test), stop it here."""
-    yield
-    Sandbox(tmp_path / "lab").stop()
-
-
-@pytest.fixture
-def tmux(tmp_path: Path, stop_sandbox: None) -> Iterator[TmuxServer]:
-    """A tmux server of this test's own: tmux defaults except the pane's TERM, no status
-    line (so the pane is the whole 80x24), and dead panes kept to read their exit status.
-    escape-time is left at tmux's default on purpose."""
-    server = pane_server(tmp_path)
-    yield server
-    server.kill()  # before stop_sandbox: the lab, if still up, goes with its pane
-
-
-def knobtop(*args: str) -> list[str]:
-    return [sys.executable, "-m", "knobtop", *args]
+def pane_lab_dir(tmp_path: Path) -> Path:
+    """If the lab did not stop its server (a failed test), the tmux fixture stops it there
+    (after killing the panes)."""
+    return tmp_path / "lab"
 
 
 def fits(screen: list[str], width: int, height: int) -> None:

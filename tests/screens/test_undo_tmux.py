@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import show_global
-from harness.tmux import open_lab, pane_server
+from harness.tmux import first_hit, open_lab, pane_server
 from knobtop.journal import Change, JournalReader
 from knobtop.server.link import ConnectionInfo
-from test_reach import first_hit
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness import paths as repo_paths
+from harness.cli import knobtop as run_knobtop
 from knobtop.cli.parser import build_parser
 from knobtop.recipes.checks import offline_warnings
 from knobtop.recipes.reader import BUNDLED_DIR, bundled_recipes, load_recipe
@@ -27,13 +27,8 @@ ROOT = repo_paths.REPO
 
 def knobtop(*args: str, cwd: Path | None = None, home: Path | None = None
             ) -> subprocess.CompletedProcess[str]:
-    env = None
-    if home is not None:
-        import os
-
-        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-    return subprocess.run([sys.executable, "-m", "knobtop", *args], capture_output=True,
-                          text=True, timeout=60, cwd=cwd, env=env)
+    env = None if home is None else {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    return run_knobtop(*args, cwd=cwd, env=env, columns=None)  # COLUMNS as the test run's
 
 
 def test_run_list_names_every_bundled_recipe_with_its_facts() -> None:

@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 
 from harness import paths as repo_paths
+from harness.cli import knobtop
 from knobtop.cli import is_loopback_host
 from knobtop.journal import JournalReader, Sample
 
@@ -37,13 +38,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def knobtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "knobtop", *args], capture_output=True, text=True,
-        timeout=timeout, env={**os.environ, "COLUMNS": "200"}, check=False,
-    )
 
 
 async def eventually(predicate: Callable[[], bool], timeout: float, what: str) -> None:
