@@ -44,16 +44,23 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox this module's `knobtop` commands and screens join with
-    ``--dir`` (and leave running): one per module, stopped after it. A module with a
-    fixture of the same name uses its own."""
+def lab_sandbox(tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[Sandbox, ConnectionInfo]]:
+    """A running sandbox this module's sessions, `knobtop` commands and screens join (and
+    leave running): one per module, stopped after it."""
     require_binary("mariadbd", "mariadb-server")
-    where = tmp_path_factory.mktemp("lab") / "lab"
-    sandbox = Sandbox(where)
+    sandbox = Sandbox(tmp_path_factory.mktemp("lab") / "lab")
     info = sandbox.start()
-    yield where, info
+    yield sandbox, info
     sandbox.stop()
+
+
+@pytest.fixture(scope="module")
+def lab(lab_sandbox: tuple[Sandbox, ConnectionInfo]) -> tuple[Path, ConnectionInfo]:
+    """The module's sandbox as its directory (for ``--dir``) and connection. A module with
+    a fixture of the same name uses its own."""
+    sandbox, info = lab_sandbox
+    return sandbox.root, info
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import dataclasses
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,11 +39,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, ConnectionInfo]]:
-    sandbox = Sandbox(tmp_path_factory.mktemp("runner") / "lab")
-    info = sandbox.start()
-    yield sandbox, info
-    sandbox.stop()
+def lab(lab_sandbox: tuple[Sandbox, ConnectionInfo]) -> tuple[Sandbox, ConnectionInfo]:
+    """conftest's module sandbox, as the Sandbox itself."""
+    return lab_sandbox
 
 
 def quick(recipe: Recipe, **changes: object) -> Recipe:

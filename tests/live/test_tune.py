@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -40,15 +39,11 @@ QUICK = ("--duration", "2", "--warmup", "0")
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory
-        ) -> Iterator[tuple[Path, ConnectionInfo, Sandbox]]:
-    """A running sandbox `knobtop tune --lab --dir` joins (and leaves running), so the test
-    can read the server's values after each tune."""
-    where = tmp_path_factory.mktemp("tune") / "lab"
-    sandbox = Sandbox(where)
-    info = sandbox.start()
-    yield where, info, sandbox
-    sandbox.stop()
+def lab(lab_sandbox: tuple[Sandbox, ConnectionInfo]) -> tuple[Path, ConnectionInfo, Sandbox]:
+    """conftest's module sandbox, which `knobtop tune --lab --dir` joins (and leaves
+    running), so the test can read the server's values after each tune."""
+    sandbox, info = lab_sandbox
+    return sandbox.root, info, sandbox
 
 
 def search_file(tmp_path: Path, body: str) -> Path:

@@ -14,14 +14,12 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import show_global
 from faults.helpers import knobtop_run
-from harness.binaries import require_binary
 from harness.cli import knobtop_argv
 from harness.tmux import TmuxServer, first_hit
 from knobtop.hosts.local import LocalHost
@@ -41,13 +39,10 @@ IO = "innodb_io_capacity"
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sandbox, ConnectionInfo]]:
-    """A running sandbox the sessions of this module join (and leave running)."""
-    require_binary("mariadbd", "mariadb-server")
-    sandbox = Sandbox(tmp_path_factory.mktemp("drift") / "lab")
-    info = sandbox.start()
-    yield sandbox, info
-    sandbox.stop()
+def lab(lab_sandbox: tuple[Sandbox, ConnectionInfo]) -> tuple[Sandbox, ConnectionInfo]:
+    """conftest's module sandbox, which the sessions of this module join (and leave
+    running), as the Sandbox itself."""
+    return lab_sandbox
 
 
 async def set_outside(info: ConnectionInfo, name: str, value: int) -> None:
