@@ -44,11 +44,11 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The documentation site (mkdocs.yml; docs/ reads as plain Markdown too) into site/, with no
-# warnings. tests/test_docs_*.py check its references, links and commands in `make test`.
+# warnings. tests/unit/test_docs_*.py check its references, links and commands in `make test`.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-# docs/reference/{cli,recipe-files,journal,keys}.md from the code (tests/test_docsref.py
+# docs/reference/{cli,recipe-files,journal,keys}.md from the code (tests/unit/test_docsref.py
 # fails when one is out of date).
 docs-ref: $(STAMP)
 	$(PY) tools/docsref.py

@@ -1,6 +1,6 @@
 """How long a timed run of knobtop's built-in load lasts against the time it was given.
 
-tests/test_builtin_driver.py checks conditions only (the run ends by itself, not before its
+tests/live/test_builtin_driver.py checks conditions only (the run ends by itself, not before its
 deadline, within the time the test saw); the figure lives here. Starts a sandbox mariadbd
 in a temporary directory, prepares 1 table x 1000 rows, then makes ``--runs`` (default 5)
 oltp_point_select runs of ``--seconds`` (default 3) with 4 threads in 2 worker processes,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import inspect
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -13,8 +11,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# A test module imports another by its name (`from test_reach import first_hit`) from any
+# of the folders (pytest puts only the importing file's own folder on the path).
+sys.path.extend(str(Path(__file__).parent / folder) for folder in ("unit", "live", "screens"))
 
 from harness.binaries import require_binary
+from harness.live import live_part, mark_live
 from harness.sshd import SshServer
 from knobtop.journal.events import Event
 from knobtop.lab import Sandbox
@@ -26,6 +28,7 @@ DATA = Path(__file__).parent / "data"
 pytest_plugins = [
     "harness.fixtures",  # ssh_target (127.0.0.2), ssh_client (127.0.0.3)
     "harness.galera_fixture",  # galera_cluster: 3 MariaDB Galera nodes on loopback
+    "harness.tmux_fixture",  # tmux: a tmux server of the test's own for its panes
 ]
 
 
@@ -41,16 +44,23 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, ConnectionInfo]]:
-    """A running sandbox this module's `knobtop` commands and screens join with
-    ``--dir`` (and leave running): one per module, stopped after it. A module with a
-    fixture of the same name uses its own."""
+def lab_sandbox(tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[Sandbox, ConnectionInfo]]:
+    """A running sandbox this module's sessions, `knobtop` commands and screens join (and
+    leave running): one per module, stopped after it."""
     require_binary("mariadbd", "mariadb-server")
-    where = tmp_path_factory.mktemp("lab") / "lab"
-    sandbox = Sandbox(where)
+    sandbox = Sandbox(tmp_path_factory.mktemp("lab") / "lab")
     info = sandbox.start()
-    yield where, info
+    yield sandbox, info
     sandbox.stop()
+
+
+@pytest.fixture(scope="module")
+def lab(lab_sandbox: tuple[Sandbox, ConnectionInfo]) -> tuple[Path, ConnectionInfo]:
+    """The module's sandbox as its directory (for ``--dir``) and connection. A module with
+    a fixture of the same name uses its own."""
+    sandbox, info = lab_sandbox
+    return sandbox.root, info
 
 
 @pytest.fixture(scope="session")
@@ -59,6 +69,7 @@ def mariadb_info(mariadb: Sandbox) -> ConnectionInfo:
 
 
 @pytest.fixture(scope="session")
+@live_part
 def sysbench_path() -> str:
     return require_binary("sysbench", "sysbench")
 
@@ -183,89 +194,13 @@ def collector() -> EventCollector:
     return EventCollector()
 
 
-# Fixtures that start (or stop) a real part: mariadbd, sshd, sysbench, tmux, a Galera cluster.
-# Keyed by (the file that defines it, relative to tests/, fixture name): names such as "lab"
-# or "target" mean different things in different modules.  Fixtures built on these count
-# too: a test's fixture closure includes them.
-LIVE_FIXTURES: frozenset[tuple[str, str]] = frozenset({
-    ("conftest.py", "mariadb"),
-    ("conftest.py", "mariadb_info"),
-    ("conftest.py", "sysbench_path"),
-    ("conftest.py", "sshd_server"),
-    ("conftest.py", "catalog"),
-    ("harness/fixtures.py", "ssh_target"),
-    ("harness/fixtures.py", "ssh_client"),
-    ("harness/galera_fixture.py", "galera_cluster"),
-    ("faults/conftest.py", "sandbox"),
-    ("faults/test_host_outage.py", "crashing_client"),
-    ("faults/test_kill_knobtop.py", "lab_dir"),
-    ("test_connect.py", "crash_target"),
-    ("test_lab_headless.py", "stop_leftover_sandbox"),
-    ("test_myrocks.py", "rocks_lab"),
-    ("test_runner.py", "lab"),
-    ("test_static.py", "lab"),
-    ("test_static_failures.py", "lab"),
-    ("test_static_hang.py", "sandbox"),
-    ("test_status_query.py", "ps_server"),
-    ("test_tmux.py", "stop_sandbox"),
-    ("test_tmux.py", "tmux"),
-})
-# A test or fixture that builds a real part in its own body is live too.
-LIVE_CALLS = ("Sandbox(", "SshServer(", "GaleraCluster(", "TmuxServer(", "pane_server(")
-TESTS = Path(__file__).parent
-
-
-def _live_fixtures(item: pytest.Item) -> list[str]:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return []
-    found = []
-    for name, defs in info.name2fixturedefs.items():
-        for fixturedef in defs:
-            try:
-                source = Path(inspect.getsourcefile(fixturedef.func) or "").resolve()
-                where = source.relative_to(TESTS.resolve()).as_posix()
-            except (TypeError, ValueError):
-                continue
-            if (where, name) in LIVE_FIXTURES or _builds_a_live_part(fixturedef.func):
-                found.append(name)
-    return found
-
-
-def _builds_a_live_part(function: object) -> bool:
-    return bool(_calls_in(function))
-
-
-@functools.cache
-def _calls_in(function: object) -> list[str]:
-    try:
-        source = inspect.getsource(function)  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        return []
-    return [call.rstrip("(") for call in LIVE_CALLS if call in source]
-
-
-def _live_calls(item: pytest.Item) -> list[str]:
-    function = getattr(item, "function", None)
-    return [] if function is None else _calls_in(function)
-
-
-def unmarked_live_tests(items: list[pytest.Item]) -> list[str]:
-    """Tests that use a real part (by fixture or in their body) without the marker."""
-    unmarked = []
-    for item in items:
-        if item.get_closest_marker("integration") is not None:
-            continue
-        parts = _live_fixtures(item) + _live_calls(item)
-        if parts:
-            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(set(parts)))})")
-    return unmarked
-
-
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every live test carries @pytest.mark.integration: collection fails otherwise (``make
-    test`` runs the others in two workers first, then these alone, one after another)."""
-    unmarked = unmarked_live_tests(items)
+    """A live test carries the integration marker (``make test`` runs the others in two
+    workers first, then these): the tests of tests/live/ and those with a live fixture get
+    it here (harness.live); one that builds a real part in its own body without it fails
+    collection."""
+    unmarked = mark_live(items)
     if unmarked:
         raise pytest.UsageError(
             f"{len(unmarked)} live test(s) lack @pytest.mark.integration (add "

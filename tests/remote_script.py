@@ -1,4 +1,4 @@
-"""Run by tests/test_session_process.py in a fresh interpreter (a fork of pytest, with its
+"""Run by tests/screens/test_session_process.py in a fresh interpreter (a fork of pytest, with its
 threads, would not be what users run): a session in its own process on the test server,
 driven through the RemoteSession the screen uses; what happened is printed as JSON."""
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_targets.py in a process of its own (session_process forks): a recipe
+"""Run by tests/unit/test_targets.py in a process of its own (session_process forks): a recipe
 with [targets] through the session's process, as `knobtop run --tui` drives it, without
 a screen. Prints one JSON line.
 

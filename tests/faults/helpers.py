@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import os
 import resource
 import subprocess
-import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
+from harness import cli
 from harness.binaries import require_binary
 from harness.procs import sysbench_processes
 from harness.served import served_session
@@ -74,25 +74,10 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str,
         time.sleep(0.05)
 
 
-def knobtop_process(*args: str) -> subprocess.Popen[str]:
-    """``python -m knobtop ARGS`` in the background, output captured."""
-    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
-    env["COLUMNS"] = "200"
-    return subprocess.Popen(
-        [sys.executable, "-m", "knobtop", *args], env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-
-def knobtop_run(*args: str, timeout: float = 240,
-                preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m knobtop ARGS`` to the end (bounded); ``preexec`` runs in the child."""
-    env = {k: v for k, v in os.environ.items() if k != "SSH_AUTH_SOCK"}
-    env["COLUMNS"] = "200"
-    return subprocess.run(
-        [sys.executable, "-m", "knobtop", *args], env=env, stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=timeout, check=False, preexec_fn=preexec,
-    )
+# ``python -m knobtop ARGS`` without the ssh agent: in the background, output captured; or
+# to the end (bounded), ``preexec`` run in the child.
+knobtop_process = partial(cli.knobtop_process, drop=("SSH_AUTH_SOCK",))
+knobtop_run = partial(cli.knobtop, timeout=240, drop=("SSH_AUTH_SOCK",), stdin=subprocess.DEVNULL)
 
 
 async def in_thread(fn: Callable[[], object]) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.binaries import require_binary
+from harness.live import live_part
 from harness.sshd import SshServer
 
 
@@ -17,12 +18,14 @@ def _server(listen: str) -> Iterator[SshServer]:
 
 
 @pytest.fixture(scope="session")
+@live_part
 def ssh_target() -> Iterator[SshServer]:
     """A real sshd on 127.0.0.2 (the database host), with its own host key."""
     yield from _server("127.0.0.2")
 
 
 @pytest.fixture(scope="session")
+@live_part
 def ssh_client() -> Iterator[SshServer]:
     """A real sshd on 127.0.0.3 (the load-client host), with its own host key."""
     yield from _server("127.0.0.3")

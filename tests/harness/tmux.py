@@ -198,3 +198,10 @@ def open_lab(tmux: TmuxServer, where: Path, journal: Path, cwd: Path, *more: str
     tmux.wait_for(pane, lambda s: "╭─ Knobs" in "\n".join(s), timeout=timeout,
                   what="the live screen")
     return pane
+
+
+def first_hit(screen: list[str]) -> str | None:
+    """The palette's first option under its search line."""
+    rows = [row.strip() for row in screen]
+    at = next((i for i, row in enumerate(rows) if row.startswith("🔎")), None)
+    return next((row for row in rows[at + 1:] if row), None) if at is not None else None

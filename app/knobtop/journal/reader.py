@@ -164,7 +164,7 @@ class JournalReader:
 # Each says whether event_from_dict would accept the object as a Sample or a Load: the same
 # test of each field it makes (events._checker: exact types, so a boolean is no number), the
 # required fields present; extra keys are ignored there as here.  Written out for the two
-# events a journal holds one of each second; tests/test_report_fast.py holds them against
+# events a journal holds one of each second; tests/unit/test_report_fast.py holds them against
 # event_from_dict on every field of every kind of wrong value.
 
 _NUM = frozenset({int, float})

@@ -8,7 +8,7 @@ the interval metrics and the simple rates ``derive()`` computes, the board's
 (``ui/widgets/graph_grid.PAGES``) and the units of their titles and axes
 (``ui/widgets/units.UNITS``). A new graph of a counter's rate is one row here (the redo log's
 bytes per second is such a row); a metric that needs more than a sum of counter deltas gets
-its row here and its lines in ``derive()``, which ``tests/test_metric_catalog.py`` holds
+its row here and its lines in ``derive()``, which ``tests/screens/test_metric_catalog.py`` holds
 together.
 
 The rows are in the order the graphs appear: a page draws the rows that name it, in this

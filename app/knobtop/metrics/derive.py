@@ -353,7 +353,7 @@ class BriefDeriver:
     dict of every counter per sample: a report derives each of the 86,400 samples of a day.
 
     The same arithmetic in the same order as derive's, so the same values to the last bit
-    (tests/test_report_fast.py holds the two side by side).  ``step`` may raise what derive
+    (tests/unit/test_report_fast.py holds the two side by side).  ``step`` may raise what derive
     would raise on a malformed sample (a host's CPU list shorter than its fields); the caller
     then asks derive itself (``snapshot`` gives the Snapshots), which says what is wrong."""
 

@@ -6,7 +6,7 @@ value's type and range.  :func:`sections` returns the key tuples as the readers 
 :func:`traced_checks` reads files through the very readers, recording every check they
 make, so the reference's types, ranges and choices are the code's own.  What a check does
 not hold (a default applied by the caller, a word on what the key means) is in
-:data:`KEY_DOCS`, and ``tests/test_docsref.py`` fails when a key of a reader has no entry
+:data:`KEY_DOCS`, and ``tests/unit/test_docsref.py`` fails when a key of a reader has no entry
 there, or an entry names a key no reader takes.  Nothing here changes how a file is read.
 """
 

@@ -8,7 +8,7 @@ live screen's first frame made 0.9 MB of the process's memory (pages of the unic
 module's file).
 
 ``answer_known_keys()`` has Textual take the answers for the keys knobtop binds from
-:data:`KNOWN` (Textual's own answers, written out; tests/test_keynames.py checks each
+:data:`KNOWN` (Textual's own answers, written out; tests/screens/test_keynames.py checks each
 against Textual's functions and that every key knobtop's screens bind is here).  A key
 of one character needs no lookup (no Unicode name is one letter long).  Any other key, a
 remapped one from the config say, is Textual's to answer, as before.

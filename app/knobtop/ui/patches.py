@@ -4,7 +4,7 @@ Five modules of ``ui/`` replace or copy a private part of Textual, each for a me
 reason (its own docstring says which). None has a public API to use instead in Textual
 8.2: each would need a change upstream, whose text is in :attr:`Patch.upstream` (and in
 the README's Known issues). Until then Textual is pinned to :data:`TEXTUAL_VERSION`
-(``pyproject.toml`` and ``constraints.txt``), and ``tests/test_textual_patches.py`` fails,
+(``pyproject.toml`` and ``constraints.txt``), and ``tests/unit/test_textual_patches.py`` fails,
 naming the module to revisit, when the installed Textual is another version or when the
 source of anything a patch was made from has changed: carry the change over, then record
 the new digest (``python -m knobtop.ui.patches`` prints them).

@@ -9,7 +9,7 @@ measured with py-spy, about a tenth of its CPU.
 ``QuietLinuxDriver`` waits for input, for the moment a pending sequence times out, or for
 the driver to stop (its exit event writes to a pipe the thread also waits on), whichever
 comes first. The rest of ``run_input_thread`` is Textual 8.2's, as written there: reading,
-decoding and parsing are unchanged. ``tests/test_quietinput.py`` notes when a Textual
+decoding and parsing are unchanged. ``tests/screens/test_quietinput.py`` notes when a Textual
 release changes the method this one was made from.
 """
 

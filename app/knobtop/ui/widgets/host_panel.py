@@ -70,7 +70,7 @@ class HostLines:
     """:func:`host_table`'s lines, laid out here: the panel changes at every sample, and
     Rich's Table measured and laid out its cells again each time (a tenth of the idle live
     screen's CPU).  Where the figures leave the host column under two cells, the Table
-    (which then narrows columns its own way) draws them; tests/test_host_panel.py checks
+    (which then narrows columns its own way) draws them; tests/unit/test_host_panel.py checks
     the two give the same segments."""
 
     def __init__(self, rows: list[Row]) -> None:
