@@ -347,28 +347,27 @@ async def run_to_end(console: Console, what: str, session: SessionPort,
     reason; the exit code: 0 finished, 2 refused (nothing changed), 130 aborted, 1 failed
     (the runner restored the baseline either way)."""
     from knobtop.recipes.model import RecipeError
+    from knobtop.recipes.outcome import FINISHED, RESTORED, outcome_of
     from knobtop.recipes.runner import RunAborted, RunFailed
 
-    code, reason = 0, f"{what} finished"
+    ended = FINISHED
     with stop_on_signals(abort):
         try:
             await open_()
             console.print(f"Journal: {session.state().journal_path}", markup=False)
             await run()
-        except RecipeError as exc:  # a search file's SearchError too
-            code, reason = 2, f"{what} refused"
-            console.print(labelled("knobtop:", str(exc)), highlight=False)
-        except RunAborted:
-            code, reason = 130, f"{what} aborted"
-            console.print("Aborted: the load was stopped and the baseline knobs restored.")
-        except RunFailed as exc:
-            code, reason = 1, f"{what} failed"
-            console.print(labelled(f"{what.capitalize()} failed:",
-                                   f"{exc} (the baseline knobs were restored)"),
-                          highlight=False)
+        except (RecipeError, RunAborted, RunFailed) as exc:
+            ended = outcome_of(exc)
+            if ended.outcome == "refused":
+                console.print(labelled("knobtop:", ended.message), highlight=False)
+            elif ended.outcome == "aborted":
+                console.print("Aborted: the load was stopped and the baseline knobs restored.")
+            else:
+                console.print(labelled(f"{what.capitalize()} failed:",
+                                       f"{ended.message} ({RESTORED})"), highlight=False)
         finally:
-            await close(reason)
-    return code
+            await close(ended.reason(what))
+    return ended.code
 
 
 async def run_recipe_headless(

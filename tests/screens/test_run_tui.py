@@ -3,6 +3,7 @@ to every arm, and after q the same results table stays on the terminal."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,3 +88,30 @@ def test_run_tui_results_scroll_to_every_arm_and_print_on_exit(
     table = printed[start:]
     assert all(arm_row(arm, [f"│{row}" for row in table]) for arm in ARMS), "\n".join(table)
     assert any("baseline" in row for row in table)
+
+
+def test_run_tui_exits_with_the_code_headless_gives(
+    tmp_path: Path, tmux: TmuxServer, sysbench_path: str
+) -> None:
+    """One mapping of a run's end (recipes/outcome.py): a recipe the server refuses before
+    anything changes exits 2 from the live screen as it does headless (it exited 0 there:
+    scripts could not tell)."""
+    require_binary("mariadbd", "mariadb-server")
+    recipe = tmp_path / "refused.toml"
+    recipe.write_text(RECIPE.replace("sort_buffer_size", "no_such_knob_here"))
+    lab, journal = str(tmp_path / "lab"), str(tmp_path / "run.knobtop.jsonl")
+    headless = subprocess.run(
+        [sys.executable, "-m", "knobtop", "run", str(recipe), "--lab", "--dir", lab,
+         "--journal", journal], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert headless.returncode == 2, headless.stdout + headless.stderr
+    assert "no_such_knob_here" in headless.stdout + headless.stderr
+    session = f"refused-{tmux.socket}"
+    target = f"{session}:run"
+    tmux.new_session(session, "run", 80, 24, [
+        sys.executable, "-m", "knobtop", "run", str(recipe), "--lab", "--tui", "--dir", lab,
+        "--journal", str(tmp_path / "tui.knobtop.jsonl"),
+    ], cwd=tmp_path)
+    tmux.wait_for(target, lambda s: any("refused" in r for r in s), timeout=120,
+                  what="the refusal on the live screen")
+    tmux.run("send-keys", "-t", target, "q")
+    assert tmux.exit_status(target, timeout=120) == "2"

@@ -1,6 +1,6 @@
 """The live commands: lab, connect and run, as SessionOptions for one build_session()."""
 # Just over 500 lines: the live commands' options, and the front ends that run a RunRequest
-# (headless, the live screen); issue 38's one outcome mapping is to shrink it.
+# (headless, the live screen), which map a run's end through recipes/outcome.py.
 
 from __future__ import annotations
 
@@ -510,6 +510,8 @@ def live_screen(request: RunRequest, session: SessionPort, console: Console,
         if results is not None:
             console.print(results_table(results))
             write_markdown(request.markdown, results, console)
+    if app.run_outcome is not None:  # the same exit code as headless (recipes/outcome.py)
+        return app.run_outcome.code
     return app.return_code or 0
 
 

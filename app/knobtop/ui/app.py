@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen start
 
     from knobtop.analysis.results import Results
     from knobtop.recipes.model import Recipe
+    from knobtop.recipes.outcome import RunOutcome
     from knobtop.recipes.runner import Progress, RecipeRunner
     from knobtop.recipes.search import Search
     from knobtop.recipes.tune import Tuner
@@ -134,6 +135,7 @@ class KnobtopApp(KnobtopBase):
         self.targets = dict(targets or {})  # a recipe's further servers' sessions (issue 19)
         self.recipe_runner: RecipeRunner | None = None
         self.recipe_results: Results | None = None
+        self.run_outcome: RunOutcome | None = None  # how the recipe or tune ended
         self._recipe_future: asyncio.Future[Any] | None = None
         self._unsubscribe: Callable[[], None] | None = None  # from the session's events
         self.session: SessionPort | None = session
@@ -285,17 +287,18 @@ class KnobtopApp(KnobtopBase):
                     markup=False)
 
     async def _run_to_end(self, run: Coroutine[Any, Any, object]) -> tuple[str, str]:
-        """Run a recipe or a tune on the session's thread; its outcome and message."""
-        from knobtop.recipes.runner import RunAborted
+        """Run a recipe or a tune on the session's thread; its outcome and message (kept
+        as ``run_outcome``: the command's exit code once the screen is gone)."""
+        from knobtop.recipes.outcome import FINISHED, outcome_of
 
         self._recipe_future = self._submit(run)
+        ended = FINISHED
         try:
             await self._recipe_future
-        except RunAborted:
-            return "aborted", "the baseline knobs were restored"
-        except Exception as exc:  # RunFailed, RecipeError/SearchError (nothing changed), ...
-            return "failed", str(exc) or type(exc).__name__
-        return "end", ""
+        except Exception as exc:  # RunFailed, RunAborted, RecipeError (nothing changed), ...
+            ended = outcome_of(exc)
+        self.run_outcome = ended
+        return ended.outcome, ended.message
 
     async def _run_tune(self, search: Search) -> None:
         """Run a tune on the session's thread: the panel shows its trials as they come,
