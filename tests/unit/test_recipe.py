@@ -56,6 +56,10 @@ BUNDLED = {
     "sort-buffer",
     "thread-concurrency",
     "trx-commit-servers",  # issue 19: two servers as the arms
+    "scalability-pk-point",  # issue 39 item 4: seed 003, one recipe per query type
+    "scalability-pk-range",
+    "scalability-key-range",
+    "scalability-scan",
 }
 
 BASE = """\
@@ -983,6 +987,10 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "soak-write-only",  # issue 38's soak (missing here since it was added)
         "sort-buffer",
         "trx-commit-servers",  # issue 19: no knobs; its servers differ
+        "scalability-pk-point",  # issue 39 item 4: seed 003's servers, no knobs
+        "scalability-pk-range",
+        "scalability-key-range",
+        "scalability-scan",
     }
     assert any("replicates = 1" in w for w in passed["buffer-pool-climb"])
     assert any("an A/A comparison" in w for w in passed["aa-noise"])
@@ -1007,6 +1015,10 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "soak-write-only": [],
         "sort-buffer": [],
         "trx-commit-servers": [],
+        "scalability-pk-point": [],
+        "scalability-pk-range": [],
+        "scalability-key-range": [],
+        "scalability-scan": [],
     }
 
 

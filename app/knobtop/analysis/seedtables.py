@@ -14,6 +14,8 @@
 * ``curve``: a curve recipe's knob values (KB) with the probe's seconds and the counters'
   deltas at each, and where the first counter fell to 0 for good (the sort_buffer_size
   post, seed 002).
+* ``scalability``: servers (the arms) x thread counts of average TPS, one table per query
+  type, a recipe each (seed 003, shape E: experiments/scalability-*.toml).
 
 Each is a :class:`SeedTable` (title, header, rows, note) printed as Markdown or CSV. The
 numbers are the ones the results tables use (medians over replicates of each run's
@@ -50,7 +52,8 @@ from knobtop.analysis.results import (
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
 
-TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline", "linkbench", "curve")
+TABLES = ("sweep", "efficiency", "overhead", "purge", "timeline", "linkbench", "curve",
+          "scalability")
 
 
 @dataclass
@@ -372,9 +375,33 @@ def curve(results: Results) -> SeedTable:
         notes=notes)
 
 
+def scalability(results: Results) -> SeedTable:
+    """Seed 003's shape E for one query type (one recipe run): a row per server (arm), a
+    column per thread count, average TPS in the cells; the csv rows carry the recipe's name
+    so that the four query types' files concatenate into one sheet."""
+    rows, csv_rows = [], []
+    for arm in results.arms:
+        row = [arm]
+        for threads in results.threads:
+            c = _cell(results, arm, threads)
+            row.append(NONE if c is None else fmt_tps(c.median))
+            if c is not None:
+                csv_rows.append([results.recipe, arm, str(threads), _num(c.median, 2),
+                                 str(len(c.runs))])
+        rows.append(row)
+    return SeedTable(
+        title=f"{results.recipe}: average TPS by server and client threads",
+        header=["server", *(str(t) for t in results.threads)], rows=rows,
+        csv_header=["recipe", "arm", "threads", "avg_tps", "runs"], csv_rows=csv_rows,
+        notes=["Average TPS = transactions / seconds of each measured window, median over "
+               "replicates; one table per query type (a recipe each), the servers' "
+               "verdicts against the first in `knobtop report`."])
+
+
 BUILDERS: dict[str, Callable[[Results], SeedTable]] = {
     "sweep": sweep, "efficiency": efficiency, "overhead": overhead, "purge": purge,
-    "timeline": timeline, "linkbench": linkbench, "curve": curve}
+    "timeline": timeline, "linkbench": linkbench, "curve": curve,
+    "scalability": scalability}
 
 
 def run_markdown(results: Results) -> str:

@@ -257,7 +257,8 @@ def _add_report(
                         help="md: the report (with recipe results); csv: one row per "
                         "sample; steps-csv: one row per measured recipe step")
     report.add_argument("--table", choices=("sweep", "efficiency", "overhead", "purge",
-                                            "timeline", "linkbench", "curve"),
+                                            "timeline", "linkbench", "curve",
+                                            "scalability"),
                         help="one of the seed posts' tables of a recipe journal: sweep "
                         "(configurations x threads, average TPS and verdicts), efficiency "
                         "(per transaction, one row per configuration), overhead (1 - arm / "
@@ -265,7 +266,8 @@ def _add_report(
                         "(metrics at the checkpoints of a timeline recipe), linkbench (load "
                         "ips, tps, p99 of un/gn/ul/gl and costs per configuration), curve "
                         "(a curve recipe's knob values against its probe's seconds and "
-                        "counters)")
+                        "counters), scalability (servers x threads of average TPS, "
+                        "one table per query type: seed 003)")
     report.add_argument("--range", dest="span", metavar="FROM-TO",
                         help="only this time range (seconds or m:ss from the start), e.g. 60-300")
     report.add_argument("-o", "--output", type=Path, help="write to this file (default stdout)")
