@@ -197,9 +197,16 @@ async def test_hosts_panel_lists_each_ssh_host_with_its_metrics(
                         and {"db-host", "app-host"} <= set(app.board.hosts)
                         and app.board.hosts["db-host"].get("cpu") is not None)
             version = app.board.version
-            await until(pilot, lambda: app._painted >= version)
-            text = "\n".join(app.live.query_one(HostPanel).render_line(y).text
-                             for y in range(app.live.query_one(HostPanel).size.height))
+
+            def panel_text() -> str:
+                panel = app.live.query_one(HostPanel)
+                return "\n".join(panel.render_line(y).text for y in range(panel.size.height))
+
+            # (the panel grows a row per host: on a busy machine its new height can come a
+            # frame after the paint that holds both rows)
+            await until(pilot, lambda: app._painted >= version
+                        and {"db-host", "app-host"} <= set(panel_text().split()))
+            text = panel_text()
             assert "db-host" in text and "app-host" in text
             assert app.board.hosts["app-host"]["mem_used_pct"] is not None
             status = app.live.query_one(StatusBar).render_line(0).text
