@@ -352,6 +352,19 @@ def test_the_linkbench_table_has_the_posts_load_and_request_phases() -> None:
     assert lines[2].endswith(",5,2,9,5") and len(lines) == 4
 
 
+def test_a_journal_from_before_the_load_readings_shows_its_inserts_per_second() -> None:
+    from knobtop.analysis.results import build
+    from knobtop.analysis.seedtables import seed_table
+    from knobtop.journal import StepResult
+
+    steps = [StepResult(t=0.0, wall=0.0, recipe="lb", index=1, replicate=1, arm="innodb",
+                        threads=4, start=0.0, end=5.0, tps=900.0, p95=1.0, avg_tps=900.0,
+                        load_ips=20_000.0)]
+    load, request = seed_table("linkbench", build("lb", ["innodb"], [4], steps)).parts
+    assert load.rows == [["innodb", "20,000", *["\u2013"] * 6]]
+    assert request.rows[0][:2] == ["innodb", "900"]
+
+
 def test_the_load_phase_readings_are_the_footprints_deltas() -> None:
     from knobtop.metrics.footprint import Footprint, load_phase
 
