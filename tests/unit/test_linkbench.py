@@ -301,28 +301,82 @@ def test_linkbench_keys_are_checked(tmp_path: Path, old: str, new: str, key: str
     assert info.value.key == key and says in str(info.value), str(info.value)
 
 
-def test_the_linkbench_table_reads_the_steps_operations() -> None:
+def test_the_linkbench_table_has_the_posts_load_and_request_phases() -> None:
+    """Issue 39 item 6: the load part from the steps' load_phase readings (KB of 1024,
+    mysqld CPU microseconds per insert, GB at the end of the load), the request part from
+    the cells' medians converted to the post's 1024s, both in Markdown, one CSV."""
     from knobtop.analysis.results import build
     from knobtop.analysis.seedtables import seed_table
     from knobtop.journal import StepResult
+
+    phase = {"rows": 100_000.0, "seconds": 5.0, "cpu_s": 4.0, "written_bytes": 102_400_000.0,
+             "db_bytes": 2.0 * 1024 ** 3, "rss_bytes": 0.5 * 1024 ** 3}
 
     def step(arm: str, rep: int, tps: float, gl: float) -> StepResult:
         ops = {op: [100.0, 1.0, 2.0, p99, p99 * 2, 1.2] for op, p99 in
                (("updatenode", 5.0), ("getnode", 2.0), ("updatelink", 9.0),
                 ("getlinklist", gl))}
+        innodb = arm == "innodb"
         return StepResult(t=0.0, wall=0.0, recipe="lb", index=rep, replicate=rep, arm=arm,
                           threads=4, start=0.0, end=5.0, tps=tps, p95=1.0, avg_tps=tps,
-                          ops=ops, load_ips=20_000.0 if arm == "innodb" else None,
-                          cpu_us_txn=600.0, db_mb=21.0, rss_mb=159.0)
+                          ops=ops, load_ips=20_000.0 if innodb else None,
+                          load_phase=phase if innodb else {},
+                          mysqld_us_txn=500.0, r_s=10.0, rmb_s=1.048576, wmb_s=2.097152,
+                          reads_txn=0.5, rkb_txn=2.048, wkb_txn=4.096,
+                          db_mb=1073.741824, rss_mb=536.870912)
 
     steps = [step("innodb", 1, 3000, 4.0), step("innodb", 2, 3400, 6.0),
              step("myrocks", 1, 2400, 8.0), step("myrocks", 2, 2500, 9.0)]
     table = seed_table("linkbench", build("lb", ["innodb", "myrocks"], [4], steps, "end"))
-    assert table.header[:8] == ["configuration", "load ips", "tps", "un p99", "gn p99",
-                                "ul p99", "gl p99", "CPU us/t"]
-    assert table.rows[0][:7] == ["innodb", "20,000", "3,200", "5.0", "2.0", "9.0", "5.0"]
-    assert table.rows[1][1] == "\u2013" and table.rows[1][6] == "8.5"
-    assert "innodb,4,20000,3200,5,2,9,5" in table.csv()
+    load, request = table.parts
+    assert load.header == ["configuration", "ips", "wKB/i", "Mcpu/i", "size GB", "RSS GB",
+                           "wMB/s", "cpu%"]
+    # 100k rows in 5 s; 100,000 KiB written; 4 CPU s = 40 us per insert; 2 and 0.5 GiB
+    assert load.rows == [["innodb", "20,000", "1.000", "40.0", "2.000", "0.500", "19.53",
+                          "80.0"]]  # myrocks: no load phase recorded, no row
+    assert request.header == ["configuration", "tps", "r/s", "rMB/s", "wMB/s", "cpu%",
+                              "un p99", "gn p99", "ul p99", "gl p99", "Mcpu/t", "r/t",
+                              "rKB/t", "wKB/t", "size GB", "RSS GB"]
+    # 500 us/t x 3200 t/s = 1.6 CPU s/s; KB and MB of 1000 shown in the post's 1024s
+    assert request.rows[0] == ["innodb", "3,200", "10.0", "1.00", "2.00", "160.0", "5.0",
+                               "2.0", "9.0", "5.0", "500.0", "0.500", "2.000", "4.000",
+                               "1.000", "0.500"]
+    assert request.rows[1][0] == "myrocks" and request.rows[1][9] == "8.5"
+    md = table.markdown()
+    assert md.index("**load phase**") < md.index("**request phase**")
+    assert "Mcpu/i = mysqld's user + system CPU microseconds per insert" in md
+    lines = table.csv().splitlines()
+    assert lines[0].startswith("arm,threads,phase,load_ips,load_wkb_i,load_mcpu_i,")
+    assert lines[1].startswith("innodb,,load,20000,1,40,2,0.5,19.53125,80,,")
+    assert lines[2].startswith("innodb,4,request,,,,,,,,3200,10,1,2,160,500,")
+    assert lines[2].endswith(",5,2,9,5") and len(lines) == 4
+
+
+def test_a_journal_from_before_the_load_readings_shows_its_inserts_per_second() -> None:
+    from knobtop.analysis.results import build
+    from knobtop.analysis.seedtables import seed_table
+    from knobtop.journal import StepResult
+
+    steps = [StepResult(t=0.0, wall=0.0, recipe="lb", index=1, replicate=1, arm="innodb",
+                        threads=4, start=0.0, end=5.0, tps=900.0, p95=1.0, avg_tps=900.0,
+                        load_ips=20_000.0)]
+    load, request = seed_table("linkbench", build("lb", ["innodb"], [4], steps)).parts
+    assert load.rows == [["innodb", "20,000", *["\u2013"] * 6]]
+    assert request.rows[0][:2] == ["innodb", "900"]
+
+
+def test_the_load_phase_readings_are_the_footprints_deltas() -> None:
+    from knobtop.metrics.footprint import Footprint, load_phase
+
+    first = Footprint(t=0.0, pid=7, cpu=1.0, rss=1e8, disk="sda", io=(1, 10, 2, 20))
+    last = Footprint(t=9.0, pid=7, cpu=3.5, rss=2e8, disk="sda", io=(4, 70, 12, 4116),
+                     db_bytes=5e7, datadir_bytes=9e7)
+    assert load_phase(first, last, 1000, 4.0) == {
+        "rows": 1000.0, "seconds": 4.0, "cpu_s": 2.5, "reads": 3, "read_bytes": 60,
+        "writes": 10, "written_bytes": 4096, "db_bytes": 5e7, "datadir_bytes": 9e7,
+        "rss_bytes": 2e8}
+    restarted = Footprint(t=9.0, pid=8, cpu=0.5, disk="sdb", io=(0, 0, 0, 0))
+    assert load_phase(first, restarted, 1000, 4.0) == {"rows": 1000.0, "seconds": 4.0}
 
 
 @pytest.mark.integration
@@ -352,8 +406,12 @@ def test_both_engines_run_linkbench_in_a_recipe(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)
     assert report.returncode == 0, report.stderr
     lines = [line for line in report.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| configuration | load ips | tps | un p99")
-    assert {line.split(" | ")[0] for line in lines[2:]} == {"| innodb", "| myrocks"}
+    assert lines[0].startswith("| configuration | ips | wKB/i | Mcpu/i | size GB")
+    head = lines.index(next(line for line in lines if line.startswith("| configuration | tps")))
+    assert {line.split(" | ")[0] for line in lines[2:head]} == {"| innodb", "| myrocks"}
+    assert {line.split(" | ")[0] for line in lines[head + 2:]} == {"| innodb", "| myrocks"}
+    for s in steps:  # the load phase's own readings, for the table's load part
+        assert s["load_phase"]["rows"] > 0 and s["load_phase"]["cpu_s"] > 0
 
 
 def test_the_live_screen_graphs_each_operations_rate_and_p99() -> None:

@@ -11,6 +11,8 @@
 * ``purge``: arms x thread counts of the history list length at the end of each step
   (the purge-lag table of shape A).
 * ``timeline``: the named metrics at elapsed-time checkpoints of a timeline recipe (D).
+* ``linkbench``: the LinkBench post's two parts, the load phase (inserts/s and its costs
+  per insert) and the request phase (requests/s, rates, per-operation p99, costs).
 * ``curve``: a curve recipe's knob values (KB) with the probe's seconds and the counters'
   deltas at each, and where the first counter fell to 0 for good (the sort_buffer_size
   post, seed 002).
@@ -30,6 +32,7 @@ import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -64,18 +67,30 @@ class SeedTable:
     csv_header: list[str]
     csv_rows: list[list[str]]  # plain numbers for a spreadsheet
     notes: list[str] = field(default_factory=list)
+    # Tables of their own under the title (LinkBench's load and request phases): Markdown
+    # and the terminal print these instead of header and rows; the CSV stays one table
+    parts: list[SeedTable] = field(default_factory=list)
 
     def markdown(self) -> str:
         def row(cells: list[str]) -> str:
             return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        if self.parts:
+            lines = [f"**{self.title}**", ""]
+            lines += [part.markdown() for part in self.parts]
+            lines += [*self.notes, ""] if self.notes else []
+            return "\n".join(lines)
 
         lines = [f"**{self.title}**", "", row(self.header),
                  row(["---"] * len(self.header)), *(row(r) for r in self.rows), ""]
         lines += [*self.notes, ""] if self.notes else []
         return "\n".join(lines)
 
-    def rich(self) -> Table:
+    def rich(self) -> RenderableType:
         """The table for a terminal (text from journals: never markup)."""
+        if self.parts:
+            return Group(Text(self.title), *(part.rich() for part in self.parts),
+                         Text(" ".join(self.notes)))
         table = Table(title=Text(self.title), title_justify="left", show_lines=False,
                       caption=Text(" ".join(self.notes)), caption_justify="left")
         for i, head in enumerate(self.header):
@@ -291,49 +306,130 @@ def timeline(results: Results) -> SeedTable:
 # The LinkBench post's efficiency table (issue 20): its operations' p99 and cost columns.
 LINKBENCH_OPS = (("un", "updatenode"), ("gn", "getnode"), ("ul", "updatelink"),
                  ("gl", "getlinklist"))
-_LINKBENCH_COST = (("CPU us/t", "cpu_us_txn", 0), ("r/t", "reads_txn", 3),
-                   ("rKB/t", "rkb_txn", 2), ("wKB/t", "wkb_txn", 2), ("size MB", "db_mb", 0),
-                   ("RSS MB", "rss_mb", 0))
+KIB, MIB, GIB = 1024.0, 1024.0 ** 2, 1024.0 ** 3  # the post's units: iostat's KB of 1024
+# (header, csv key, digits) of the two parts of the LinkBench table
+_LB_LOAD = (("ips", "ips", 0), ("wKB/i", "wkb_i", 3), ("Mcpu/i", "mcpu_i", 1),
+            ("size GB", "size_gb", 3), ("RSS GB", "rss_gb", 3), ("wMB/s", "wmb_s", 2),
+            ("cpu%", "cpu_pct", 1))
+_LB_REQUEST = (("tps", "tps", 0), ("r/s", "r_s", 1), ("rMB/s", "rmb_s", 2),
+               ("wMB/s", "wmb_s", 2), ("cpu%", "cpu_pct", 1), ("Mcpu/t", "mcpu_t", 1),
+               ("r/t", "r_t", 3), ("rKB/t", "rkb_t", 3), ("wKB/t", "wkb_t", 3),
+               ("size GB", "size_gb", 3), ("RSS GB", "rss_gb", 3))
 
 
 def _median_of(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _ratio(top: float | None, bottom: float | None, scale: float = 1.0) -> float | None:
+    if top is None or bottom is None or bottom <= 0:
+        return None
+    return top * scale / bottom
+
+
+def _load_columns(phase: dict[str, float], ips: float | None) -> list[float | None]:
+    """The load part's figures from one load phase's readings (StepResult.load_phase); a
+    journal from before them has the inserts/s alone."""
+    rows, seconds = phase.get("rows"), phase.get("seconds")
+    cpu, written = phase.get("cpu_s"), phase.get("written_bytes")
+    size, rss = phase.get("db_bytes"), phase.get("rss_bytes")
+    return [_ratio(rows, seconds) if phase else ips,
+            _ratio(written, rows, 1 / KIB), _ratio(cpu, rows, 1e6),
+            None if size is None else size / GIB, None if rss is None else rss / GIB,
+            _ratio(written, seconds, 1 / MIB), _ratio(cpu, seconds, 100.0)]
+
+
+def _request_columns(c: Cell) -> list[float | None]:
+    """The request part's figures from a cell's medians (stored in KB of 1000 and MB of
+    1e6, as the efficiency table prints them: converted here to the post's 1024s)."""
+    cost = c.cost
+
+    def scaled(key: str, factor: float) -> float | None:
+        value = cost.get(key)
+        return None if value is None else value * factor
+
+    mcpu = cost.get("mysqld_us_txn")
+    return [c.median, cost.get("r_s"), scaled("rmb_s", 1e6 / MIB),
+            scaled("wmb_s", 1e6 / MIB),
+            None if mcpu is None or c.median is None else mcpu * c.median / 1e4,
+            mcpu, cost.get("reads_txn"), scaled("rkb_txn", 1e3 / KIB),
+            scaled("wkb_txn", 1e3 / KIB), scaled("db_mb", 1e6 / GIB),
+            scaled("rss_mb", 1e6 / GIB)]
+
+
+def _shown(values: list[float | None], spec: tuple[tuple[str, str, int], ...]) -> list[str]:
+    return [NONE if v is None else f"{v:,.{d}f}" for v, (_, _, d) in zip(values, spec,
+                                                                          strict=True)]
+
+
 def linkbench(results: Results) -> SeedTable:
-    """One row per configuration (and thread count): the load phase's inserts/s, the
-    request phase's transactions/s, the p99 of updatenode, getnode, updatelink and
-    getlinklist over each timed window (median over replicates), and the cost columns."""
+    """The LinkBench post's table in its two parts (REFERENCE.md section 5 B), one row per
+    configuration (and thread count) in each: the load phase (inserts/s, KB written and
+    mysqld CPU per insert, size and RSS at its end, write MB/s and CPU) read from the
+    steps' ``load_phase``, and the request phase (requests/s, disk rates, CPU, the p99 of
+    updatenode, getnode, updatelink and getlinklist over each timed window, and the costs
+    per request), medians over replicates. CSV: one row per configuration and phase."""
     many = len(results.threads) > 1
-    rows, csv_rows = [], []
+    load_rows: list[list[str]] = []
+    request_rows: list[list[str]] = []
+    csv_rows: list[list[str]] = []
+    loaded: set[str] = set()
     for arm, threads, c, lead in _configurations(results):
         steps = [s for s in results.steps if s.arm == arm and s.threads == threads
                  and not s.calibration]
+        # the graph is loaded once per engine: each step of it carries the same readings
+        phase = next((s.load_phase for s in steps if s.load_phase), {})
         ips = _median_of([s.load_ips for s in steps if s.load_ips is not None])
+        load = _load_columns(phase, ips)
+        if any(v is not None for v in load) and arm not in loaded:  # one graph per arm
+            loaded.add(arm)
+            load_rows.append([arm, *_shown(load, _LB_LOAD)])
+            csv_rows.append([arm, "", "load", *(_num(v, 6) for v in load),
+                             *([""] * (len(_LB_REQUEST) + len(LINKBENCH_OPS)))])
         p99 = [_median_of([s.ops[op][3] for s in steps if op in s.ops])
                for _, op in LINKBENCH_OPS]
-        costs = [c.cost.get(key) for _, key, _ in _LINKBENCH_COST]
-        rows.append([*lead, NONE if ips is None else f"{ips:,.0f}", fmt_tps(c.median),
-                     *(NONE if v is None else f"{v:,.1f}" for v in p99),
-                     *(NONE if v is None else f"{v:,.{d}f}"
-                       for v, (_, _, d) in zip(costs, _LINKBENCH_COST, strict=True))])
-        csv_rows.append([arm, str(threads), _num(ips, 1), _num(c.median, 2),
-                         *(_num(v, 3) for v in p99), *(_num(v, 4) for v in costs)])
+        request = _request_columns(c)
+        request_rows.append([*lead, *_shown(request[:5], _LB_REQUEST[:5]),
+                             *(NONE if v is None else f"{v:,.1f}" for v in p99),
+                             *_shown(request[5:], _LB_REQUEST[5:])])
+        csv_rows.append([arm, str(threads), "request", *([""] * len(_LB_LOAD)),
+                         *(_num(v, 6) for v in request), *(_num(v, 3) for v in p99)])
+    lead_head = ["configuration", *(["threads"] if many else [])]
+    request_head = [*lead_head, *(h for h, _, _ in _LB_REQUEST[:5]),
+                    *(f"{short} p99" for short, _ in LINKBENCH_OPS),
+                    *(h for h, _, _ in _LB_REQUEST[5:])]
+    parts = [
+        SeedTable(title="load phase", header=["configuration", *(h for h, _, _ in _LB_LOAD)],
+                  rows=load_rows, csv_header=[], csv_rows=[]),
+        SeedTable(title="request phase", header=request_head, rows=request_rows,
+                  csv_header=[], csv_rows=[])]
+    if not load_rows:
+        parts[0].notes.append("No load phase in this journal: the graph was already there "
+                              "when the recipe ran.")
     return SeedTable(
-        title=f"{results.recipe}: LinkBench efficiency, one row per configuration",
-        header=["configuration", *(["threads"] if many else []), "load ips", "tps",
-                *(f"{short} p99" for short, _ in LINKBENCH_OPS),
-                *(h for h, _, _ in _LINKBENCH_COST)],
-        rows=rows,
-        csv_header=["arm", "threads", "load_ips", "avg_tps",
-                    *(f"{op}_p99_ms" for _, op in LINKBENCH_OPS),
-                    *(key for _, key, _ in _LINKBENCH_COST)],
-        csv_rows=csv_rows,
-        notes=["load ips: rows written per second by the load phase (a dash when the graph was "
-               "already there). p99 in ms over each whole timed window, from one latency "
-               "sketch per operation (un updatenode, gn getnode, ul updatelink, gl "
-               "getlinklist). tps: requests per second. Costs per request, as in the "
-               "efficiency table; medians over replicates."])
+        title=f"{results.recipe}: LinkBench, the load phase and the request phase per "
+              "configuration",
+        header=request_head, rows=request_rows,
+        csv_header=["arm", "threads", "phase", *(f"load_{k}" for _, k, _ in _LB_LOAD),
+                    *(f"request_{k}" for _, k, _ in _LB_REQUEST),
+                    *(f"{op}_p99_ms" for _, op in LINKBENCH_OPS)],
+        csv_rows=csv_rows, parts=parts,
+        notes=["Units as the post's: KB = 1024 bytes and MB = 1024 KB as iostat's, GB = "
+               "1024^3 bytes. Load phase (once per graph, before the first step): ips = "
+               "rows inserted / seconds of the whole load (tables, rows and indexes); wKB/i "
+               "= KB written to the datadir's device per insert; Mcpu/i = mysqld's user + "
+               "system CPU microseconds per insert (CPU seconds x 1e6 / inserts; the post "
+               "derives its Mcpu from vmstat's us + sy of the whole host, so compare ratios "
+               "between rows, not the absolute figures); size = the databases' size and "
+               "RSS = mysqld's at the end of the load; cpu% = mysqld's CPU seconds per "
+               "second x 100 (100 = one core busy). Request phase: tps = requests per "
+               "second; r/s, rMB/s, wMB/s from the datadir's device (or every disk of the "
+               "host when it was not found); cpu% and Mcpu/t = mysqld's as in the load "
+               "phase; p99 in ms over each whole timed window (un updatenode, gn getnode, "
+               "ul updatelink, gl getlinklist); r/t, rKB/t, wKB/t per request; size and "
+               "RSS at the end of the window. Medians over replicates. The post ran 1 "
+               "billion ids with 4 loaders, then 12 one-hour request periods and reported "
+               "the last; a recipe's figures are its own form's (see its comments)."])
 
 
 def _whole(value: float | None) -> str:

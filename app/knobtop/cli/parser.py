@@ -263,8 +263,9 @@ def _add_report(
                         "(configurations x threads, average TPS and verdicts), efficiency "
                         "(per transaction, one row per configuration), overhead (1 - arm / "
                         "baseline), purge (history length at each step's end), timeline "
-                        "(metrics at the checkpoints of a timeline recipe), linkbench (load "
-                        "ips, tps, p99 of un/gn/ul/gl and costs per configuration), curve "
+                        "(metrics at the checkpoints of a timeline recipe), linkbench (the "
+                        "load phase and the request phase per configuration: ips and tps, "
+                        "rates, p99 of un/gn/ul/gl, costs per insert and per request), curve "
                         "(a curve recipe's knob values against its probe's seconds and "
                         "counters), scalability (servers x threads of average TPS, "
                         "one table per query type: seed 003)")

@@ -296,6 +296,11 @@ class StepResult(Event):
     # max, mean] (ms), from one sketch of every latency
     ops: dict[str, list[float]] = field(default_factory=dict)
     load_ips: float | None = None  # LinkBench: its load phase's inserts/s for these tables
+    # LinkBench: its load phase's readings for these tables (metrics.footprint.load_phase:
+    # rows, seconds, and mysqld's CPU seconds, the datadir device's reads / bytes read /
+    # writes / bytes written over the load, the databases' and datadir's bytes and mysqld's
+    # RSS at its end; a figure that could not be read is absent)
+    load_phase: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

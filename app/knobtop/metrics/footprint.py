@@ -58,3 +58,26 @@ def footprint_cost(first: Footprint, last: Footprint,
                        ("datadir_mb", last.datadir_bytes)):
         out[key] = None if value is None else value / 1e6
     return out
+
+
+def load_phase(first: Footprint, last: Footprint, rows: float,
+               seconds: float) -> dict[str, float]:
+    """A load phase's raw figures between two readings (the LinkBench post's load columns
+    are derived from them by the table): ``rows`` inserted in ``seconds``, mysqld's CPU
+    seconds over them (absent across a restart), the datadir device's ``reads``,
+    ``read_bytes``, ``writes``, ``written_bytes`` over them, and at the end the
+    ``db_bytes``, ``datadir_bytes`` and ``rss_bytes``; what was not read is absent."""
+    out: dict[str, float] = {"rows": float(rows), "seconds": seconds}
+    if (first.cpu is not None and last.cpu is not None and first.pid == last.pid
+            and last.cpu >= first.cpu):
+        out["cpu_s"] = last.cpu - first.cpu
+    if (first.io is not None and last.io is not None and first.disk == last.disk
+            and all(b >= a for a, b in zip(first.io, last.io, strict=True))):
+        deltas = (b - a for a, b in zip(first.io, last.io, strict=True))
+        out.update(zip(("reads", "read_bytes", "writes", "written_bytes"), deltas,
+                       strict=True))
+    for key, value in (("db_bytes", last.db_bytes), ("datadir_bytes", last.datadir_bytes),
+                       ("rss_bytes", last.rss)):
+        if value is not None:
+            out[key] = value
+    return out

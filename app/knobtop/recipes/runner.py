@@ -620,10 +620,10 @@ class RecipeRunner:
                 summary: dict[str, Any] | None = None,
                 reports_until: float | None = None) -> StepResult:
         """The step's result (journaled): what it was, and its window's measured fields."""
-        load_ips = self.tables.load_ips.get(
-            tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm)))
+        key = tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm))
         return self._main.step_result(
-            load_ips=load_ips,
+            load_ips=self.tables.load_ips.get(key),
+            load_phase=dict(self.tables.load_phase.get(key, {})),
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, waits=waits, steady=steady,

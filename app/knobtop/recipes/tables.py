@@ -1,7 +1,8 @@
 """The tables every arm of a recipe runs on, prepared once per shape before the first step:
 one set per server, database shape, instance count and workload (an arm with another
 engine or table options, or with instances, runs on databases of its own, said in the
-journal); LinkBench's load phase timed as the seed's "load ips"."""
+journal); LinkBench's load phase timed as the seed's "load ips", with mysqld's footprint
+before and after it for the load columns of the post's table."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class TableHost(Protocol):
 class Tables:
     def __init__(self) -> None:
         self.load_ips: dict[TablesKey, float] = {}  # LinkBench's load phase, per tables
+        self.load_phase: dict[TablesKey, dict[str, float]] = {}  # its readings (footprint)
 
     async def prepare(self, host: TableHost) -> None:
         """The tables of every arm: one set per table shape and instance count (an arm
@@ -68,14 +70,23 @@ class Tables:
             host.status(f"preparing tables for arm {arm.name}")
             port = host.ports[arm.target]
             port.use_load(spec)
+            linkbench = spec.workload == "linkbench"
+            # LinkBench's load phase has costs of its own in the post's table (issue 39):
+            # mysqld's footprint before and after it
+            before = await host.abortable(port.footprint(False)) if linkbench else None
             began = time.monotonic()
             loaded = await host.abortable(port.prepare_load())
-            if loaded and spec.workload == "linkbench":  # the seed's "load ips" (issue 20)
+            if loaded and linkbench:  # the seed's "load ips" (issue 20)
                 from knobtop.load.linkbench import expected_rows
+                from knobtop.metrics.footprint import load_phase
 
-                rows = sum(expected_rows(spec.table_size))
+                # timed before counting the rows (seconds of Python at 10M ids)
                 took = max(time.monotonic() - began, 1e-3)
+                after = await host.abortable(port.footprint(True))
+                rows = sum(expected_rows(spec.table_size))
                 self.load_ips[key] = round(rows / took, 1)
+                if before is not None:
+                    self.load_phase[key] = load_phase(before, after, rows, took)
                 host.mark(f"arm {arm.name}: LinkBench load phase, {rows:,} rows in "
                           f"{took:.1f} s ({rows / took:,.0f} inserts/s)")
 
