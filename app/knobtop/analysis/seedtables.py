@@ -23,6 +23,9 @@ Each is a :class:`SeedTable` (title, header, rows, note) printed as Markdown or 
 numbers are the ones the results tables use (medians over replicates of each run's
 figure); nothing here measures anything.
 """
+# Over 500 lines: one builder per seed post's table (eight shapes), each short, sharing the
+# SeedTable form, the configurations' order and the number formats; split, they would
+# each carry a copy of those.
 
 from __future__ import annotations
 

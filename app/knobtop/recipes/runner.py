@@ -18,9 +18,9 @@ Abort (or any failure) stops the load and puts every knob back to the session's 
 Everything lands in the journal: a ``recipe`` event at start and end, a mark per wait and
 phase of a step, and one ``step`` event per measured step.
 """
-# Over 500 lines: the run's steps and its gates (purge, dirty pages, checkpoint age,
-# plateau) share the abort and failure checks; the SQL lives in server/, the statistics in
-# analysis/.
+# Over 500 lines (tests/unit/test_sizes.py's debt): the sequencer of a run, whose steps
+# share its abort and failure checks; its gates (gates.py), window (window.py), arm setter
+# (armset.py), tables (tables.py), added rounds (rounds.py) and kinds (kinds/) are apart.
 
 from __future__ import annotations
 
