@@ -249,6 +249,8 @@ def test_the_seed_table_shapes_from_one_run() -> None:
 
     purge = seed_table("purge", table).markdown()
     assert "| 32 | 15,000 | 7,500 |" in purge
+    # the CSV's whole numbers keep their zeros (they read 15 and 75 before)
+    assert "32,8,15000" in seed_table("purge", table).csv().splitlines()
     with pytest.raises(BadValue, match="unknown table"):
         seed_table("nope", table)
 

@@ -113,7 +113,9 @@ class SeedTable:
 def _num(value: float | None, digits: int = 3) -> str:
     if value is None:
         return ""
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    text = f"{value:.{digits}f}"
+    if "." in text:  # trailing zeros of the fraction only (280 stays 280)
+        text = text.rstrip("0").rstrip(".")
     return "0" if text in ("", "-0") else text
 
 
