@@ -12,6 +12,7 @@ import sys
 
 from knobtop.errors import BadValue
 from knobtop.printable import printable
+from knobtop.recipes.kinds.base import count
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -30,11 +31,6 @@ def say(text: str = "") -> None:
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def count(n: int, thing: str) -> str:
-    """"1 arm", "2 arms"."""
-    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
 
 
 def clock(seconds: float) -> str:
@@ -109,16 +105,9 @@ def recipe_conditions(recipe: Recipe) -> str:
 
 
 def recipe_shape(recipe: Recipe) -> str:
-    if recipe.curve is not None:
-        c = recipe.curve
-        return (f"curve: {c.knob} at {count(len(c.values), 'value')} "
-                f"({recipe.arms[0].name} to {recipe.arms[-1].name}), probe {c.probe}")
-    if recipe.timeline is not None:
-        if recipe.kind == "soak":
-            return f"soak: one load, {count(len(recipe.timeline.checkpoints), 'checkpoint')}"
-        return f"timeline: one load, {count(len(recipe.timeline.actions), 'action')}"
-    return (f"{count(len(recipe.arms), 'arm')} x {count(len(recipe.threads), 'thread count')}"
-            f" x {count(recipe.replicates, 'replicate')}")
+    from knobtop.recipes.kinds import KINDS
+
+    return KINDS[recipe.kind].shape(recipe)
 
 
 def list_recipes() -> int:

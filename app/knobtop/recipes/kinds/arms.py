@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from knobtop.recipes.kinds.base import count
+
 if TYPE_CHECKING:
     from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
     from knobtop.recipes.model import Arm, Recipe, Timeline
@@ -28,6 +30,11 @@ class Arms:
 
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         return {}  # the plan's arms, threads and replicates are every kind's keys
+
+    def shape(self, recipe: Recipe) -> str:
+        return (f"{count(len(recipe.arms), 'arm')} x "
+                f"{count(len(recipe.threads), 'thread count')} x "
+                f"{count(recipe.replicates, 'replicate')}")
 
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await runner.run_arm_steps()

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from knobtop.tomlcheck import FileError, Table
 
 
+def count(n: int, thing: str) -> str:
+    """"1 arm", "2 arms"."""
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
+
 class LoadShape(Protocol):
     """What a kind reads of ``[load]`` (as the reader checked it)."""
 
@@ -117,8 +122,11 @@ class RecipeKind(Protocol):
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         """The kind's keys in the start event's plan."""
 
+    def shape(self, recipe: Recipe) -> str:
+        """What a run of it is, on one line (`knobtop run --list`)."""
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         """The run, after the tables are prepared; the runner restores the baseline."""
 
 
-__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer"]
+__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer", "count"]

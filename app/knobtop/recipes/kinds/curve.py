@@ -17,6 +17,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.curve import QUERIES, SECONDS, size_name, zero_line
+from knobtop.recipes.kinds.base import count
 from knobtop.recipes.model import Arm, Curve, parse_bytes
 from knobtop.server.probes import (
     PROBE_DATABASE,
@@ -147,6 +148,12 @@ class CurveKind:
         return {"kind": self.name, "knob": curve.knob, "values": list(curve.values),
                 "probe": curve.probe, "params": curve.probe_params,
                 "counters": list(curve.counters)}
+
+    def shape(self, recipe: Recipe) -> str:
+        c = recipe.curve
+        assert c is not None
+        return (f"curve: {c.knob} at {count(len(c.values), 'value')} "
+                f"({recipe.arms[0].name} to {recipe.arms[-1].name}), probe {c.probe}")
 
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         curve = recipe.curve

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from knobtop.recipes.kinds.base import count
 from knobtop.recipes.kinds.timeline import one_load_checks, run_one_load
 from knobtop.recipes.model import Arm, Timeline
 
@@ -67,6 +68,10 @@ class Soak:
         assert timeline is not None
         return {"kind": self.name, "checkpoints": list(timeline.checkpoints),
                 "metrics": list(timeline.metrics), "actions": []}
+
+    def shape(self, recipe: Recipe) -> str:
+        assert recipe.timeline is not None
+        return f"soak: one load, {count(len(recipe.timeline.checkpoints), 'checkpoint')}"
 
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await run_one_load(runner, recipe, self.name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from knobtop.recipes.kinds.base import count
 from knobtop.recipes.model import Action, Arm, Timeline
 from knobtop.recipes.timeline import still_moving
 
@@ -103,6 +104,10 @@ class TimelineKind:
                 "metrics": list(timeline.metrics),
                 "actions": [{"at": a.at, "knobs": a.knobs, "keep_load": a.keep_load}
                             for a in timeline.actions]}
+
+    def shape(self, recipe: Recipe) -> str:
+        assert recipe.timeline is not None
+        return f"timeline: one load, {count(len(recipe.timeline.actions), 'action')}"
 
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await run_one_load(runner, recipe, "timeline")
