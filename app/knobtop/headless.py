@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -306,19 +305,6 @@ def bar_callbacks(bars: Progress, task: TaskID
     return on_progress, on_note
 
 
-def curve_progress(inner: Callable[[RunProgress], None], total: int, pause: float,
-                   done: Callable[[], int]) -> Callable[[RunProgress], None]:
-    """A curve's progress: the values measured of ``total``, and at least the pauses
-    between the rest left (the runner counts steps, and a curve has none)."""
-
-    def on_progress(p: RunProgress) -> None:
-        measured = done()
-        inner(dataclasses.replace(p, total=total, done=measured,
-                                  seconds_left=max(total - measured - 1, 0) * pause))
-
-    return on_progress
-
-
 def subscribe_log(session: SessionPort, console: Console) -> list[str]:
     """Log the session's events as they come; returns the list the warnings the run's
     start said are added to (the end says only the ones met later)."""
@@ -391,8 +377,6 @@ async def run_recipe_headless(
         on_progress, on_note = bar_callbacks(bars, task)
         if recipe.curve is not None:  # its bar counts the values measured
             bars.update(task, total=len(recipe.curve.values), unit="values")
-            on_progress = curve_progress(on_progress, len(recipe.curve.values),
-                                         recipe.pause, lambda: len(runner.checkpoints))
         runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
                               on_note=on_note,
                               targets=targets.ports if targets is not None else None)

@@ -34,6 +34,7 @@ import io
 import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -54,6 +55,7 @@ from knobtop.analysis.results import (
     fmt_ms,
     fmt_tps,
     results_markdown,
+    results_table,
 )
 from knobtop.analysis.stats import TOO_FEW, Verdict
 from knobtop.errors import BadValue
@@ -517,6 +519,17 @@ def run_markdown(results: Results) -> str:
     if not results.checkpoints:
         return f"{results.kind.capitalize()} {results.recipe}: no checkpoint yet.\n"
     return timeline(results).markdown()
+
+
+def run_renderable(results: Results) -> Any:
+    """One recipe run's table for a terminal: a curve's points, a timeline's (or a soak's)
+    checkpoints, else its results table (what the live screen's panel shows, and what
+    stays on the terminal after it)."""
+    if results.kind == "curve" and results.checkpoints:
+        return curve(results).rich()
+    if results.one_load and results.checkpoints:
+        return timeline(results).rich()
+    return results_table(results)
 
 
 def seed_table(name: str, results: Results) -> SeedTable:

@@ -504,11 +504,11 @@ def live_screen(request: RunRequest, session: SessionPort, console: Console,
     if recipe is not None:
         # The screen is gone: the results stay on the terminal (the table `run` prints
         # headless; arm names are the recipe's words, never markup).
-        from knobtop.analysis.results import results_table
+        from knobtop.analysis.seedtables import run_renderable
 
         results = app.recipe_results or recipe_results_so_far(app, recipe)
         if results is not None:
-            console.print(results_table(results))
+            console.print(run_renderable(results))
             write_markdown(request.markdown, results, console)
     if app.run_outcome is not None:  # the same exit code as headless (recipes/outcome.py)
         return app.run_outcome.code

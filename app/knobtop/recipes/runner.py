@@ -183,9 +183,9 @@ class RecipeRunner:
         # [run] timed: the phase number of the window's run (0: about to start), its summary
         self._timed_phase: int | None = None
         self._timed_summary: dict[str, Any] | None = None
-        if recipe.timeline is not None:
-            self.progress.total, self.progress.unit = len(recipe.timeline.checkpoints), \
-                "checkpoints"
+        counted = KINDS[recipe.kind].readings(recipe, 0)
+        if counted is not None:  # a timeline's checkpoints, a curve's values
+            self.progress.total, self.progress.unit = counted[0], counted[1]
         self.checkpoints: list[Checkpoint] = []
         self.gates = Gates(self)
 
@@ -238,6 +238,11 @@ class RecipeRunner:
         p.seconds_left = time_left(nominal, p.total, p.done, self._spent, current)
         if self._timeline_end is not None:
             p.seconds_left = max(0.0, self._timeline_end - time.monotonic())
+        counted = KINDS[self.recipe.kind].readings(self.recipe, len(self.checkpoints))
+        if counted is not None:
+            p.done = len(self.checkpoints)
+            if counted[2] is not None:
+                p.seconds_left = counted[2]
         if self.on_progress is not None:
             self.on_progress(p)
 

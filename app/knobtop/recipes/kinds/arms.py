@@ -36,6 +36,9 @@ class Arms:
                 f"{count(len(recipe.threads), 'thread count')} x "
                 f"{count(recipe.replicates, 'replicate')}")
 
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        return None  # its steps
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await runner.run_arm_steps()
 

@@ -125,6 +125,11 @@ class RecipeKind(Protocol):
     def shape(self, recipe: Recipe) -> str:
         """What a run of it is, on one line (`knobtop run --list`)."""
 
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        """For a kind whose progress counts readings, not steps: how many it takes, what
+        they are called, and the seconds left after ``done`` of them (None: the runner's
+        own estimate); None for a kind of steps."""
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         """The run, after the tables are prepared; the runner restores the baseline."""
 

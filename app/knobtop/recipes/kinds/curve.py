@@ -155,6 +155,12 @@ class CurveKind:
         return (f"curve: {c.knob} at {count(len(c.values), 'value')} "
                 f"({recipe.arms[0].name} to {recipe.arms[-1].name}), probe {c.probe}")
 
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        """Its values; what is left is at least the pauses between the rest."""
+        assert recipe.curve is not None
+        total = len(recipe.curve.values)
+        return total, "values", max(total - done - 1, 0) * recipe.pause
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         curve = recipe.curve
         assert curve is not None

@@ -73,6 +73,10 @@ class Soak:
         assert recipe.timeline is not None
         return f"soak: one load, {count(len(recipe.timeline.checkpoints), 'checkpoint')}"
 
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        assert recipe.timeline is not None
+        return len(recipe.timeline.checkpoints), "checkpoints", None
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await run_one_load(runner, recipe, self.name)
 

@@ -109,6 +109,10 @@ class TimelineKind:
         assert recipe.timeline is not None
         return f"timeline: one load, {count(len(recipe.timeline.actions), 'action')}"
 
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        assert recipe.timeline is not None
+        return len(recipe.timeline.checkpoints), "checkpoints", None
+
     async def run(self, runner: Sequencer, recipe: Recipe) -> None:
         await run_one_load(runner, recipe, "timeline")
 

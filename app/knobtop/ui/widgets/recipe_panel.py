@@ -133,15 +133,9 @@ class RecipePanel(RichLog):
         self.screen.add_class("-recipe-results")
 
     def show_results(self, results: Results) -> None:
-        from knobtop.analysis.results import results_table
-        from knobtop.analysis.seedtables import curve, timeline
+        from knobtop.analysis.seedtables import run_renderable
 
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
-        if results.kind == "curve" and results.checkpoints:
-            self._show(Group(curve(results).rich()))
-        elif results.one_load and results.checkpoints:
-            self._show(Group(timeline(results).rich()))
-        else:
-            self._show(Group(results_table(results)))
+        self._show(Group(run_renderable(results)))
         self.screen.add_class("-recipe-results")  # a narrow screen gives them the graphs' room
