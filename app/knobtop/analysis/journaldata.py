@@ -3,8 +3,9 @@ changes (knobtop's and those made outside it), restarts, notes, marks, errors, l
 and one row of derived metrics per sample (rates derived from the raw counters exactly as
 the live screen derives them); per-phase statistics."""
 # Over 600 lines (tests/unit/test_sizes.py's debt): the one fold from a journal's events
-# to what reports need, fed three ways that must agree line for line (the quick path's checked samples, the report cache's kept
-# fold, the CSV stream's phase pass); split, the three would drift apart.
+# to what reports need, fed three ways that must agree line for line (the quick path's
+# checked samples, the report cache's kept fold, the CSV stream's phase pass); split, the
+# three would drift apart.
 
 from __future__ import annotations
 
