@@ -4,10 +4,10 @@
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
-LAB_PKGS  := mariadb-server sysbench
+LAB_PKGS  := mariadb-server sysbench strace
 BENCH_PKGS := mariadb-server sysbench tmux
 TEST_PKGS := mariadb-server sysbench openssh-server galera-4 rsync mariadb-plugin-rocksdb tmux \
-             zsh fish chromium sudo
+             zsh fish chromium sudo strace
 
 .PHONY: lab test check lint layers typecheck pytest bench setup lock deps-lab deps-test deps-bench clean \
         docs docs-ref screenshot
@@ -101,7 +101,8 @@ missing = $(strip \
   $(if $(filter zsh,$(1)),$(if $(shell command -v zsh),,zsh)) \
   $(if $(filter fish,$(1)),$(if $(shell command -v fish),,fish)) \
   $(if $(filter chromium,$(1)),$(if $(wildcard /usr/bin/chromium),,chromium)) \
-  $(if $(filter sudo,$(1)),$(if $(shell command -v sudo),,sudo)))
+  $(if $(filter sudo,$(1)),$(if $(shell command -v sudo),,sudo)) \
+  $(if $(filter strace,$(1)),$(if $(shell command -v strace),,strace)))
 
 # Install PKGS with apt as root; otherwise print the exact command and stop.
 apt:

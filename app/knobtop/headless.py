@@ -144,9 +144,26 @@ def plan_warnings(event: Event) -> list[str]:
     return []
 
 
+def plan_conditions(event: Event) -> list[str]:
+    """The conditions probe's lines of a recipe's or a tune's start (server.conditions),
+    each server's ("NAME: " before a further target's)."""
+    if not (isinstance(event, RecipeRun) and event.action == "start"):
+        return []
+    found = event.plan.get("conditions")
+    if not isinstance(found, dict):
+        return []
+    from knobtop.conditions import Conditions
+
+    return [(f"{name}: " if name else "") + line for name, data in found.items()
+            if isinstance(data, dict) for line in Conditions.from_json(data).lines()]
+
+
 def log_line(console: Console, event: Event) -> None:
     target = target_of(event)  # a recipe's further server (issue 19)
     where = f"{target}: " if target else ""
+    for fact in plan_conditions(event):  # what the box offers, before the warnings
+        console.print(f"[{event.t:8.2f}s] {where}conditions: {printable(fact)}",
+                      highlight=False, markup=False)
     for warning in plan_warnings(event):  # before the first step, not after the run
         console.print(f"[{event.t:8.2f}s] {where}warning: {printable(warning)}",
                       highlight=False, markup=False)

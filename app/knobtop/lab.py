@@ -33,6 +33,13 @@ from knobtop.lab_options import (
     parse_option,
     server_plugin_dir,
 )
+from knobtop.lab_storage import (
+    Storage,
+    emulation_active,
+    save_storage,
+    saved_storage,
+    traced_children,
+)
 from knobtop.labdirs import (
     LABS,
     SESSION_LOCK,
@@ -89,6 +96,9 @@ class Sandbox:
     replaced: Options | None = None
     # Where this start's lines begin in error.log (it is appended to, never deleted).
     log_start: int = 0
+    # Its storage emulation (lab_storage; --storage): None keeps what a running server
+    # has, else none; a start sets it to what the server runs with.
+    storage: Storage | None = None
 
     def __post_init__(self) -> None:
         self.plugins = tuple(p.removesuffix(".so") for p in self.plugins)
@@ -104,6 +114,7 @@ class Sandbox:
         restarts and --stop; a start checks the options as a file's)."""
         box = cls(root, plugins=configured_plugins(root / "my.cnf"))
         box.options = configured_options(box.config)
+        box.storage = saved_storage(root)
         return box
 
     @property
@@ -296,6 +307,7 @@ class Sandbox:
                     f"({options_text(running) or 'none'}, not {options_text(self.options)}):"
                     f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
             self.options = running
+            self._join_storage(pid)
             self.port = self._port_of_running()
             self._wait_ready(timeout, pid)
             self._check_plugins_active()
@@ -310,6 +322,7 @@ class Sandbox:
             except LabError as exc:
                 raise LabError(f"{exc}; give the sandbox other base options (--option "
                                "KEY=VALUE replaces them all), or remove the line") from None
+        wrapper = self._own_storage()  # strace missing: refused before anything is made
         own_dir(self.datadir)
         fresh = not os.path.lexists(self.ready_marker)
         self._write_config()
@@ -319,11 +332,13 @@ class Sandbox:
         self.port = self.port or free_port()
         plugin_dir = server_plugin_dir(server)
         self._open_error_log()
+        save_storage(self.root, self.storage or Storage())
         from knobtop.hosts.local import as_launched  # psutil: only where a server starts
 
         with open(os.devnull, "wb") as devnull:
             proc = subprocess.Popen(
-                [server, f"--defaults-file={self.config}", *self.fixed_settings(plugin_dir)],
+                [*wrapper, server, f"--defaults-file={self.config}",
+                 *self.fixed_settings(plugin_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=devnull,
                 stderr=devnull,
@@ -374,13 +389,41 @@ class Sandbox:
                 f"says:\n{self._log_tail()}"
             )
 
+    def _own_storage(self) -> list[str]:
+        """A start's emulation: the one asked for, else none; the command it runs under."""
+        self.storage = self.storage or Storage()
+        return self.storage.wrapper()
+
+    def _join_storage(self, pid: int) -> None:
+        """A running server keeps its emulation: another one asked for is refused, and
+        so is a server whose file says emulated but that runs without (its strace gone)."""
+        running = saved_storage(self.root)
+        if self.storage is not None and self.storage != running:
+            raise LabError(
+                f"the sandbox in {self.root} runs with --storage "
+                f"{running.spec() or 'none'}, not {self.storage.spec() or 'none'}: stop it "
+                f"(knobtop lab --stop --dir "
+                f"{self.root}) or use another --name")
+        if running and not emulation_active(pid, running):
+            raise LabError(
+                f"the sandbox server in {self.root} (pid {pid}) runs without its "
+                f"{running.describe()} (its strace is gone): stop it (knobtop lab --stop "
+                f"--dir {self.root}) and start again")
+        self.storage = running
+
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.terminate()
+        # Under an emulation proc is the strace: the server it runs goes first (a strace
+        # stopped alone would leave the server running, no longer traced).
+        targets = [*traced_children(proc.pid), proc.pid] if self.storage else [proc.pid]
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            for pid in targets:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             proc.wait()
         self.started_here = False
 

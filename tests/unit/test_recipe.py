@@ -56,6 +56,7 @@ BUNDLED = {
     "sort-buffer",
     "thread-concurrency",
     "trx-commit-servers",  # issue 19: two servers as the arms
+    "trx-commit",  # issue 39 item 8: the conditions a knob needs (sync_ms_min)
     "scalability-pk-point",  # issue 39 item 4: seed 003, one recipe per query type
     "scalability-pk-range",
     "scalability-key-range",
@@ -987,6 +988,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "soak-write-only",  # issue 38's soak (missing here since it was added)
         "sort-buffer",
         "trx-commit-servers",  # issue 19: no knobs; its servers differ
+        "trx-commit",  # issue 39 item 8
         "scalability-pk-point",  # issue 39 item 4: seed 003's servers, no knobs
         "scalability-pk-range",
         "scalability-key-range",
@@ -1015,6 +1017,7 @@ def test_every_bundled_recipe_either_runs_or_is_refused_up_front(catalog: Catalo
         "soak-write-only": [],
         "sort-buffer": [],
         "trx-commit-servers": [],
+        "trx-commit": [],  # innodb_flush_log_at_trx_commit is dynamic
         "scalability-pk-point": [],
         "scalability-pk-range": [],
         "scalability-key-range": [],

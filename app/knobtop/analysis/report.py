@@ -27,6 +27,7 @@ from knobtop.journal import (
     JournalReader,
     OutsideChange,
 )
+from knobtop.printable import printable
 
 if TYPE_CHECKING:
     from knobtop.analysis.results import Results
@@ -59,7 +60,16 @@ def server_label(header: Header) -> str:
     version_text = server.get("version_text")
     if version_text and version_text != version:
         text += f" ({version_text})"
-    return text
+    return text + storage_note(server)
+
+
+def storage_note(server: Mapping[str, object]) -> str:
+    """", storage emulated: sync +2 ms" for a lab sandbox run under the storage
+    emulation (lab_storage), else "": every table and screen that names a server says it."""
+    storage = server.get("storage")
+    if not isinstance(storage, str) or not storage:
+        return ""
+    return ", " + printable(storage, newlines=False)[:80]
 
 
 def _server_setup(header: Header) -> str:

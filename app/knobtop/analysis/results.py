@@ -40,6 +40,7 @@ from knobtop.analysis.stats import (
     median,
     paired_min_rounds,
 )
+from knobtop.conditions import plan_notes
 from knobtop.journal.events import Checkpoint, Event, RecipeRun, StepResult
 from knobtop.metrics.derive import EFFICIENCY
 from knobtop.metrics.footprint import FOOTPRINT
@@ -93,6 +94,9 @@ class Results:
     one_load: bool = False  # one load read at checkpoints (a timeline, a soak): no steps
     checkpoints: list[Checkpoint] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
+    # What the conditions probe found at the start and what of the recipe's [conditions]
+    # did not hold (conditions.plan_notes): every table of the run says them
+    condition_notes: list[str] = field(default_factory=list)
 
     @property
     def baseline(self) -> str:
@@ -412,6 +416,7 @@ def collect(events: Iterable[Event]) -> list[Results]:
             built.kind, built.actions = current.kind, current.actions
             built.one_load = current.one_load
             built.checkpoints = current.checkpoints
+            built.condition_notes = current.condition_notes
             found.append(built)
         current, steps = None, []
 
@@ -429,7 +434,8 @@ def collect(events: Iterable[Event]) -> list[Results]:
                                   plateau=bool(plan.get("plateau", False)),
                                   kind=str(plan.get("kind", "arms")),
                                   one_load="checkpoints" in plan,
-                                  actions=list(plan.get("actions", [])))
+                                  actions=list(plan.get("actions", [])),
+                                  condition_notes=plan_notes(plan))
             elif current is not None and event.name == current.recipe:
                 close(event.action, event.message)
         elif isinstance(event, StepResult) and current is not None \
@@ -581,7 +587,8 @@ def results_table(results: Results) -> Table:
                 text.append(f"\np{cell.pct} {lat.text()}", style=style)
             row.append(text)
         table.add_row(*row)
-    note = short_note(results)
+    note = " ".join([short_note(results), *(n for n in results.condition_notes
+                                            if n.startswith("Not met"))]).strip()
     if note:
         table.caption = Text(note)
         table.caption_justify = "left"
@@ -677,6 +684,8 @@ def results_markdown(results: Results) -> str:
     power = detectable_note(results)
     if power:
         lines.extend(["", power])
+    for note in results.condition_notes:
+        lines.extend(["", note])
     lines.append("")
     return "\n".join(lines)
 

@@ -541,4 +541,6 @@ def seed_table(name: str, results: Results) -> SeedTable:
                else "it is a curve: use --table curve" if results.kind == "curve"
                else "no measured step yet")
         raise BadValue(f"recipe {results.recipe} has no steps ({why}): no {name} table")
-    return BUILDERS[name](results)
+    table = BUILDERS[name](results)
+    table.notes += results.condition_notes
+    return table

@@ -101,6 +101,8 @@ def recipe_conditions(recipe: Recipe) -> str:
         parts.append("arms on " + ", ".join(t.name for t in recipe.targets) + " too")
     if recipe.knobs:
         parts.append("knobs " + ", ".join(recipe.knobs))
+    if recipe.needs:
+        parts.append("needs " + recipe.needs.text())
     return "; ".join(parts)
 
 
@@ -215,6 +217,11 @@ def print_plan(args: argparse.Namespace) -> int:
         print_timeline(recipe)
     elif recipe.curve is None:
         print_steps(recipe, step)
+    if recipe.needs:
+        say(f"needs: {recipe.needs.text()}"
+            + (f" ({recipe.needs.why})" if recipe.needs.why else "")
+            + "; a run measures the box first (sync and read latency, data vs buffer pool, "
+            "CPUs) and says up front what does not hold")
     warnings = plan_warnings(recipe, args)
     say()
     say(f"warnings ({len(warnings)}):" if warnings else "warnings: none")

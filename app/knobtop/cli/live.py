@@ -153,7 +153,8 @@ def lab_place(args: argparse.Namespace) -> LabPlace:
     options = tuple(args.options)
     check_sandbox_options(options, (), "--option")
     return LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=args.fresh,
-                    keep_running=args.keep_running, driver=args.driver, options=options)
+                    keep_running=args.keep_running, driver=args.driver, options=options,
+                    storage=args.storage)
 
 
 def check_sandbox_options(options: tuple[tuple[str, str], ...], plugins: tuple[str, ...],
@@ -244,7 +245,8 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
         check_sandbox_options(tuple(args.options), recipe_plugins(recipe), "--option")
         where = LabPlace(dir=lab_dir_for(args.name, args.dir), fresh=False,
                          keep_running=False, driver=args.driver,
-                         plugins=recipe_plugins(recipe), options=tuple(args.options))
+                         plugins=recipe_plugins(recipe), options=tuple(args.options),
+                         storage=args.storage)
     else:
         where = ServerPlace(profile=args.profile, target=None, clients=(), mysql_user="root",
                             mysql_port=3306, mysql_socket=None, password_env=None,
@@ -299,7 +301,7 @@ def target_place(args: argparse.Namespace, recipe: Recipe, target: Target,
         raise BadValue(f"target {target.name} would be the run's own sandbox ({place}): give "
                        "the run another --name, or rename the target")
     return LabPlace(dir=place, fresh=False, keep_running=False, driver=args.driver,
-                    plugins=main.plugins, options=target.options)
+                    plugins=main.plugins, options=target.options, storage=main.storage)
 
 
 # Engines a recipe may ask for that the lab's mariadbd loads as a plugin.

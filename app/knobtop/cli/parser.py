@@ -482,6 +482,20 @@ def add_lab_identity(p: argparse.ArgumentParser) -> None:
         except LabError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
+    def storage(text: str) -> object:
+        from knobtop.lab_storage import parse_storage  # only when given: start-up time
+        from knobtop.labdirs import LabError
+
+        try:
+            return parse_storage(text)
+        except LabError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    p.add_argument("--storage", type=storage, default=None, metavar="sync=2ms,read=0.5ms",
+                   help="lab: emulate slower storage: each fsync/fdatasync (sync) and each "
+                   "page read (read) of the sandbox server takes that much longer (strace's "
+                   "fault injection; journaled, shown in every header); a running sandbox "
+                   "keeps its own")
     p.add_argument("--name", metavar="NAME",
                    help="a named sandbox inside the lab's directory, LAB/labs/NAME (its own "
                    "datadir, port and base config), e.g. --name trx2; with --dir, inside "

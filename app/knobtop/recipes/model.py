@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from knobtop.analysis.plateau import LONG as PLATEAU_LONG
+from knobtop.conditions import Needs
 from knobtop.load.base import (
     LoadSpec,
 )
@@ -365,6 +366,9 @@ class Recipe:
     # [allow] reach: the reach variables (server.policy) the file asks to set; they are set
     # only when the command line says --allow-reach too
     allow_reach: tuple[str, ...] = ()
+    # [conditions]: what the effect needs of the box, checked against the conditions
+    # probe before the first step (server.conditions)
+    needs: Needs = field(default_factory=Needs)
 
     @property
     def baseline(self) -> Arm:

@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from knobtop.bundled import bundled_dir
+from knobtop.conditions import Needs
 from knobtop.load.base import (
     ENGINE_NAME,
     MAX_INSTANCES,
@@ -128,8 +129,10 @@ README = "experiments/README.md"
 # --------------------------------------------------------------------------- TOML reader
 
 _TOP_KEYS = ("name", "description", "applies", "load", "wait", "steady", "run", "arm",
-             "timeline", "soak", "curve", "targets", "allow")
+             "timeline", "soak", "curve", "targets", "allow", "conditions")
 _ALLOW_KEYS = ("reach",)
+CONDITIONS_KEYS = ("sync_ms_min", "read_ms_min", "data_over_pool_min", "data_over_pool_max",
+                   "cpus_min", "client_apart", "why")
 _TARGET_KEYS = ("profile", "options")
 _TIMELINE_KEYS, _ACTION_KEYS = TIMELINE_KEYS, ACTION_KEYS  # (kinds/timeline.py's)
 _APPLIES_KEYS = (*APPLIES_FLAVORS, "why")
@@ -329,6 +332,30 @@ class _Reader(Reader):
             )
         return number
 
+    def conditions(self, doc: Table) -> Needs:
+        """``[conditions]``: what the effect needs of the box (server.conditions.Needs),
+        checked against the probe's figures before the first step."""
+        p = "conditions"
+        table = self.table(doc, p) or {}
+        self.check_keys(table, CONDITIONS_KEYS, p)
+
+        def ms(key: str) -> float | None:
+            return self.number(table, key, p, lo=0.0, hi=1000.0, lo_open=True)
+
+        def ratio(key: str) -> float | None:
+            return self.number(table, key, p, lo=0.0, hi=1000.0, lo_open=True)
+
+        low, high = ratio("data_over_pool_min"), ratio("data_over_pool_max")
+        if low is not None and high is not None and low > high:
+            raise self.error(f"{p}.data_over_pool_min", f"{_fmt(low)} is above "
+                             f"data_over_pool_max = {_fmt(high)}", "give a min below the max")
+        return Needs(
+            sync_ms_min=ms("sync_ms_min"), read_ms_min=ms("read_ms_min"),
+            data_over_pool_min=low, data_over_pool_max=high,
+            cpus_min=self.integer(table, "cpus_min", p, lo=1, hi=4096),
+            client_apart=bool(self.boolean(table, "client_apart", p)),
+            why=self.string(table, "why", p, '"the commit\'s redo sync"') or "")
+
     def boolean(self, table: Table, key: str, prefix: str) -> bool | None:
         if key not in table:
             return None
@@ -397,6 +424,7 @@ class _Reader(Reader):
             max_replicates=r.max_replicates,
             targets=targets,
             allow_reach=allow_reach,
+            needs=self.conditions(doc),
         )
         self.adaptive(recipe, "until_ci" in run, "max_replicates" in run)
         self.loads_fit(recipe)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from knobtop.analysis.results import Results, build, calibration_note
+from knobtop.conditions import Conditions, unmet
 from knobtop.errors import KnobtopError
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
@@ -188,6 +189,7 @@ class RecipeRunner:
             self.progress.total, self.progress.unit = counted[0], counted[1]
         self.checkpoints: list[Checkpoint] = []
         self.gates = Gates(self)
+        self.conditions: dict[str, Conditions] = {}  # the probe's, by server, at the start
 
     @property
     def session(self) -> SessionPort:
@@ -296,6 +298,7 @@ class RecipeRunner:
         state = session.state()
         states = {name: port.state() for name, port in self.ports.items()}
         found = self._check_servers(state, states)
+        found += await self._conditions(state.profile == "lab")
         # Every warning is in the recipe start (journaled, shown by every front end) before
         # the first step.
         self.warnings = [*self._caller_warnings, *(w for w in found
@@ -350,6 +353,25 @@ class RecipeRunner:
             found = check_for_server(self.recipe, state.catalog,
                                      whole=self.more_steps is None)
         return found
+
+    async def _conditions(self, lab: bool) -> list[str]:
+        """The conditions probe of every server of the run (server.conditions), into the
+        start's plan; what the recipe's [conditions] need and the box does not offer, as
+        warnings (before the first step, like every other)."""
+        found: dict[str, Conditions] = {}
+        for name, port in self.ports.items():
+            try:
+                found[name] = await port.conditions()
+            except KnobtopError as exc:  # the server, a host, the lab's strace
+                found[name] = Conditions(problems=(f"the probe failed: {exc}",))
+        self.conditions = found
+        self.plan_extra["conditions"] = {n: c.as_json() for n, c in found.items()}
+        needs = self.recipe.needs
+        if not needs:
+            return []
+        self.plan_extra["needs"] = needs.as_json()
+        return [(f"{name}: " if name else "") + line
+                for name, c in found.items() for line in unmet(needs, c, lab=lab)]
 
     def _attach(self, state: SessionState, states: dict[str, SessionState]) -> None:
         """What the run reads while it goes: the loop, the abort event, a board per

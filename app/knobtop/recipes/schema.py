@@ -44,6 +44,7 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
         "[wait]": r._WAIT_KEYS,
         "[steady]": r._STEADY_KEYS,
         "[allow]": r._ALLOW_KEYS,
+        "[conditions]": r.CONDITIONS_KEYS,
     }
     return {
         "recipe": {
@@ -70,6 +71,7 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
             "[wait]": r._WAIT_KEYS,
             "[steady]": r._STEADY_KEYS,
             "[allow]": r._ALLOW_KEYS,
+            "[conditions]": r.CONDITIONS_KEYS,
         },
     }
 
@@ -82,7 +84,7 @@ _PREFIX = {"": "top level", "load": "[load]", "wait": "[wait]", "steady": "[stea
            "timeline.action[]": "[[timeline.action]]", "soak": "[soak]", "curve": "[curve]",
            "verify": "[verify]",
            "budget": "[budget]", "constraints": "[constraints]", "knob[]": "[[knob]]",
-           "allow": "[allow]"}
+           "allow": "[allow]", "conditions": "[conditions]"}
 
 
 def _section(prefix: str) -> str:
@@ -222,6 +224,19 @@ _SHARED: dict[tuple[str, str], KeyDoc] = {
                             "bounds"),
     ("[allow]", "reach"): ("list of variable names", "[]", "variables that reach beyond "
                            "performance the file may set (with --allow-reach)"),
+    ("[conditions]", "sync_ms_min"): ("number", "none", "the datadir's sync (fdatasync of "
+                                      "4 KiB, median ms) the effect needs at least"),
+    ("[conditions]", "read_ms_min"): ("number", "none", "a random 16 KiB read (median ms) "
+                                      "the effect needs at least"),
+    ("[conditions]", "data_over_pool_min"): ("number", "none", "the data's size at least "
+                                             "this many times the buffer pool"),
+    ("[conditions]", "data_over_pool_max"): ("number", "none", "the data's size at most "
+                                             "this many times the buffer pool"),
+    ("[conditions]", "cpus_min"): ("integer", "none", "CPUs the server's host needs"),
+    ("[conditions]", "client_apart"): ("boolean", "false", "the load's client must not "
+                                       "share the server's CPUs"),
+    ("[conditions]", "why"): ("string", "\"the effect\"", "the effect these conditions let "
+                              "show, in the up-front warning"),
 }
 _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("top level", "name"): ("string", "required", "letters, digits, '.', '_', '-' (up to 64)"),
@@ -237,6 +252,7 @@ _RECIPE: dict[tuple[str, str], KeyDoc] = {
     ("top level", "curve"): ("table", "required (kind curve)", "see [curve]"),
     ("top level", "targets"): ("table of tables", "none", "see [targets.NAME]"),
     ("top level", "allow"): ("table", "none", "see [allow]"),
+    ("top level", "conditions"): ("table", "none", "see [conditions]"),
     ("[applies]", "mariadb"): ("string", "refused when [applies] exists",
                                'a version constraint, e.g. ">=10.1" or "*"'),
     ("[applies]", "mysql"): ("string", "refused when [applies] exists",
@@ -318,6 +334,7 @@ _SEARCH: dict[tuple[str, str], KeyDoc] = {
     ("top level", "steady"): ("table", "the defaults below", "see [steady]"),
     ("top level", "seed"): ("integer", "1", "the sampler's seed"),
     ("top level", "allow"): ("table", "none", "see [allow]"),
+    ("top level", "conditions"): ("table", "none", "see [conditions]"),
     **_SHARED,
     ("[objective]", "maximize"): ("string: tps", "one of the two", "maximize average TPS"),
     ("[objective]", "minimize"): ("string: latency", "one of the two", "minimize latency"),

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knobtop.analysis.power import no_verdict_warning
+from knobtop.conditions import Needs
 from knobtop.recipes.model import MAX_THREADS, Arm, Recipe, RecipeError, Steady, Waits
 from knobtop.recipes.reader import BUNDLED_DIR, README, _Load, _Reader
 from knobtop.server.catalog import Catalog
@@ -62,7 +63,7 @@ CONSTRAINTS = ("latency_ms_max", "errors_per_s_max", "tps_min")
 MAX_TRIALS = 500
 MAX_CHOICES = 64
 _TOP_KEYS = ("name", "description", "load", "objective", "constraints", "budget", "knob",
-             "verify", "wait", "steady", "seed", "allow")
+             "verify", "wait", "steady", "seed", "allow", "conditions")
 _VERIFY_KEYS = ("candidates", "replicates")
 MAX_CANDIDATES = 5
 # 4 runs per arm is the fewest whose rank test can pass 5% (4 vs 4: p = 0.029); 5 lets
@@ -111,6 +112,7 @@ class Search:
     waits: Waits = field(default_factory=Waits)
     steady: Steady = field(default_factory=Steady)
     allow_reach: tuple[str, ...] = ()  # [allow] reach (as a recipe's)
+    needs: Needs = field(default_factory=Needs)  # [conditions] (as a recipe's)
 
     @property
     def threads(self) -> int:
@@ -146,6 +148,7 @@ class Search:
             order="counterbalanced", seed=self.seed, pause=0.0, arms=(base,),
             # LinkBench: each window a run of its own, as in a recipe (issue 20)
             timed=load.workload == "linkbench", allow_reach=self.allow_reach,
+            needs=self.needs,
         )
 
 
@@ -188,7 +191,7 @@ class _SearchReader(_Reader):
                       candidates=2 if candidates is None else candidates,
                       replicates=5 if replicates is None else replicates,
                       seed=1 if seed is None else seed, waits=waits, steady=steady,
-                      allow_reach=allow_reach)
+                      allow_reach=allow_reach, needs=self.conditions(doc))
 
     def objective(self, table: Table | None) -> tuple[str, str]:
         fix = 'write [objective] with maximize = "tps" or minimize = "latency"'

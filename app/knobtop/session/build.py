@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -230,7 +231,7 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
     spec = options.load
     builtin = _lab_driver(place, spec, feedback)
     sandbox = Sandbox(place.dir or default_lab_dir(), plugins=place.plugins,
-                      options=place.options)
+                      options=place.options, storage=place.storage)
     if place.fresh:
         sandbox.wipe()
     with feedback.status(f"Starting the sandbox server in {sandbox.root} ..."):
@@ -241,6 +242,9 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
     if sandbox.replaced is not None:
         feedback.say(f"Its base options were {options_text(sandbox.replaced)}: --option "
                      "replaced them (my.cnf says the new ones)")
+    if sandbox.storage:
+        feedback.say(f"{sandbox.storage.describe().capitalize()} (strace's fault injection "
+                     f"on the server's {', '.join(sandbox.storage.delays())} calls)")
     if not sandbox.started_here:
         feedback.say("It was already running, so it stays up when this session ends.")
     try:
@@ -260,7 +264,9 @@ def _sandbox_session(options: SessionOptions, place: LabPlace,
             name="lab", host=hosts.target, link=lambda: ServerLink(conn),
             restart_command=sandbox.restart_command(), dropin_path=sandbox.dropin_file,
         )
-        session = _session(_config(options, profile.name, conn, journal, (node,)), hosts, driver)
+        config = dataclasses.replace(_config(options, profile.name, conn, journal, (node,)),
+                                     storage=sandbox.storage or None)
+        session = _session(config, hosts, driver)
         # At open, knobs that differ from what the last lab session started from are said.
         session.previous_baseline = previous_baseline(sandbox.root / "journals", journal)
         owned = sandbox.root if sandbox.started_here and not place.keep_running else None

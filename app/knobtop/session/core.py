@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from knobtop import __version__
+from knobtop.conditions import Conditions
 from knobtop.errors import BadValue, KnobtopError
 from knobtop.hosts.base import Host, HostError
 from knobtop.hosts.procstat import OS_FIELDS
@@ -38,6 +39,7 @@ from knobtop.journal.events import (
     Trial,
 )
 from knobtop.journal.writer import JournalWriter, cannot_create
+from knobtop.lab_storage import Storage
 from knobtop.load.base import LoadDriver, LoadError, LoadSpec
 from knobtop.load.sysbench_output import PrepareProgress
 from knobtop.metrics.counters import SERVER_COUNTERS
@@ -49,6 +51,7 @@ from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.probes import ProbeReading, run_probe
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
+from knobtop.session.conditions import session_conditions
 from knobtop.session.drift import DRIFT_INTERVAL, DriftWatch
 from knobtop.session.footprint import FootprintProbe
 from knobtop.session.knobs import KNOB_TIMEOUT, KnobApplier
@@ -78,6 +81,9 @@ class SessionConfig:
     # A journal this long or longer gets its report fold kept as the session ends
     # (analysis/keepfold.py); None: never.
     keep_fold_bytes: int | None = 1 << 20
+    # A lab sandbox's storage emulation (lab_storage): said in the journal's header, and the
+    # conditions probe runs under it too (it measures what the server's calls meet).
+    storage: Storage | None = None
 
     def check(self) -> None:
         if not MIN_INTERVAL <= self.interval <= 60:
@@ -111,6 +117,8 @@ class Session:
         self.config = config
         self.host = host  # the target server's host
         self.clients = tuple(c for c in clients if c.name != host.name)
+        # A client host that is the target's own (the lab): the load shares its CPUs.
+        self._client_on_target = len(self.clients) < len(clients)
         self.via = via
         self.version: ServerVersion | None = None
         self.fold_keeper: subprocess.Popen[bytes] | None = None  # keeps the report's fold
@@ -250,6 +258,7 @@ class Session:
                 "version_text": self.version.text,
                 **self.config.connection.describe(),
                 **({"via": self.via.name} if self.via is not None else {}),
+                **({"storage": self.config.storage.describe()} if self.config.storage else {}),
             },
             hosts={
                 h.name: await host_facts(h, "target" if h is self.host else "client")
@@ -473,6 +482,13 @@ class Session:
             return await run_probe(link, name, phase, dict(params), tuple(counters))
         finally:
             await link.close()
+
+    async def conditions(self) -> Conditions:
+        """The conditions probe of this server (session.conditions), on a new link."""
+        clients = (self.host, *self.clients) if self._client_on_target else self.clients
+        return await session_conditions(
+            self.host, clients, self.server_link, storage=self.config.storage,
+            load_here=not clients and self.loads.driver is not None)
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         """The server's own footprint now, read on its host (``sizes``: with the datadir's

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from knobtop.connect import SshOptions
+    from knobtop.lab_storage import Storage
     from knobtop.load.base import LoadSpec
     from knobtop.server.catalog import Catalog
 
@@ -44,6 +45,7 @@ class LabPlace:
     driver: str  # "auto", "sysbench" or "builtin"
     plugins: tuple[str, ...] = ()  # server plugins the sandbox loads (ha_rocksdb)
     options: tuple[tuple[str, str], ...] = ()  # its own base my.cnf options (--option)
+    storage: Storage | None = None  # --storage: its emulated sync/read delays (lab_storage)
 
 
 @dataclass(frozen=True)

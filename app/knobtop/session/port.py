@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from knobtop.conditions import Conditions
     from knobtop.journal.events import (
         Change,
         Checkpoint,
@@ -156,6 +157,10 @@ class SessionPort(Protocol):
     # A curve recipe's probe (server.probes): one phase of it on a new link of its own
     async def probe(self, name: str, phase: str, params: Mapping[str, int],
                     counters: Sequence[str] = ()) -> ProbeReading: ...
+
+    # What the box offers before a run (server.conditions: sync and read latency of the
+    # datadir, data vs buffer pool, CPUs), measured now; nothing is journaled by it
+    async def conditions(self) -> Conditions: ...
 
 
 __all__ = ["LOST_SOURCE", "BaselineDiff", "Listener", "SessionPort", "SessionState"]

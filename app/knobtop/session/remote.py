@@ -28,6 +28,7 @@ from knobtop.errors import KnobtopError
 from knobtop.session.port import LOST_SOURCE, BaselineDiff, Listener, SessionState
 
 if TYPE_CHECKING:
+    from knobtop.conditions import Conditions
     from knobtop.journal.events import (
         Change,
         Checkpoint,
@@ -407,6 +408,9 @@ class RemoteSession:
                     counters: Sequence[str] = ()) -> ProbeReading:
         return cast("ProbeReading", await self._call("probe", name, phase, dict(params),
                                                      list(counters)))
+
+    async def conditions(self) -> Conditions:
+        return cast("Conditions", await self._call("conditions"))
 
 
 __all__ = ["CLOSE_DEADLINE", "Ready", "RemoteSession", "SessionLost"]

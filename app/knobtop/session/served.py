@@ -40,7 +40,7 @@ ASYNC_CALLS = frozenset({
     "open", "close", "set_knob", "set_knobs", "undo", "baseline_diff", "revert_to_baseline",
     "start_load", "stop_load", "toggle_load", "change_load", "prepare_load",
     "incident_sampling", "global_values", "wait_for_purge", "footprint", "preview_change",
-    "probe",
+    "probe", "conditions",
 })
 SYNC_CALLS = frozenset({
     "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load",

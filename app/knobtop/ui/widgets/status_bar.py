@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from knobtop.analysis.report import storage_note
 from knobtop.metrics.board import MetricBoard
 from knobtop.printable import printable
 
@@ -80,6 +81,9 @@ class StatusBar(Static):
             fields.append((f"{flavor} {server.get('version', '?')}", "bold"))
             if state:
                 fields.append((state, "bold reverse"))
+            storage = storage_note(server).removeprefix(", ")
+            if storage:  # a lab sandbox under the storage emulation: before the load
+                fields.append((storage, "bold"))
             if board.load_running:
                 fields.append((f"▶ {board.load_label}", "bold"))
             else:
