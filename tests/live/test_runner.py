@@ -20,8 +20,9 @@ from harness.ui import until, widget_text
 from knobtop.analysis.power import detectable
 from knobtop.analysis.results import build, collect, results_csv, results_markdown
 from knobtop.analysis.stats import NOISE, cv
+from knobtop.errors import KnobtopError
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import JournalReader, Load, Phase, RecipeRun, StepResult
+from knobtop.journal import JournalReader, Load, Phase, RecipeRun, Sample, StepResult
 from knobtop.lab import Sandbox
 from knobtop.load.sysbench import Sysbench
 from knobtop.recipes.model import Recipe, RecipeError
@@ -487,6 +488,32 @@ async def test_a_recipe_for_another_server_is_refused_before_anything_changes(
     finally:
         await session.close()
     assert not collector.of("change") and not collector.of("phase")
+
+
+async def test_a_recipe_runs_events_cross_to_the_session_process_and_only_those(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    """The port's record, as the live screen's runner calls it: the kind and fields go by
+    value, the session's process stamps and journals the event; a kind of its own (a
+    sample) is refused there, and the refusal comes back."""
+    journal = tmp_path / "record.knobtop.jsonl"
+    heard = EventCollector()
+    with served_for(lab, journal) as session:
+        session.subscribe(heard)
+        await session.open()
+        try:
+            start = session.record(RecipeRun, action="start", name="across",
+                                   plan={"steps": 0})
+            with pytest.raises(KnobtopError, match="cannot record a sample event"):
+                session.record(Sample, v=[1])
+            await heard.wait_for(lambda events: start in events, timeout=10)
+        finally:
+            await session.close()
+    assert (start.action, start.name, start.plan) == ("start", "across", {"steps": 0})
+    assert 0 < start.t <= session.now()
+    events = list(JournalReader(journal))
+    assert [e for e in events if isinstance(e, RecipeRun)] == [start]
+    assert not [e for e in events if isinstance(e, Sample) and e.v == [1]]
 
 
 async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(

@@ -43,6 +43,7 @@ from knobtop.journal.events import (
     Event,
     Load,
     Phase,
+    RecipeRun,
     Sample,
     StepResult,
     target_of,
@@ -306,7 +307,7 @@ class RecipeRunner:
         self._attach(state, states)
         unsubscribe = session.subscribe(self._on_event)
         recipe = self.recipe
-        session.recipe_event("start", recipe.name, start_plan(
+        session.record(RecipeRun, action="start", name=recipe.name, plan=start_plan(
             recipe, len(self.steps), self.warnings, self.plan_extra))
         if recipe.allow_reach:
             session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
@@ -499,8 +500,8 @@ class RecipeRunner:
                 message = f"{message}; could not restore {names}{where}".lstrip("; ")
                 outcome = "failed"
         with contextlib.suppress(OSError, ValueError):
-            self._main.recipe_event(outcome, self.recipe.name, {"steps_done": self.progress.done},
-                                 message)
+            self._main.record(RecipeRun, action=outcome, name=self.recipe.name,
+                              plan={"steps_done": self.progress.done}, message=message)
         self.status("done" if outcome == "end" else outcome)
 
     async def _apply_arm(self, step: Step) -> None:
@@ -588,8 +589,8 @@ class RecipeRunner:
         values, trends = checkpoint_values(self.session.now(), timeline.window, w.tps,
                                            w.p95, w.timeline_samples,
                                            timeline.metrics)
-        self.checkpoints.append(self._main.checkpoint(
-            recipe=self.recipe.name, at=at, window=timeline.window, values=values,
+        self.checkpoints.append(self._main.record(
+            Checkpoint, recipe=self.recipe.name, at=at, window=timeline.window, values=values,
             trends=trends))
         self.progress.done = len(self.checkpoints)
         shown = ", ".join(f"{k} {'-' if v is None else f'{v:,.2f}'}"
@@ -648,8 +649,8 @@ class RecipeRunner:
                 reports_until: float | None = None) -> StepResult:
         """The step's result (journaled): what it was, and its window's measured fields."""
         key = tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm))
-        return self._main.step_result(
-            load_ips=self.tables.load_ips.get(key),
+        return self._main.record(
+            StepResult, load_ips=self.tables.load_ips.get(key),
             load_phase=dict(self.tables.load_phase.get(key, {})),
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,

@@ -260,7 +260,7 @@ class Tuner:
                                                  "violated", "steady", "step", "state",
                                                  "message")}
             fields["from_journal"] = t.from_journal or self.resumed_from
-            self._keep(self.session.trial(**fields, resumed=True))
+            self._keep(self.session.record(Trial, **fields, resumed=True))
         if self._to_copy and self.on_note is not None:
             self.on_note(f"resumed {len(self._to_copy)} trials from {self.resumed_from}")
         self._to_copy = []
@@ -317,8 +317,8 @@ class Tuner:
         objective = objective_of(spec, values) if step is not None else None
         broken = violations(spec, values) if step is not None else {}
         violated = [k for k, v in broken.items() if v > 0]
-        trial = self.session.trial(
-            tune=search.name, number=number, arm=arm.name, knobs=dict(arm.knobs),
+        trial = self.session.record(
+            Trial, tune=search.name, number=number, arm=arm.name, knobs=dict(arm.knobs),
             objective=None if objective is None else round(objective, 3),
             values={k: None if v is None else round(v, 3) for k, v in values.items()},
             feasible=state == "done" and not violated, violated=violated,

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Concatenate
 
 from knobtop import __version__
 from knobtop.conditions import Conditions
@@ -25,18 +25,13 @@ from knobtop.hosts.procstat import OS_FIELDS
 from knobtop.journal.events import (
     FORMAT_VERSION,
     Change,
-    Checkpoint,
     End,
     Event,
     Header,
-    JsonDict,
     Knobs,
     Mark,
     Note,
     Phase,
-    RecipeRun,
-    StepResult,
-    Trial,
 )
 from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.lab_storage import Storage
@@ -56,7 +51,15 @@ from knobtop.session.drift import DRIFT_INTERVAL, DriftWatch
 from knobtop.session.footprint import FootprintProbe
 from knobtop.session.knobs import KNOB_TIMEOUT, KnobApplier
 from knobtop.session.loadctl import LoadController
-from knobtop.session.port import BaselineDiff, Listener, SessionPort, SessionState
+from knobtop.session.port import (
+    BaselineDiff,
+    Fields,
+    Listener,
+    Recorded,
+    SessionPort,
+    SessionState,
+    check_recorded,
+)
 from knobtop.session.recorder import Recorder
 from knobtop.session.sampler import RestartState, Sampler, host_facts
 
@@ -459,18 +462,12 @@ class Session:
         ``below`` (killed on the server at the timeout or when ``stopped()``)."""
         return await purge_wait(self.server_link, below, timeout, stopped)
 
-    def recipe_event(self, action: str, name: str, plan: JsonDict | None = None,
-                     message: str = "") -> RecipeRun:
-        return self.recorder.recipe_run(action, name, plan, message)
-
-    def step_result(self, **fields: Any) -> StepResult:
-        return self.recorder.step_result(**fields)
-
-    def checkpoint(self, **fields: Any) -> Checkpoint:
-        return self.recorder.checkpoint(**fields)
-
-    def trial(self, **fields: Any) -> Trial:
-        return self.recorder.trial(**fields)
+    def record(self, kind: Callable[Concatenate[float, float, Fields], Recorded], /,
+               *args: Fields.args, **fields: Fields.kwargs) -> Recorded:
+        """One of a recipe run's events (port.RECORDED; any other kind is refused), stamped
+        and journaled here: the caller gives its fields but its times."""
+        check_recorded(kind)
+        return self.recorder.record(kind, *args, **fields)
 
     async def probe(self, name: str, phase: str, params: Mapping[str, int],
                     counters: Sequence[str] = ()) -> ProbeReading:

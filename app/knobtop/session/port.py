@@ -12,23 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
+
+from knobtop.errors import KnobtopError
+from knobtop.journal.events import Checkpoint, RecipeRun, StepResult, Trial
 
 if TYPE_CHECKING:
     from knobtop.conditions import Conditions
-    from knobtop.journal.events import (
-        Change,
-        Checkpoint,
-        Event,
-        Header,
-        JsonDict,
-        Mark,
-        Note,
-        Phase,
-        RecipeRun,
-        StepResult,
-        Trial,
-    )
+    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
@@ -41,6 +32,22 @@ Listener = Callable[["Event"], None]
 
 # The source of the error event a front end hears when the session's process is gone.
 LOST_SOURCE = "session process"
+
+# The events a recipe run records through its session (``SessionPort.record``): its start
+# and end, a step's result, a checkpoint, a trial. Every other kind (samples, changes,
+# load, notes...) is the session's own, and ``record`` refuses it.
+Recorded = TypeVar("Recorded", RecipeRun, StepResult, Checkpoint, Trial)
+RECORDED: tuple[type[Event], ...] = Recorded.__constraints__
+Fields = ParamSpec("Fields")
+
+
+def check_recorded(kind: object) -> None:
+    """Refuse ``kind`` unless a recipe run may record it (RECORDED)."""
+    if kind not in RECORDED:
+        name = getattr(kind, "kind", None) or getattr(kind, "__name__", repr(kind))
+        allowed = ", ".join(f"{k.__name__} ({k.kind})" for k in RECORDED)
+        raise KnobtopError(f"a recipe run cannot record a {name} event: the session records "
+                           f"only {allowed} for it; the others are the session's own")
 
 
 @dataclass(frozen=True)
@@ -143,14 +150,11 @@ class SessionPort(Protocol):
     async def wait_for_purge(self, below: int, timeout: float,
                              stopped: Callable[[], bool]) -> PurgeWait: ...
 
-    def recipe_event(self, action: str, name: str, plan: JsonDict | None = None,
-                     message: str = "") -> RecipeRun: ...
-
-    def step_result(self, **fields: Any) -> StepResult: ...
-
-    def checkpoint(self, **fields: Any) -> Checkpoint: ...
-
-    def trial(self, **fields: Any) -> Trial: ...
+    # One of a recipe run's events (RECORDED), from its fields but its times: the session
+    # stamps it (``t``, ``wall``), journals it, hands it to its subscribers and returns it.
+    # ``record(RecipeRun, action="start", name=...)``; any other kind is refused.
+    def record(self, kind: Callable[Concatenate[float, float, Fields], Recorded], /,
+               *args: Fields.args, **fields: Fields.kwargs) -> Recorded: ...
 
     async def footprint(self, sizes: bool = False) -> Footprint: ...
 
@@ -163,4 +167,5 @@ class SessionPort(Protocol):
     async def conditions(self) -> Conditions: ...
 
 
-__all__ = ["LOST_SOURCE", "BaselineDiff", "Listener", "SessionPort", "SessionState"]
+__all__ = ["LOST_SOURCE", "RECORDED", "BaselineDiff", "Fields", "Listener", "Recorded",
+           "SessionPort", "SessionState", "check_recorded"]

@@ -16,24 +16,12 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Concatenate, TypeVar
 
-from knobtop.journal.events import (
-    Checkpoint,
-    Error,
-    Event,
-    Header,
-    JsonDict,
-    Mark,
-    Note,
-    RecipeRun,
-    Restart,
-    StepResult,
-    Trial,
-)
+from knobtop.journal.events import Error, Event, Header, Mark, Note, Restart
 from knobtop.journal.sanitize import printable_record
 from knobtop.journal.writer import JournalWriter
-from knobtop.session.port import Listener
+from knobtop.session.port import Fields, Listener
 
 E = TypeVar("E", bound=Event)
 
@@ -209,23 +197,10 @@ class Recorder:
         self.emit_quietly(Restart(t=self.now(), wall=self.wall(), node=node, step=step,
                                   result=result, seconds=round(seconds, 3), message=message))
 
-    def recipe_run(self, action: str, name: str, plan: JsonDict | None = None,
-                   message: str = "") -> RecipeRun:
-        """A recipe run started, ended, was aborted or failed."""
-        return self.emit(RecipeRun(t=self.now(), wall=self.wall(), action=action, name=name,
-                                   plan=plan or {}, message=message))
-
-    def step_result(self, **fields: Any) -> StepResult:
-        """One measured recipe step (the fields of StepResult but its times)."""
-        return self.emit(StepResult(t=self.now(), wall=self.wall(), **fields))
-
-    def checkpoint(self, **fields: Any) -> Checkpoint:
-        """One checkpoint of a timeline recipe (the fields of Checkpoint but its times)."""
-        return self.emit(Checkpoint(t=self.now(), wall=self.wall(), **fields))
-
-    def trial(self, **fields: Any) -> Trial:
-        """One trial of a tune search (the fields of Trial but its times)."""
-        return self.emit(Trial(t=self.now(), wall=self.wall(), **fields))
+    def record(self, kind: Callable[Concatenate[float, float, Fields], E], /,
+               *args: Fields.args, **fields: Fields.kwargs) -> E:
+        """An event of ``kind`` from its fields but its times, stamped now and emitted."""
+        return self.emit(kind(self.now(), self.wall(), *args, **fields))
 
 
 __all__ = ["Recorder"]

@@ -22,26 +22,21 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Concatenate, cast
 
 from knobtop.errors import KnobtopError
-from knobtop.session.port import LOST_SOURCE, BaselineDiff, Listener, SessionState
+from knobtop.session.port import (
+    LOST_SOURCE,
+    BaselineDiff,
+    Fields,
+    Listener,
+    Recorded,
+    SessionState,
+)
 
 if TYPE_CHECKING:
     from knobtop.conditions import Conditions
-    from knobtop.journal.events import (
-        Change,
-        Checkpoint,
-        Event,
-        Header,
-        JsonDict,
-        Mark,
-        Note,
-        Phase,
-        RecipeRun,
-        StepResult,
-        Trial,
-    )
+    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
@@ -269,7 +264,7 @@ class RemoteSession:
         with contextlib.suppress(SessionLost):
             self._send(("stop", cid))
 
-    def _call_sync(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    def _call_sync(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
         cid = next(self._ids)
         pending = _Pending(name)
         with self._lock:
@@ -388,18 +383,11 @@ class RemoteSession:
         return cast("PurgeWait", await self._call("wait_for_purge", below, timeout,
                                                   stopped=stopped))
 
-    def recipe_event(self, action: str, name: str, plan: JsonDict | None = None,
-                     message: str = "") -> RecipeRun:
-        return cast("RecipeRun", self._call_sync("recipe_event", action, name, plan, message))
-
-    def step_result(self, **fields: Any) -> StepResult:
-        return cast("StepResult", self._call_sync("step_result", **fields))
-
-    def checkpoint(self, **fields: Any) -> Checkpoint:
-        return cast("Checkpoint", self._call_sync("checkpoint", **fields))
-
-    def trial(self, **fields: Any) -> Trial:
-        return cast("Trial", self._call_sync("trial", **fields))
+    def record(self, kind: Callable[Concatenate[float, float, Fields], Recorded], /,
+               *args: Fields.args, **fields: Fields.kwargs) -> Recorded:
+        # The kind goes by name (a class pickles as its module and name), its fields by
+        # value; the session's process checks the kind, stamps, journals and returns it.
+        return cast("Recorded", self._call_sync("record", kind, *args, **fields))
 
     async def footprint(self, sizes: bool = False) -> Footprint:
         return cast("Footprint", await self._call("footprint", sizes))

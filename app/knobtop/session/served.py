@@ -43,8 +43,7 @@ ASYNC_CALLS = frozenset({
     "probe", "conditions",
 })
 SYNC_CALLS = frozenset({
-    "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load",
-    "recipe_event", "step_result", "checkpoint", "trial",
+    "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load", "record",
 })
 
 _PR_SET_PDEATHSIG = 1

@@ -17,6 +17,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.curve import QUERIES, SECONDS, size_name, zero_line
+from knobtop.journal.events import Checkpoint
 from knobtop.recipes.kinds.base import count
 from knobtop.recipes.model import Arm, Curve, parse_bytes
 from knobtop.server.probes import (
@@ -177,8 +178,8 @@ class CurveKind:
                 await runner.set_knobs(arm.knobs, f"value {arm.name}", keep_load=False)
                 runner.check()
                 reading = await session.probe(curve.probe, "run", params, curve.counters)
-                runner.checkpoints.append(session.checkpoint(
-                    recipe=recipe.name, at=round(session.now() - began, 3),
+                runner.checkpoints.append(session.record(
+                    Checkpoint, recipe=recipe.name, at=round(session.now() - began, 3),
                     window=reading.seconds,
                     values={curve.knob: float(value), SECONDS: reading.seconds,
                             QUERIES: float(params.get("repeats", 1)), **reading.counters}))
