@@ -202,3 +202,28 @@ def test_the_seed_recipes_that_need_a_slow_sync_say_so() -> None:
     for name in ("trx-commit", "doublewrite", "sweep-read-write"):
         needs = load_recipe(BUNDLED_DIR / f"{name}.toml").needs
         assert needs.sync_ms_min is not None and needs.sync_ms_min >= 1, name
+
+
+def test_every_server_label_says_the_emulation_and_compare_names_what_differs() -> None:
+    from types import SimpleNamespace
+
+    from knobtop.analysis.compare import Comparison
+    from knobtop.analysis.report import server_label
+    from knobtop.journal.events import FORMAT_VERSION, Header
+
+    def header(**server: object) -> Header:
+        return Header(format=FORMAT_VERSION, knobtop="0", profile="lab", started_wall=0.0,
+                      interval=1.0, server={"flavor": "mariadb", "version": "10.11.19",
+                                            **server})
+
+    plain = server_label(header())
+    emulated = server_label(header(storage="storage emulated: sync +2 ms"))
+    hostile = server_label(header(storage="storage emulated: \x1b]0;pwned\x07sync"))
+    assert plain == "mariadb 10.11.19"
+    assert emulated == "mariadb 10.11.19, storage emulated: sync +2 ms"
+    assert "\x1b" not in hostile and "\x07" not in hostile
+    words = Comparison.differs_words.fget  # type: ignore[attr-defined]
+    assert words(SimpleNamespace(server_a=plain, server_b=emulated)) == \
+        "storage emulation differs"
+    assert words(SimpleNamespace(server_a="mariadb 10.6.1", server_b=emulated)) == \
+        "server versions differ"

@@ -74,6 +74,14 @@ class Comparison:
         return self.server_a != self.server_b
 
     @property
+    def differs_words(self) -> str:
+        """What differs between the two servers: their versions, or (same version) a lab's
+        storage emulation on one side or another delay."""
+        if _version_part(self.server_a) != _version_part(self.server_b):
+            return "server versions differ"
+        return "storage emulation differs"
+
+    @property
     def same_journal(self) -> bool:
         return self.a.path.resolve() == self.b.path.resolve()
 
@@ -217,7 +225,7 @@ def _warnings(c: Comparison) -> list[str]:
     out = [f"A: {w}" for w in report_warnings(c.a)]
     out += [f"B: {w}" for w in report_warnings(c.b)]
     if c.server_differs:
-        out.append(f"server versions differ: A is {c.server_a}, B is {c.server_b}")
+        out.append(f"{c.differs_words}: A is {c.server_a}, B is {c.server_b}")
     return out
 
 
@@ -361,3 +369,8 @@ def comparison_text(c: Comparison) -> RenderableType:
         if changes:
             parts.append(Text(f"Changes during {side}:\n" + "\n".join(f"  {x}" for x in changes)))
     return Group(*parts)
+
+
+def _version_part(label: str) -> str:
+    """A server label without its storage note (report.storage_note)."""
+    return label.split(", storage emulated: ", 1)[0]

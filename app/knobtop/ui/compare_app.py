@@ -394,7 +394,7 @@ class CompareHeader(HeaderBar):
             )
         parts: list[str | tuple[str, str]] = []
         if differs:
-            parts.append(("≠ server versions differ  ", WARN_STYLE))
+            parts.append((f"≠ {comparison.differs_words}  ", WARN_STYLE))
         window = "all" if zoom == "all" else f"zoom {zoom}"
         parts.append(f"since each side's start: {fmt_rel(t0)}-{fmt_rel(t1)} ({window})")
         parts.append(f"  {SERIES_NAMES[shown]}")
