@@ -216,6 +216,16 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def condition_lines(plan: Mapping[str, Any]) -> list[str]:
+    """The probe's facts of a run's start plan, one a line ("NAME: " before a further
+    target's); none for a journal from before the probe."""
+    found = plan.get("conditions")
+    if not isinstance(found, Mapping):
+        return []
+    return [(f"{name}: " if name else "") + line for name, data in found.items()
+            if isinstance(data, Mapping) for line in Conditions.from_json(data).lines()]
+
+
 def plan_notes(plan: Mapping[str, Any]) -> list[str]:
     """A run's start plan as a table's notes: what the probe found on each server, and
     what of the recipe's [conditions] did not hold (empty for a journal from before)."""
@@ -236,4 +246,5 @@ def plan_notes(plan: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["Conditions", "Latency", "Needs", "latency_from", "plan_notes", "unmet"]
+__all__ = ["Conditions", "Latency", "Needs", "condition_lines", "latency_from", "plan_notes",
+           "unmet"]

@@ -149,13 +149,9 @@ def plan_conditions(event: Event) -> list[str]:
     each server's ("NAME: " before a further target's)."""
     if not (isinstance(event, RecipeRun) and event.action == "start"):
         return []
-    found = event.plan.get("conditions")
-    if not isinstance(found, dict):
-        return []
-    from knobtop.conditions import Conditions
+    from knobtop.conditions import condition_lines
 
-    return [(f"{name}: " if name else "") + line for name, data in found.items()
-            if isinstance(data, dict) for line in Conditions.from_json(data).lines()]
+    return condition_lines(event.plan)
 
 
 def log_line(console: Console, event: Event) -> None:

@@ -152,6 +152,9 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
             [(BASE, r) for r in range(1, 5)]
         assert len(rest) == 8
         assert [e.action for e in events if isinstance(e, RecipeRun)] == ["start", "end"]
+        # the conditions probe ran before the first trial (issue 39 item 8), into its plan
+        start = next(e for e in events if isinstance(e, RecipeRun))
+        assert start.plan["conditions"][""]["sync"]["median_ms"] > 0
         tune, = collect_tunes(events)
         assert tune.outcome == "end" and tune.verification is not None
         chosen = tune.verification.recommended
@@ -168,6 +171,7 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
         assert report.returncode == 0, report.stderr
         assert "## Tune commit" in report.stdout and f"tune: recommend {chosen}" in report.stdout
         assert "### Verification against the baseline" in report.stdout
+        assert "Conditions at the start (measured): sync: " in report.stdout
 
 
 AA = """\

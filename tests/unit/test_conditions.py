@@ -227,3 +227,19 @@ def test_every_server_label_says_the_emulation_and_compare_names_what_differs() 
         "storage emulation differs"
     assert words(SimpleNamespace(server_a="mariadb 10.6.1", server_b=emulated)) == \
         "server versions differ"
+
+
+def test_the_journal_pane_lists_the_probe_under_the_recipe_start_printably() -> None:
+    from knobtop.journal.events import RecipeRun
+    from knobtop.ui.widgets.journal_pane import describe
+
+    hostile = {**FAST.as_json(), "problems": ["read: \x1b[2Jgone"]}
+    start = RecipeRun(t=1.0, wall=0.0, action="start", name="trx-commit",
+                      plan={"conditions": {"": hostile}, "warnings": ["w"]})
+    text = describe(start)
+    assert text is not None
+    rows = text.plain.splitlines()
+    assert rows[1] == "  conditions: sync: 0.13 ms median, 0.60 ms p99 (fdatasync of 4 KiB " \
+        "in the datadir, 200 calls)"
+    assert rows[-1] == "  warning: w" and "\x1b" not in text.plain
+    assert any(r.startswith("  conditions: not measured: read: ") for r in rows)

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from knobtop.analysis.results import Results, build, results_markdown, results_table, run_value
 from knobtop.analysis.stats import HIGHER, LOWER
+from knobtop.conditions import plan_notes
 from knobtop.journal.events import Event, RecipeRun, StepResult, Trial
 
 BASE = "base"  # the verification's (and trial 0's) arm: the server's own values
@@ -206,6 +207,8 @@ class TuneRun:
     trials: list[Trial]
     verification: Verification | None
     outcome: str  # the recipe run's: "end" | "aborted" | "failed" | "running"
+    # the conditions probe at its start and what of [conditions] did not hold
+    condition_notes: list[str] = field(default_factory=list)
 
 
 def collect_tunes(events: Iterable[Event]) -> list[TuneRun]:
@@ -220,7 +223,8 @@ def collect_tunes(events: Iterable[Event]) -> list[TuneRun]:
                 spec = TuneSpec.from_plan(event.name, event.plan)
                 trials, steps = [], []
                 if spec is not None:
-                    out.append(TuneRun(spec, trials, None, "running"))
+                    out.append(TuneRun(spec, trials, None, "running",
+                                       plan_notes(event.plan)))
             elif spec is not None and out:
                 out[-1].outcome = event.action
                 out[-1].verification = verification_of(spec, trials, steps)
@@ -351,6 +355,8 @@ def tune_markdown(run: TuneRun) -> str:
         out += [f"- {arm}: " + ", ".join(f"{k}={val}" for k, val in knobs.items())
                 for arm, knobs in v.knobs.items()]
         out += ["", v.line()]
+    for note in run.condition_notes:
+        out += ["", note]
     return "\n".join(out) + "\n"
 
 

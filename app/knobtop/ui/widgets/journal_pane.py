@@ -10,6 +10,7 @@ from typing import Any
 from rich.text import Text
 from textual import events
 
+from knobtop.conditions import condition_lines
 from knobtop.journal.events import (
     Change,
     Error,
@@ -23,6 +24,7 @@ from knobtop.journal.events import (
     Trial,
     target_of,
 )
+from knobtop.printable import printable
 from knobtop.ui.widgets.richlog import RichLog
 
 MAX_ENTRIES = 1000
@@ -101,7 +103,9 @@ def describe(event: Event) -> Text | None:
         line.append(f"≡ recipe {event.name} {event.action}", style="bold")
         if event.message:
             line.append(f": {event.message}")
-        if event.action == "start":  # its warnings come before its first step
+        if event.action == "start":  # its conditions and warnings come before its first step
+            for fact in condition_lines(event.plan):
+                line.append(f"\n  conditions: {printable(fact, newlines=False)}")
             for warning in event.plan.get("warnings", []):
                 line.append(f"\n  warning: {warning}", style="italic")
         return line
