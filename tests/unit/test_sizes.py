@@ -48,8 +48,6 @@ DEBT: tuple[str, ...] = (
     "lab.py::Sandbox",
     "profiles.py",
     "profiles.py::_Reader",
-    "recipes/reader.py",
-    "recipes/reader.py::_Reader",
     "recipes/runner.py",
     "recipes/runner.py::RecipeRunner",
     "ui/app.py",
