@@ -46,8 +46,6 @@ DEBT: tuple[str, ...] = (
     "analysis/results.py",
     "lab.py",
     "lab.py::Sandbox",
-    "profiles.py",
-    "profiles.py::_Reader",
     "recipes/runner.py",
     "recipes/runner.py::RecipeRunner",
     "ui/app.py",
