@@ -4,7 +4,9 @@ What every knobtop TOML file gets the same way: its bytes read (a directory, an 
 file, non-UTF-8 bytes), parsed (a syntax error names its line, column and the dotted key it is
 in; nesting too deep and numbers with thousands of digits are named too), unknown keys with the
 close match and the known ones, wrong types with what was found (a password's value is never
-shown), all as ``FILE: KEY: problem`` + ``fix:`` errors.  Each file kind keeps only its own
+shown), all as ``FILE: KEY: problem`` + ``fix:`` errors.  ``Reader`` holds the typed accessors
+every file kind's reader reads its keys with (a table, a string, a whole number or a number in
+a range, a boolean, an array of tables, a required key); each file kind keeps only its own
 rules: what keys exist, what values mean, and the example its fixes point to.
 
 A typed decoder (msgspec, pydantic) could carry the structural part, but each knobtop message
@@ -16,17 +18,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 from knobtop.errors import KnobtopError
 
 Table = Mapping[str, object]
 ErrorFactory = Callable[[str | None, str, str], Exception]
+Fix = str | Callable[[object], str]  # a fix line, or one made from the value found
+T = TypeVar("T")
 
 # What a TOML file nested past Python's recursion limit gets (tomllib reads arrays and
 # inline tables recursively; a checker or a message may walk any nesting again).
@@ -174,11 +179,17 @@ def found(value: object, *, secret: bool = False) -> str:
     return f"{kind} {shown}" if len(shown) <= 40 else kind
 
 
+def close_hint(name: str, known: Sequence[str]) -> str:
+    """``"did you mean 'x'? "`` for the close match of ``name`` among ``known``, or ""."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def unknown_key_fix(key: str, known: Sequence[str]) -> str:
     """The fix for an unknown key in a TOML file: the close match, and the known keys."""
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}? Known keys here: {', '.join(known)}"
+    hint = close_hint(key, known)
+    if hint:
+        return f"{hint}Known keys here: {', '.join(known)}"
     return f"remove it; known keys here: {', '.join(known)}"
 
 
@@ -192,6 +203,42 @@ def check_keys(table: Table, known: Sequence[str], prefix: str, error: ErrorFact
 
 def is_secret(dotted: str) -> bool:
     return dotted.endswith("password") or ".password." in dotted
+
+
+# What a typed accessor accepts (a TOML boolean is never a number).
+def is_str(value: object) -> TypeGuard[str]:
+    return isinstance(value, str)
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_bool(value: object) -> TypeGuard[bool]:
+    return isinstance(value, bool)
+
+
+def is_table(value: object) -> TypeGuard[dict[str, Any]]:
+    return isinstance(value, dict)
+
+
+def plain(x: float) -> str:
+    """A number as a person writes it: 5, not 5.0."""
+    return str(int(x)) if x == int(x) else str(x)
+
+
+def whole_fix(key: str, value: object, otherwise: str, *, decimal_point: bool = True) -> str:
+    """The fix for a value that is not a whole number: ``"8"`` without its quotes (and, with
+    ``decimal_point``, ``8.0`` without its point); else ``otherwise``."""
+    if decimal_point and isinstance(value, float) and value.is_integer():
+        return f"write {key} = {int(value)} (a whole number, no decimal point)"
+    if isinstance(value, str) and value.strip().isdigit():
+        return f"write {key} = {value.strip()} (a number, no quotes)"
+    return otherwise
 
 
 class Reader:
@@ -218,6 +265,105 @@ class Reader:
     def dotted(prefix: str, key: str) -> str:
         return f"{prefix}.{key}" if prefix else key
 
+    # ---- typed accessors: None when the key is absent, else the value or the error
+
+    def get(self, table: Table, key: str, prefix: str, expected: str,
+            accept: Callable[[object], TypeGuard[T]], fix: Fix) -> T | None:
+        """``table[key]`` when ``accept`` takes it; ``expected`` names what it takes, ``fix``
+        (or ``fix(value)``) says how to write it."""
+        if key not in table:
+            return None
+        value = table[key]
+        if not accept(value):
+            raise self.wrong_type(self.dotted(prefix, key), expected, value,
+                                  fix(value) if callable(fix) else fix)
+        return value
+
+    def required(self, value: T | None, key: str, prefix: str, fix: str) -> T:
+        """``value``, read by an accessor; ``missing KEY`` when the key was absent."""
+        if value is None:
+            raise self.error(self.dotted(prefix, key), f"missing {key}", fix)
+        return value
+
+    def table(self, doc: Table, key: str, prefix: str = "", fix: str | None = None
+              ) -> Table | None:
+        dotted = self.dotted(prefix, key)
+        return self.get(doc, key, prefix, "a table", is_table,
+                        fix or f"write it as a [{dotted}] table")
+
+    def nonblank(self, table: Table, key: str, prefix: str, *, fix: Fix, empty_fix: str
+             ) -> str | None:
+        """A string that is not blank, as written."""
+        value = self.get(table, key, prefix, "a string", is_str, fix)
+        if value is not None and not value.strip():
+            raise self.error(self.dotted(prefix, key), "is empty", empty_fix)
+        return value
+
+    def string(self, table: Table, key: str, prefix: str, example: str) -> str | None:
+        """A string that is not blank, stripped; ``write KEY = EXAMPLE`` as the fix."""
+        fix = f"write {key} = {example}"
+        value = self.nonblank(table, key, prefix, fix=fix, empty_fix=fix)
+        return None if value is None else value.strip()
+
+    def req_string(self, table: Table, key: str, prefix: str, example: str) -> str:
+        return self.required(self.string(table, key, prefix, example), key, prefix,
+                             f"add {key} = {example}")
+
+    def integer(
+        self, table: Table, key: str, prefix: str, *, lo: int, hi: int, unit: str = ""
+    ) -> int | None:
+        """A whole number from ``lo`` to ``hi`` (``unit`` for the example in a fix)."""
+        what = f" ({unit})" if unit else ""
+        example = f"write {key} = {max(lo, min(hi, 10))}{what}, a whole number"
+        value = self.get(table, key, prefix, "an integer", is_int,
+                         lambda found: whole_fix(key, found, example))
+        if value is not None and not lo <= value <= hi:
+            raise self.error(self.dotted(prefix, key), f"{value} is out of range {lo}-{hi}",
+                             f"use a value from {lo} to {hi}")
+        return value
+
+    def number(
+        self, table: Table, key: str, prefix: str, *, lo: float, hi: float, lo_open: bool
+    ) -> float | None:
+        """A finite number up to ``hi``, above ``lo`` (``lo_open``) or from it."""
+        value = self.get(table, key, prefix, "a number", is_number,
+                         lambda found: f"write {key} = {found.strip()} (a number, no quotes)"
+                         if isinstance(found, str) else f"write {key} = a number")
+        if value is None:
+            return None
+        number = float(value)
+        low_ok = number > lo if lo_open else number >= lo
+        if not math.isfinite(number) or not low_ok or number > hi:
+            side = "more than" if lo_open else "at least"
+            raise self.error(self.dotted(prefix, key), f"{value} is out of range",
+                             f"use a number {side} {plain(lo)} and at most {plain(hi)}")
+        return number
+
+    def boolean(self, table: Table, key: str, prefix: str, fix: str | None = None
+                ) -> bool | None:
+        return self.get(table, key, prefix, "a boolean", is_bool,
+                        fix or f"write {key} = true or {key} = false (no quotes)")
+
+    def tables(self, value: object, key: str, fix: str) -> Iterator[tuple[int, str, Table]]:
+        """An array of tables ``[[key]]``: each one's index, dotted name and table, checked
+        as it is reached (so an earlier table's errors come first)."""
+        if not isinstance(value, list):
+            raise self.wrong_type(key, f"an array of tables ([[{key}]])", value, fix)
+        for i, item in enumerate(value):
+            p = f"{key}[{i}]"
+            if not isinstance(item, dict):
+                raise self.wrong_type(p, "a table", item, fix)
+            yield i, p, item
+
+    def once(self, seen: dict[str, int], name: str, key: str, i: int) -> None:
+        """``key[i].name`` not already used by an earlier ``[[key]]`` (``seen``: name ->
+        index, which this adds to)."""
+        if name in seen:
+            raise self.error(f"{key}[{i}].name",
+                             f"name {name!r} is already used by {key}[{seen[name]}]",
+                             f"give each {key} a distinct name")
+        seen[name] = i
+
     def line_of(self, key: str) -> str:
         """The text ``" (line N)"`` for the line where ``key`` is first written as a key or a
         quoted name in the file, or "" (for messages: ``FILE: KEY (line N): problem``)."""
@@ -233,16 +379,25 @@ __all__ = [
     "TOO_DEEP",
     "ErrorFactory",
     "FileError",
+    "Fix",
     "Reader",
     "Table",
     "check_keys",
+    "close_hint",
     "found",
+    "is_bool",
+    "is_int",
+    "is_number",
     "is_secret",
+    "is_str",
+    "is_table",
     "parse",
+    "plain",
     "read_text_file",
     "read_toml",
     "syntax_key",
     "toml_type",
     "too_deep",
     "unknown_key_fix",
+    "whole_fix",
 ]

@@ -1,13 +1,14 @@
 """The keys of recipe and search files, for the generated reference (docs/reference/).
 
-The readers in ``reader.py`` and ``search.py`` are the schema: their key tuples say which
-keys each table takes, and their checks (``integer``, ``number``, ``choice`` ...) say each
-value's type and range.  :func:`sections` returns the key tuples as the readers hold them;
-:func:`traced_checks` reads files through the very readers, recording every check they
-make, so the reference's types, ranges and choices are the code's own.  What a check does
-not hold (a default applied by the caller, a word on what the key means) is in
-:data:`KEY_DOCS`, and ``tests/unit/test_docsref.py`` fails when a key of a reader has no entry
-there, or an entry names a key no reader takes.  Nothing here changes how a file is read.
+The readers in ``reader.py`` (with ``read_load.py`` and ``read_arms.py``) and ``search.py``
+are the schema: their key tuples say which keys each table takes, and their checks
+(``integer``, ``number``, ``choice`` ...) say each value's type and range.
+:func:`sections` returns the key tuples as the readers hold them; :func:`traced_checks`
+reads files through the very readers, recording every check they make, so the reference's
+types, ranges and choices are the code's own.  What a check does not hold (a default
+applied by the caller, a word on what the key means) is in :data:`KEY_DOCS`, and
+``tests/unit/test_docsref.py`` fails when a key of a reader has no entry there, or an entry
+names a key no reader takes.  Nothing here changes how a file is read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from knobtop.recipes import model as _model
+from knobtop.recipes import read_arms as _arms
+from knobtop.recipes import read_load as _load
 from knobtop.recipes import reader as _reader
 from knobtop.recipes import search as _search
 from knobtop.recipes.kinds.curve import CURVE_KEYS
@@ -40,11 +43,11 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
     """Each file kind's tables and the keys the reader accepts in each, in its order."""
     r, s = _reader, _search
     shared = {
-        "[load]": r._LOAD_KEYS,
-        "[wait]": r._WAIT_KEYS,
-        "[steady]": r._STEADY_KEYS,
-        "[allow]": r._ALLOW_KEYS,
-        "[conditions]": r.CONDITIONS_KEYS,
+        "[load]": _load.LOAD_KEYS,
+        "[wait]": _load.WAIT_KEYS,
+        "[steady]": _load.STEADY_KEYS,
+        "[allow]": _arms.ALLOW_KEYS,
+        "[conditions]": _load.CONDITIONS_KEYS,
     }
     return {
         "recipe": {
@@ -52,9 +55,9 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
             "[applies]": r._APPLIES_KEYS,
             **shared,
             "[run]": r._RUN_KEYS,
-            "[[arm]]": r._ARM_KEYS,
-            "[[arm]] load": r.ARM_LOAD_KEYS,
-            "[targets.NAME]": r._TARGET_KEYS,
+            "[[arm]]": _arms.ARM_KEYS,
+            "[[arm]] load": _arms.ARM_LOAD_KEYS,
+            "[targets.NAME]": _arms.TARGET_KEYS,
             "[timeline]": r._TIMELINE_KEYS,
             "[[timeline.action]]": r._ACTION_KEYS,
             "[soak]": SOAK_KEYS,
@@ -62,16 +65,16 @@ def sections() -> dict[str, dict[str, tuple[str, ...]]]:
         },
         "search": {
             "top level": s._TOP_KEYS,
-            "[load]": r._LOAD_KEYS,
+            "[load]": _load.LOAD_KEYS,
             "[objective]": tuple(s.OBJECTIVES),
             "[constraints]": s.CONSTRAINTS,
             "[budget]": s._BUDGET_KEYS,
             "[[knob]]": s._KNOB_KEYS,
             "[verify]": s._VERIFY_KEYS,
-            "[wait]": r._WAIT_KEYS,
-            "[steady]": r._STEADY_KEYS,
-            "[allow]": r._ALLOW_KEYS,
-            "[conditions]": r.CONDITIONS_KEYS,
+            "[wait]": _load.WAIT_KEYS,
+            "[steady]": _load.STEADY_KEYS,
+            "[allow]": _arms.ALLOW_KEYS,
+            "[conditions]": _load.CONDITIONS_KEYS,
         },
     }
 

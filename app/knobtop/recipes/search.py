@@ -47,7 +47,8 @@ from pathlib import Path
 from knobtop.analysis.power import no_verdict_warning
 from knobtop.conditions import Needs
 from knobtop.recipes.model import MAX_THREADS, Arm, Recipe, RecipeError, Steady, Waits
-from knobtop.recipes.reader import BUNDLED_DIR, README, _Load, _Reader
+from knobtop.recipes.read_load import LoadTable
+from knobtop.recipes.reader import BUNDLED_DIR, README, _Reader
 from knobtop.server.catalog import Catalog
 from knobtop.server.knobcheck import absent_problem, close_name
 from knobtop.server.knobs import KnobError, validate
@@ -99,7 +100,7 @@ class Search:
     path: Path
     name: str
     description: str
-    load: _Load
+    load: LoadTable
     knobs: tuple[Dimension, ...]
     direction: str  # "maximize" | "minimize"
     metric: str  # "tps" | "latency"
@@ -232,13 +233,8 @@ class _SearchReader(_Reader):
                "min and max, or choices = [...]")
         if value is None:
             raise self.error("knob", "no [[knob]] tables", fix)
-        if not isinstance(value, list):
-            raise self.wrong_type("knob", "an array of tables ([[knob]])", value, fix)
         out: list[Dimension] = []
-        for i, item in enumerate(value):
-            p = f"knob[{i}]"
-            if not isinstance(item, dict):
-                raise self.wrong_type(p, "a table", item, fix)
+        for _, p, item in self.tables(value, "knob", fix):
             self.check_keys(item, _KNOB_KEYS, p)
             raw = self.req_string(item, "name", p, '"innodb_io_capacity"')
             try:
