@@ -243,3 +243,13 @@ def test_the_journal_pane_lists_the_probe_under_the_recipe_start_printably() -> 
         "in the datadir, 200 calls)"
     assert rows[-1] == "  warning: w" and "\x1b" not in text.plain
     assert any(r.startswith("  conditions: not measured: read: ") for r in rows)
+
+
+def test_a_datadir_the_probe_cannot_write_names_the_fix(tmp_path: Path) -> None:
+    from knobtop.server.conditions import _with_fix
+
+    said = _probe([], tmp_path / "missing")["problems"]
+    assert isinstance(said, list)
+    fixed = _with_fix(said[0], "db1")
+    assert fixed.startswith(said[0]) and "give the user knobtop logs in as on db1 write" in fixed
+    assert _with_fix("read: odd", "db1") == "read: odd"

@@ -133,8 +133,16 @@ async def probe_conditions(host: Host, link: ServerLink, clients: Sequence[Host]
         cpus=facts["cpus"] if type(facts.get("cpus")) is int else None,
         client_shares_cpus=shares, emulated=emulated,
         fs=facts["fs"] if isinstance(facts.get("fs"), str) else "",
-        problems=tuple([*problems, *(p for p in facts.get("problems", ())
+        problems=tuple([*problems, *(_with_fix(p, host.name) for p in facts.get("problems", ())
                                      if isinstance(p, str))]))
+
+
+def _with_fix(problem: str, host: str) -> str:
+    """The host program's problem, with what would let it measure."""
+    if "cannot write a file in" in problem:
+        return (f"{problem}: the probe writes (and removes) a file of its own in the datadir;"
+                f" give the user knobtop logs in as on {host} write access to it")
+    return problem
 
 
 async def _server_facts(link: ServerLink,
