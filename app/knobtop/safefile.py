@@ -15,7 +15,6 @@ import errno
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 from knobtop.errors import KnobtopError
@@ -142,6 +141,8 @@ def private_cwd() -> str:
     user planted in the directory knobtop was started from."""
     global _private_cwd
     if _private_cwd is None or not os.path.isdir(_private_cwd):
+        import tempfile  # (here: a report, which reads files only, needs none of it)
+
         _private_cwd = tempfile.mkdtemp(prefix="knobtop-cwd-")
         atexit.register(shutil.rmtree, _private_cwd, True)
     return _private_cwd

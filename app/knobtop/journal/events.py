@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
+import reprlib
 import types
 import typing
 from collections.abc import Callable
@@ -20,8 +22,59 @@ FORMAT_VERSION = 1
 JsonDict = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class _ByValue:
+    """Equality, hash and repr of the journal's types, from their dataclass fields.
+
+    A dataclass's own three are compiled from source generated for each type as the module
+    is imported: for the 19 types here, about a fifth of the module's import, which every
+    report and replay pays before it reads a line.  These three read the same fields and
+    give the same answers: equal when of the same type with equal fields compared
+    (``compare``), the hash of the tuple of those hashed (``hash``), and
+    ``Note(t=1.0, wall=2.0, text='x')`` of those shown (``repr``)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            compared = _by_value(type(self))[0]
+            return compared(self) == compared(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(_by_value(type(self))[1](self))
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}"
+                          for name in _by_value(type(self))[2])
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+_Values = Callable[[Any], tuple[Any, ...]]
+_BY_VALUE: dict[type[Any], tuple[_Values, _Values, tuple[str, ...]]] = {}
+
+
+def _by_value(cls: type[Any]) -> tuple[_Values, _Values, tuple[str, ...]]:
+    """The fields of ``cls`` compared, hashed (as tuples of an instance's values) and
+    shown (names), as dataclasses chooses them for its own methods."""
+    found = _BY_VALUE.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls)
+        hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+        found = (_values([f.name for f in fields if f.compare]), _values(hashed),
+                 tuple(f.name for f in fields if f.repr))
+        _BY_VALUE[cls] = found
+    return found
+
+
+def _values(names: list[str]) -> _Values:
+    if len(names) > 1:
+        return operator.attrgetter(*names)  # (a tuple, given more than one name)
+    return lambda obj: tuple(getattr(obj, name) for name in names)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Event(_ByValue):
     """Base of every journal line after the header.
 
     ``t`` is monotonic seconds since the session started (for rates and
@@ -33,8 +86,8 @@ class Event:
     wall: float
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Header(_ByValue):
     """First line of a journal: what, where and when, plus the sample layout."""
 
     kind: ClassVar[str] = "header"
@@ -52,7 +105,7 @@ class Header:
     targets: JsonDict = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Sample(Event):
     """Raw server counters (aligned with the header's ``counters``) and host CPU times.
 
@@ -70,7 +123,7 @@ class Sample(Event):
     target: str = ""  # "": the header's server; else one of the header's ``targets``
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Load(Event):
     """One interval report from a load driver (sysbench's per-second line)."""
 
@@ -92,7 +145,7 @@ class Load(Event):
     ops: dict[str, list[float]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Change(Event):
     """A knob change attempt: what was asked, what the server holds now, how it went."""
 
@@ -119,7 +172,7 @@ class Change(Event):
         return self.result in ("ok", "unchanged")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class OutsideChange(Event):
     """A watched knob changed outside knobtop (another client's SET GLOBAL, another
     session, a restart knobtop did not make): knobtop last saw ``old`` at ``since``
@@ -139,7 +192,7 @@ class OutsideChange(Event):
         return f"changed outside knobtop: {self.knob} {self.old} -> {self.new}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Restart(Event):
     """One step of a static change on one server node, with how long it took."""
 
@@ -152,7 +205,7 @@ class Restart(Event):
     target: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Phase(Event):
     """Load started, stopped or failed; threads and workload of that phase."""
 
@@ -176,7 +229,7 @@ class Phase(Event):
         return f"{self.workload} x{self.threads}{more}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Knobs(Event):
     """Snapshot of knob facts and values (at start, and after a reconnect)."""
 
@@ -186,19 +239,19 @@ class Knobs(Event):
     target: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Note(Event):
     kind: ClassVar[str] = "note"
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Mark(Event):
     kind: ClassVar[str] = "mark"
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Error(Event):
     """Something went wrong that the user should see; ``source`` says which part."""
 
@@ -208,14 +261,14 @@ class Error(Event):
     gap: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class End(Event):
     kind: ClassVar[str] = "end"
     reason: str
     samples: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RecipeRun(Event):
     """A recipe run started, ended, was aborted or failed; ``plan`` describes it."""
 
@@ -226,7 +279,7 @@ class RecipeRun(Event):
     message: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class StepResult(Event):
     """One measured step of a recipe: an arm at a thread count, one replicate.
 
@@ -303,7 +356,7 @@ class StepResult(Event):
     load_phase: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Checkpoint(Event):
     """A timeline recipe's checkpoint: ``at`` seconds after its load started, each of
     ``values`` over the ``window`` seconds before it (``load_tps``: transactions / seconds,
@@ -323,7 +376,7 @@ class Checkpoint(Event):
     trends: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Trial(Event):
     """One trial of a ``knobtop tune`` search (issue 21): the knob values measured in the
     recipe step ``step`` (number 0: the baseline's own values), the ``objective`` the
@@ -351,7 +404,7 @@ class Trial(Event):
     from_journal: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Incident(Event):
     """What the incident page showed (sampled only while it is shown): the processlist,
     InnoDB lock waits, the oldest transaction, replication, Galera, the error log's tail.
@@ -374,7 +427,7 @@ class Incident(Event):
     problems: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Unknown(Event):
     """An event type this knobtop does not know (written by a newer one)."""
 

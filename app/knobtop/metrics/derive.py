@@ -7,8 +7,6 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from knobtop.metrics import catalog
-
 Number = int | float
 
 
@@ -202,6 +200,8 @@ def _catalogued() -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], .
     """The catalog's interval metrics and its rates as (name, counters), remade only when
     the catalog is another one."""
     global _from_catalog
+    from knobtop.metrics import catalog  # (here: a report's rows need none of it)
+
     if _from_catalog[0] is not catalog.CATALOG:
         _from_catalog = (catalog.CATALOG, catalog.names("interval"),
                          tuple((m.name, m.rate_of) for m in catalog.rates()))
