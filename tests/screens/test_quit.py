@@ -91,7 +91,9 @@ async def test_lab_quit_lists_the_changed_knob_and_reverts_by_default(
             async with app.run_test(size=size) as pilot:
                 await open_and_set(pilot, app, other(before))
                 await pilot.press("q")
-                await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+                # the dialog up and its focus set (a loaded machine mounts it a frame later)
+                await until(pilot, lambda: isinstance(app.screen, QuitScreen)
+                            and app.screen.focused is not None)
                 screen = app.screen
                 assert isinstance(screen, QuitScreen)
                 assert f"{KNOB}: {other(before)} → {before}" in screen.details
@@ -128,7 +130,9 @@ async def test_profile_quit_asks_enter_stays_and_keep_leaves_the_value(
             async with app.run_test(size=(80, 24)) as pilot:
                 await open_and_set(pilot, app, other(before))
                 await pilot.press("q")
-                await until(pilot, lambda: isinstance(app.screen, QuitScreen))
+                # the dialog up and its focus set (a loaded machine mounts it a frame later)
+                await until(pilot, lambda: isinstance(app.screen, QuitScreen)
+                            and app.screen.focused is not None)
                 # A profile's server: nothing is chosen for the person; Enter is Cancel.
                 assert app.screen.focused is not None and app.screen.focused.id == "cancel"
                 await pilot.press("enter")
