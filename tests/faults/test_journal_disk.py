@@ -267,8 +267,8 @@ async def test_a_recipe_stops_at_once_when_the_journal_fills_up(
     """Not at the end of the step: an unrecorded experiment is not worth two more minutes.
     The knobs of the arm go back to the baseline even though that is no longer journaled."""
     recipe = load_recipe(SORT_ARMS)
-    recipe = dataclasses.replace(
-        recipe, duration=600, warmup=1, pause=0.0, threads=(SMALL.threads,), replicates=1,
+    recipe = recipe.changed(
+        duration=600, warmup=1, pause=0.0, threads=(SMALL.threads,), replicates=1,
         tables=SMALL.tables, table_size=SMALL.table_size, order="interleaved",
         waits=dataclasses.replace(recipe.waits, timeout=8.0))
     info = sandbox.connection()

@@ -234,7 +234,6 @@ async def test_arms_on_innodb_compressed_and_rocksdb_tables_each_get_their_own(
 ) -> None:
     """Issue 18: arms that differ in engine and table options prepare each their own
     tables (in a database per shape, checked on the server first) and report a row each."""
-    import dataclasses
 
     from knobtop.analysis.results import build, results_markdown
     from knobtop.recipes.reader import load_recipe
@@ -242,7 +241,7 @@ async def test_arms_on_innodb_compressed_and_rocksdb_tables_each_get_their_own(
 
     path = tmp_path / "engines.toml"
     path.write_text(ENGINE_ARMS)
-    recipe = dataclasses.replace(load_recipe(path), duration=2, warmup=1, pause=0.0)
+    recipe = load_recipe(path).changed(duration=2, warmup=1, pause=0.0)
     info = rocks_lab.connection()
     driver = Sysbench(LocalHost(), mysql_socket=str(rocks_lab.socket), user=info.user,
                       password=info.password, database="sbtest")

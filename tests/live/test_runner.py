@@ -53,7 +53,7 @@ def quick(recipe: Recipe, **changes: object) -> Recipe:
     base: dict[str, object] = dict(duration=2, warmup=1, pause=0.0, waits=waits,
                                    tables=1, table_size=2000, threads=(2,))
     base.update(changes)
-    return dataclasses.replace(recipe, **base)  # type: ignore[arg-type]
+    return recipe.changed(**base)
 
 
 def report(journal: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -308,7 +308,7 @@ knobs = { sort_buffer_size = "2M" }
 """)
     recipe = quick(load_recipe(path), duration=3, replicates=1, arms=load_recipe(path).arms[:2])
     assert recipe.timed
-    assert recipe.options == (("point_selects", "1"), ("simple_ranges", "0"),
+    assert recipe.load.options == (("point_selects", "1"), ("simple_ranges", "0"),
                               ("sum_ranges", "0"), ("order_ranges", "0"),
                               ("distinct_ranges", "0"), ("skip_trx", "on"))
     journal = tmp_path / "pk.knobtop.jsonl"

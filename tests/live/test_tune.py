@@ -101,7 +101,8 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
     before = {k: await show_global(info, k) for k in names}
     assert before["innodb_flush_log_at_trx_commit"] == "1"
     search = load_search(search_file(tmp_path, COMMIT))
-    search = dataclasses.replace(search, load=search.load._replace(duration=2, warmup=0))
+    search = dataclasses.replace(search, load=dataclasses.replace(search.load, duration=2),
+                                 warmup=0)
     journal = tmp_path / "commit.knobtop.jsonl"
     with served_lab_session(sandbox, journal) as session:
         app = KnobtopApp(session, tune=search)

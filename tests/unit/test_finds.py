@@ -49,7 +49,7 @@ def test_run_list_names_every_bundled_recipe_with_its_facts() -> None:
         for flavor, text in recipe.applies.items():
             assert f"{flavor} {text}" in conditions
         if recipe.curve is None:
-            assert recipe.workload in conditions
+            assert recipe.load.workload in conditions
         else:  # issue 39: a curve has no load; its probe is its work
             assert f"no load: probe {recipe.curve.probe}" in conditions
         for knob in recipe.knobs:

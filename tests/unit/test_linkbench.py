@@ -273,7 +273,7 @@ def test_a_linkbench_recipe_takes_maxid1_requesters_loaders_and_times_its_window
     path = tmp_path / "lb.toml"
     path.write_text(LB)
     recipe = load_recipe(path)
-    assert (recipe.workload, recipe.table_size, recipe.threads, recipe.loaders) == (
+    assert (recipe.load.workload, recipe.load.table_size, recipe.threads, recipe.load.loaders) == (
         "linkbench", 3000, (4, 8), 2)
     assert recipe.timed  # per-operation percentiles over whole windows
     spec = recipe.load_spec(8, 5, recipe.arms[1])

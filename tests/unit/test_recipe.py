@@ -8,7 +8,6 @@ import itertools
 import random
 import re
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -151,7 +150,7 @@ def test_every_bundled_recipe_loads(path: Path) -> None:
     text = path.read_text()
     assert text.lstrip().startswith("#")  # a comment says what it is and how long it takes
     for threads in recipe.threads:
-        recipe.load_spec(threads, recipe.warmup + recipe.duration).check()
+        recipe.load_spec(threads, recipe.warmup + recipe.load.duration).check()
 
 
 def test_bundled_recipe_by_name_and_unknown_name(tmp_path: Path) -> None:
@@ -175,9 +174,9 @@ QUICK_FORM = ("replicates = 2: with 2 runs per arm and a family of 2 comparisons
 def test_bundled_recipe_specifics() -> None:
     doublewrite = load_recipe("doublewrite")
     # issue 18: the seed's conditions, 64+ threads over 8 instances, history back to 0
-    assert doublewrite.threads == (64, 128) and doublewrite.instances == 8
-    assert doublewrite.waits.history_below == 0 and not doublewrite.prepared
-    assert doublewrite.workload == "oltp_read_write"
+    assert doublewrite.threads == (64, 128) and doublewrite.load.instances == 8
+    assert doublewrite.waits.history_below == 0 and not doublewrite.load.prepared
+    assert doublewrite.load.workload == "oltp_read_write"
     assert [a.knobs for a in doublewrite.arms] == [
         {"innodb_doublewrite": "ON"},
         {"innodb_doublewrite": "OFF"},
@@ -192,7 +191,7 @@ def test_bundled_recipe_specifics() -> None:
     assert sizes == sorted(sizes) and sizes[0] == 32 << 20 and sizes[-1] == 256 << 20
     # The data set (~240 bytes a row with indexes, measured on MariaDB 10.11) is bigger
     # than the smallest pool and fits in the largest.
-    data = climb.tables * climb.table_size * 240
+    data = climb.load.tables * climb.load.table_size * 240
     assert sizes[0] * 2 < data < sizes[-1]
     assert climb.replicates == 1 and "one replicate" in climb.description
     ndb = load_recipe("ndb-disk-page-buffer")
@@ -201,7 +200,7 @@ def test_bundled_recipe_specifics() -> None:
     purge = load_recipe("purge-threads")
     assert purge.waits.history_below == 0  # issue 18: the seed's gate
     # issue 39: the seed's purge table came from its read-write sweep (was write-only)
-    assert purge.workload == "oltp_read_write" and purge.instances == 8
+    assert purge.load.workload == "oltp_read_write" and purge.load.instances == 8
     assert "history" in purge.description
     # issue 39 item 3: seed 002's curve, 32K..1M in 32 KB steps, 12 ORDER BY ... LIMIT
     sort = load_recipe("sort-buffer")
@@ -216,7 +215,7 @@ def test_bundled_recipe_specifics() -> None:
     assert mtflush.arms[1].knobs == {"innodb_use_mtflush": "ON", "innodb_mtflush_threads": "4"}
     # issue 39: seed 004 ran LinkBench; MariaDB 10.5+'s stand-ins for mtflush threads
     flush = load_recipe("flush-threads-mariadb")
-    assert flush.workload == "linkbench" and flush.applies == {"mariadb": ">=10.5"}
+    assert flush.load.workload == "linkbench" and flush.applies == {"mariadb": ">=10.5"}
     assert flush.knobs == ["innodb_write_io_threads", "innodb_io_capacity",
                            "innodb_lru_scan_depth", "innodb_max_dirty_pages_pct"]
     assert "innodb_mtflush_threads" in flush.description
@@ -232,17 +231,17 @@ SEED_READ_ONLY = ("sweep-read-only", "buffer-pool-instances", "compression-read-
 @pytest.mark.parametrize("name", SEED_READ_WRITE + SEED_READ_ONLY)
 def test_seed_sweeps_skip_the_transaction_and_gate_purge_on_read_write_only(name: str) -> None:
     recipe = load_recipe(name)
-    assert ("skip_trx", "on") in recipe.options
+    assert ("skip_trx", "on") in recipe.load.options
     if name in SEED_READ_WRITE:
-        assert recipe.workload == "oltp_read_write" and recipe.waits.history_below == 0
+        assert recipe.load.workload == "oltp_read_write" and recipe.waits.history_below == 0
     else:
-        assert recipe.workload == "oltp_read_only" and recipe.waits.history_below is None
+        assert recipe.load.workload == "oltp_read_only" and recipe.waits.history_below is None
     driver = Sysbench(LocalHost(), mysql_host="127.0.0.1", mysql_port=3306, password="pw")
     for arm in recipe.arms:
         for threads in recipe.threads:
-            spec = recipe.load_spec(threads, recipe.duration, arm)
+            spec = recipe.load_spec(threads, recipe.load.duration, arm)
             argv = driver.argv(spec, "run", "--threads=2", "--time=1")
-            assert argv[:2] == ["sysbench", recipe.workload]
+            assert argv[:2] == ["sysbench", recipe.load.workload]
             assert "--skip_trx=on" in argv[2:2 + len(spec.options)]
 
 
@@ -278,8 +277,9 @@ def test_minimal_recipe_defaults(tmp_path: Path) -> None:
     body = body.replace("tables = 1\ntable_size = 100\n", "")
     recipe = load_recipe(write(tmp_path, body))
     assert recipe.warmup == 0
-    assert (recipe.tables, recipe.table_size) == (LoadSpec().tables, LoadSpec().table_size)
-    assert (recipe.rate, recipe.rand_type, recipe.percentile) == (0, "uniform", 95)
+    assert (recipe.load.tables, recipe.load.table_size) == (LoadSpec().tables,
+                                                            LoadSpec().table_size)
+    assert (recipe.load.rate, recipe.load.rand_type, recipe.load.percentile) == (0, "uniform", 95)
     assert recipe.waits == Waits() and not recipe.waits.active
     assert recipe.waits.timeout == 300.0
     assert recipe.steady == Steady(window=30, cv_max=0.05, slope_max=0.002)
@@ -358,12 +358,12 @@ def test_load_spec_carries_the_recipe(tmp_path: Path) -> None:
 
 
 def test_tiny_overrides_with_replace(tmp_path: Path) -> None:
-    recipe = replace(
-        load_recipe("doublewrite"), threads=(1,), duration=1, warmup=0, replicates=1, pause=0.0
+    recipe = load_recipe("doublewrite").changed(
+        threads=(1,), duration=1, warmup=0, replicates=1, pause=0.0
     )
     steps = recipe.schedule()
     assert [(s.replicate, s.arm.name, s.threads) for s in steps] == [(1, "ON", 1), (1, "OFF", 1)]
-    assert recipe.load_spec(1, recipe.duration).duration == 1
+    assert recipe.load_spec(1, recipe.load.duration).duration == 1
     assert recipe.planned_seconds == 2.0
 
 
@@ -757,11 +757,11 @@ def test_the_base_recipe_itself_loads(tmp_path: Path) -> None:
 def test_instances_are_a_load_field_and_threads_their_total(tmp_path: Path) -> None:
     recipe = load_recipe(write(tmp_path, edited("table_size = 100",
                                                 "table_size = 100\ninstances = 2")))
-    assert recipe.instances == 2
+    assert recipe.load.instances == 2
     spec = recipe.load_spec(4, 10)
     assert spec.instances == 2 and spec.threads == 4
     assert [s.threads for s in spec.split()] == [2, 2]
-    assert load_recipe(write(tmp_path, BASE, "one")).instances == 1
+    assert load_recipe(write(tmp_path, BASE, "one")).load.instances == 1
 
 
 def test_arms_may_run_other_tables_and_load_and_get_databases_of_their_own(

@@ -27,8 +27,8 @@ ALL_OFF = {"point_selects": "0", "simple_ranges": "0", "sum_ranges": "0",
 def test_each_query_type_is_a_recipe_whose_arms_are_the_servers() -> None:
     for name, workload in QUERY_TYPES.items():
         recipe = load_recipe(name)
-        assert recipe.workload == workload
-        assert recipe.threads == (1, 4, 16) and recipe.tables == 1
+        assert recipe.load.workload == workload
+        assert recipe.threads == (1, 4, 16) and recipe.load.tables == 1
         assert [a.name for a in recipe.arms] == ["conn", "pool8"]
         assert [a.target for a in recipe.arms] == ["", "pool8"]
         assert all(not a.knobs and not a.load for a in recipe.arms)  # the servers differ
@@ -37,14 +37,14 @@ def test_each_query_type_is_a_recipe_whose_arms_are_the_servers() -> None:
         assert dict(target.options) == {"thread_handling": "pool-of-threads",
                                         "thread_pool_size": "8"}
         assert recipe.planned_seconds == 2 * 3 * 2 * (3 + 10 + 1) - 1
-    options = {name: dict(load_recipe(name).options) for name in QUERY_TYPES}
+    options = {name: dict(load_recipe(name).load.options) for name in QUERY_TYPES}
     assert options["scalability-pk-point"] == {}
     # one statement type per event: the simple range alone, or the SUM range alone
     assert options["scalability-pk-range"] == {**ALL_OFF, "simple_ranges": "1",
                                                "range_size": "100", "skip_trx": "on"}
     scan = load_recipe("scalability-scan")
     assert options["scalability-scan"] == {**ALL_OFF, "sum_ranges": "1",
-                                           "range_size": str(scan.table_size),
+                                           "range_size": str(scan.load.table_size),
                                            "skip_trx": "on"}
     assert options["scalability-key-range"] == {"number_of_ranges": "1", "delta": "100"}
 

@@ -50,10 +50,10 @@ def test_run_and_lab_give_the_same_options_from_equivalent_inputs(tmp_path: Path
     lab = lab_options([
         "--headless", "--duration", str(recipe.planned_seconds), "--journal", str(journal),
         "--interval", "0.5", "--dir", str(tmp_path), "--driver", "builtin",
-        "--load", recipe.workload, "--threads", str(recipe.threads[0]),
-        "--tables", str(recipe.tables), "--table-size", str(recipe.table_size),
-        "--rate", str(recipe.rate), "--rand-type", recipe.rand_type,
-        "--percentile", str(recipe.percentile),
+        "--load", recipe.load.workload, "--threads", str(recipe.threads[0]),
+        "--tables", str(recipe.load.tables), "--table-size", str(recipe.load.table_size),
+        "--rate", str(recipe.load.rate), "--rand-type", recipe.load.rand_type,
+        "--percentile", str(recipe.load.percentile),
     ])
     names = [f.name for f in dataclasses.fields(SessionOptions)]
     differ = [n for n in names if getattr(run, n) != getattr(lab, n)]
@@ -78,10 +78,11 @@ def test_every_option_has_a_value_for_run() -> None:
         options = request.options
         assert not options.headless and request.markdown == Path("out.md")
         assert request.recipe == recipe
-        assert options.load == LoadSpec(workload=recipe.workload, threads=recipe.threads[0],
-                                        tables=recipe.tables, table_size=recipe.table_size,
-                                        rate=recipe.rate, rand_type=recipe.rand_type,
-                                        percentile=recipe.percentile)
+        load = recipe.load
+        assert options.load == LoadSpec(workload=load.workload, threads=recipe.threads[0],
+                                        tables=load.tables, table_size=load.table_size,
+                                        rate=load.rate, rand_type=load.rand_type,
+                                        percentile=load.percentile)
     profile = run_options(["--profile", "p", "--accept-new", "-i", "k"], recipe).where
     assert not isinstance(profile, LabPlace)
     assert profile.profile == "p" and profile.ssh.accept_new and profile.ssh.identities == ("k",)

@@ -90,12 +90,12 @@ def recipe_conditions(recipe: Recipe) -> str:
         return f"{runs}; no load: probe {c.probe} (" + ", ".join(
             f"{k} {v:,}" for k, v in c.params) + f"); knob {c.knob}"
     threads = ",".join(str(t) for t in recipe.threads)
-    load = f"{recipe.workload} at {threads} threads"
-    if recipe.instances > 1:
-        load += f" ({recipe.instances} instances)"
-    load += f", {recipe.tables} x {recipe.table_size} rows"
-    if recipe.engine:
-        load += f", {recipe.engine}"
+    load = f"{recipe.load.workload} at {threads} threads"
+    if recipe.load.instances > 1:
+        load += f" ({recipe.load.instances} instances)"
+    load += f", {recipe.load.tables} x {recipe.load.table_size} rows"
+    if recipe.load.engine:
+        load += f", {recipe.load.engine}"
     parts = [runs, load]
     if recipe.targets:
         parts.append("arms on " + ", ".join(t.name for t in recipe.targets) + " too")
@@ -137,7 +137,7 @@ def list_recipes() -> int:
 def search_seconds(search: Search) -> float:
     """A lower bound on a tune's time: its trials (or its minutes, if less), then the
     verification's rounds, each step its warmup and measured time."""
-    step = search.load.warmup + search.load.duration
+    step = search.warmup + search.load.duration
     trials = search.trials * step if search.trials is not None else None
     budget = search.minutes * 60 if search.minutes is not None else None
     spent = min(x for x in (trials, budget) if x is not None)
@@ -206,11 +206,11 @@ def print_plan(args: argparse.Namespace) -> int:
     say(f"Plan of recipe {recipe.name} ({recipe.path})")
     say(f"  {one_line(recipe.description)}")
     say(f"conditions: {recipe_conditions(recipe)}")
-    step = recipe.warmup + recipe.duration
+    step = recipe.warmup + recipe.load.duration
     if recipe.curve is not None:
         print_curve(recipe)
     elif recipe.timeline is None:
-        say(f"each step: {recipe.warmup} s warmup + {recipe.duration} s measured"
+        say(f"each step: {recipe.warmup} s warmup + {recipe.load.duration} s measured"
             + (f", then {recipe.pause:g} s pause" if recipe.pause else "")
             + ("; before it, waits for: " + waits_text(recipe) if recipe.waits.active else ""))
     if recipe.timeline is not None:
@@ -277,7 +277,7 @@ def print_timeline(recipe: Recipe) -> None:
 
     tl = recipe.timeline
     assert tl is not None
-    say(f"one load for {short_duration(recipe.duration)}; start with "
+    say(f"one load for {short_duration(recipe.load.duration)}; start with "
         + (" ".join(f"{k}={v}" for k, v in tl.start.items()) or "the server's own values"))
     say()
     if tl.actions:

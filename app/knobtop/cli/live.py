@@ -95,7 +95,7 @@ def recipe_from_args(args: argparse.Namespace) -> Recipe:
         if not 1 <= args.instances <= MAX_INSTANCES:
             raise BadValue(f"--instances {args.instances}: give 1 to {MAX_INSTANCES}")
         changes["instances"] = args.instances
-    recipe = dataclasses.replace(recipe, **changes)  # type: ignore[arg-type]
+    recipe = recipe.changed(**changes)
     for arm, spec in recipe.arm_specs():
         if min(recipe.threads) < spec.instances:
             raise BadValue(f"{min(recipe.threads)} threads cannot be shared among "
@@ -258,7 +258,7 @@ def recipe_options(args: argparse.Namespace, recipe: Recipe) -> SessionOptions:
     from knobtop.recipes.checks import check_server
 
     options = SessionOptions(
-        where=where, load=load, start_load=recipe.workload != "none", journal=args.journal,
+        where=where, load=load, start_load=recipe.load.workload != "none", journal=args.journal,
         interval=args.interval, statements=True, cleanup=False, headless=not args.tui,
         duration=recipe.planned_seconds, changes=(), targets=(),
         allow_reach=args.allow_reach, checks=(functools.partial(check_server, recipe, target=""),),
@@ -329,8 +329,8 @@ def run_recipe(args: argparse.Namespace) -> int:
         return run_session(recipe_request(args, recipe), console)
     if recipe.timeline is not None:
         tl = recipe.timeline
-        console.print(f"Timeline {recipe.name}: one load ({recipe.workload} x"
-                      f"{recipe.threads[0]}) for {short_duration(recipe.duration)}, "
+        console.print(f"Timeline {recipe.name}: one load ({recipe.load.workload} x"
+                      f"{recipe.threads[0]}) for {short_duration(recipe.load.duration)}, "
                       f"{len(tl.actions)} actions, checkpoints at "
                       + ", ".join(f"{c:g}" for c in tl.checkpoints) + " s",
                       highlight=False, markup=False)
@@ -345,9 +345,9 @@ def run_recipe(args: argparse.Namespace) -> int:
                   f"{len(recipe.threads)} thread counts x {recipe.replicates} replicates = "
                   f"{steps} steps, at least {short_duration(recipe.planned_seconds)}{more}",
                   highlight=False, markup=False)
-    if recipe.instances > 1:
+    if recipe.load.instances > 1:
         levels = ", ".join(recipe.load_spec(t, 0).threads_text() for t in recipe.threads)
-        console.print(f"{recipe.instances} sysbench instances at once on each client, each "
+        console.print(f"{recipe.load.instances} sysbench instances at once on each client, each "
                       f"on its own database; threads are their total: {levels}",
                       highlight=False, markup=False)
     return run_session(recipe_request(args, recipe), console)
@@ -379,16 +379,15 @@ def run_tune(args: argparse.Namespace) -> int:
         if not 0 < args.minutes <= 7 * 24 * 60:
             raise BadValue(f"--minutes {args.minutes:g}: give more than 0, at most a week")
         search = dataclasses.replace(search, minutes=args.minutes)
-    load = search.load
     if args.step_duration is not None:
         if not 1 <= args.step_duration <= 86400:
             raise BadValue(f"--duration {args.step_duration}: give 1 to 86400 seconds")
-        load = load._replace(duration=args.step_duration)
+        search = dataclasses.replace(search, load=dataclasses.replace(
+            search.load, duration=args.step_duration))
     if args.warmup is not None:
         if not 0 <= args.warmup <= 3600:
             raise BadValue(f"--warmup {args.warmup}: give 0 to 3600 seconds")
-        load = load._replace(warmup=args.warmup)
-    search = dataclasses.replace(search, load=load)
+        search = dataclasses.replace(search, warmup=args.warmup)
     if args.replicates is not None:
         from knobtop.recipes.search import MAX_VERIFY_REPLICATES, MIN_VERIFY_REPLICATES
 
@@ -398,7 +397,7 @@ def run_tune(args: argparse.Namespace) -> int:
         search = dataclasses.replace(search, replicates=args.replicates)
     prior = read_prior(args.resume, search) if args.resume is not None else []
     recipe = search.recipe(Arm(BASE, {}))  # the session's load and tables
-    step = search.load.warmup + search.load.duration
+    step = search.warmup + search.load.duration
     budget = " and ".join(
         ([f"{search.trials} trials"] if search.trials is not None else [])
         + ([f"{search.minutes:g} minutes"] if search.minutes is not None else []))

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from knobtop.analysis.plateau import LONG as PLATEAU_LONG
 from knobtop.conditions import Needs
-from knobtop.load.base import (
-    LoadSpec,
-)
+from knobtop.load.base import LoadSpec
 from knobtop.recipes.schedule import arm_order
 from knobtop.server.catalog import Catalog
 from knobtop.tomlcheck import FileError
@@ -47,6 +45,8 @@ _CLAUSE = re.compile(r"(>=|<=|==|>|<)\s*(\d+(?:\.\d+){0,2})\Z")
 _BYTES = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\Z", re.IGNORECASE)
 _MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _VERSION_IN = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# What Recipe.changed() hands to the recipe's LoadSpec (``threads`` is both's: the sweep)
+_LOAD_FIELDS = frozenset(f.name for f in fields(LoadSpec)) - {"threads"}
 
 
 
@@ -330,15 +330,12 @@ class Recipe:
     description: str
     applies: dict[str, str]
     why: str
-    workload: str
-    threads: tuple[int, ...]
-    duration: int
-    warmup: int
-    tables: int
-    table_size: int
-    rate: int
-    rand_type: str
-    percentile: int
+    # [load]: the load every step runs. Its ``threads`` is the sweep's first count (a
+    # LoadSpec runs at one count, a recipe sweeps ``threads``): load_spec() sets each
+    # step's; its ``duration`` is the measured seconds of a step (a timeline's whole run)
+    load: LoadSpec
+    threads: tuple[int, ...]  # the sweep: every arm runs at each count
+    warmup: int  # seconds of load before each measured step (not a LoadSpec's)
     waits: Waits
     steady: Steady
     replicates: int
@@ -347,11 +344,6 @@ class Recipe:
     pause: float
     arms: tuple[Arm, ...]
     level_order: str = "ascending"
-    prepared: bool = True  # sysbench prepared statements (false: --db-ps-mode=disable)
-    engine: str = ""  # the tables' storage engine ("" = the server's default)
-    options: tuple[tuple[str, str], ...] = ()  # more sysbench --key=value
-    instances: int = 1  # sysbench processes at once per client; threads are their total
-    table_options: tuple[tuple[str, str], ...] = ()  # CREATE TABLE options of the tables
     timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
     kind: str = "arms"  # [run] kind (recipes/kinds/: how it is read and run)
     curve: Curve | None = None  # [run] kind = "curve": a knob swept, a probe at each value
@@ -362,7 +354,6 @@ class Recipe:
     until_ci: float | None = None  # add rounds until every cell's CI is within +-until_ci
     max_replicates: int | None = None  # the cap on rounds with until_ci
     targets: tuple[Target, ...] = ()  # further servers arms run on ([targets.NAME])
-    loaders: int = 0  # LinkBench's load phase connections (0: the first thread count)
     # [allow] reach: the reach variables (server.policy) the file asks to set; they are set
     # only when the command line says --allow-reach too
     allow_reach: tuple[str, ...] = ()
@@ -384,25 +375,19 @@ class Recipe:
                 seen.setdefault(knob, None)
         return list(seen)
 
+    def changed(self, **changes: Any) -> Recipe:
+        """This recipe with ``changes`` (``dataclasses.replace``'s keywords): a LoadSpec
+        field's (duration, tables, instances ...) go to :attr:`load`, the rest to the
+        recipe; a new ``threads`` sweep sets ``load.threads`` to its first count."""
+        load = {k: changes.pop(k) for k in list(changes) if k in _LOAD_FIELDS}
+        if "threads" in changes:
+            load["threads"] = changes["threads"][0]
+        return replace(self, load=replace(self.load, **load), **changes)
+
     def load_spec(self, threads: int, duration: int, arm: Arm | None = None) -> LoadSpec:
         """The load of one step: this recipe's workload at ``threads`` for ``duration`` s,
         with what ``arm`` runs differently."""
-        spec = LoadSpec(
-            workload=self.workload,
-            threads=threads,
-            tables=self.tables,
-            table_size=self.table_size,
-            duration=duration,
-            rate=self.rate,
-            rand_type=self.rand_type,
-            percentile=self.percentile,
-            prepared=self.prepared,
-            engine=self.engine,
-            options=self.options,
-            instances=self.instances,
-            table_options=self.table_options,
-            loaders=self.loaders,
-        )
+        spec = replace(self.load, threads=threads, duration=duration)
         if arm is None or not arm.load:
             return spec
         own = replace(spec, **arm.load)
@@ -456,8 +441,8 @@ class Recipe:
         """A lower bound on the run time: warmups, measured time and pauses (no waits,
         plateaus, restarts or table preparation)."""
         if self.timeline is not None:
-            return float(self.duration)
+            return float(self.load.duration)
         if self.curve is not None:  # the pauses between values (the probe takes little)
             return max(len(self.curve.values) - 1, 0) * self.pause
         count = (self.replicates * len(self.arms) + self.calibrate) * len(self.threads)
-        return count * (self.warmup + self.duration) + max(count - 1, 0) * self.pause
+        return count * (self.warmup + self.load.duration) + max(count - 1, 0) * self.pause

@@ -69,23 +69,12 @@ CONDITIONS_KEYS = ("sync_ms_min", "read_ms_min", "data_over_pool_min", "data_ove
 
 
 class LoadTable(NamedTuple):
-    """The checked [load] table."""
+    """The checked [load] table: the load as a LoadSpec (at the sweep's first thread count),
+    the sweep itself, and the warmup before each measured step (not a LoadSpec's)."""
 
-    workload: str
+    load: LoadSpec
     threads: tuple[int, ...]
-    duration: int
     warmup: int
-    tables: int
-    table_size: int
-    rate: int
-    rand_type: str
-    percentile: int
-    prepared: bool
-    engine: str
-    options: tuple[tuple[str, str], ...]
-    instances: int
-    table_options: tuple[tuple[str, str], ...]
-    loaders: int = 0
 
 
 class LoadReader(Reader):
@@ -141,13 +130,12 @@ class LoadReader(Reader):
             threads = self.threads(table)
         self.instances_fit(instances, threads, f"{p}.threads")
         spec = LoadSpec()
-        return LoadTable(
+        load = LoadSpec(
             workload=workload,
-            threads=threads,
-            duration=duration,
-            warmup=0 if warmup is None else warmup,
+            threads=threads[0],
             tables=spec.tables if tables is None else tables,
             table_size=spec.table_size if table_size is None else table_size,
+            duration=duration,
             rate=0 if rate is None else rate,
             rand_type=rand_type,
             percentile=spec.percentile if percentile is None else percentile,
@@ -158,6 +146,7 @@ class LoadReader(Reader):
             table_options=self.table_options(table, p),
             loaders=loaders,
         )
+        return LoadTable(load, threads, 0 if warmup is None else warmup)
 
     def linkbench(self, table: Table, table_size: int | None, p: str
                   ) -> tuple[int, int, tuple[int, ...]]:

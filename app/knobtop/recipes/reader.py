@@ -155,21 +155,9 @@ class _Reader(ArmReader):
             description=description,
             applies=applies,
             why=why,
-            workload=spec.workload,
+            load=spec.load,
             threads=spec.threads,
-            duration=spec.duration,
             warmup=spec.warmup,
-            tables=spec.tables,
-            table_size=spec.table_size,
-            rate=spec.rate,
-            rand_type=spec.rand_type,
-            percentile=spec.percentile,
-            prepared=spec.prepared,
-            engine=spec.engine,
-            options=spec.options,
-            instances=spec.instances,
-            table_options=spec.table_options,
-            loaders=spec.loaders,
             waits=waits,
             steady=steady,
             replicates=3 if r.replicates is None else r.replicates,
@@ -242,7 +230,7 @@ class _Reader(ArmReader):
         if timed and KINDS[kind].one_load:
             raise self.error("run.timed", f"a {kind}'s load runs once, from start to end",
                              "remove timed (it times each step of a recipe of arms)")
-        if spec.workload == "linkbench" and not KINDS[kind].one_load:
+        if spec.load.workload == "linkbench" and not KINDS[kind].one_load:
             # Each window a run of its own: its per-operation percentiles are the driver's
             # over the whole window, not a median of per-second ones (issue 20).
             timed = True
@@ -265,7 +253,7 @@ class _Reader(ArmReader):
     def loads_fit(self, recipe: Recipe) -> None:
         """The load of every step, [load]'s and each arm's own, passes LoadSpec's checks."""
         try:
-            recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.duration).check()
+            recipe.load_spec(max(recipe.threads), recipe.warmup + recipe.load.duration).check()
         except LoadError as exc:  # a rule of LoadSpec not mirrored above
             raise self.error("load", str(exc), f"correct [load] (see {README})") from None
         for i, arm in enumerate(recipe.arms):
@@ -273,7 +261,7 @@ class _Reader(ArmReader):
                 self.instances_fit(arm.load["instances"], recipe.threads,
                                    f"arm[{i}].load.instances")
             try:
-                recipe.load_spec(max(recipe.threads), recipe.duration, arm).check()
+                recipe.load_spec(max(recipe.threads), recipe.load.duration, arm).check()
             except LoadError as exc:
                 raise self.error(f"arm[{i}].load", str(exc),
                                  f"correct the arm's load (see {README})") from None

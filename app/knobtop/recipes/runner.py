@@ -236,7 +236,7 @@ class RecipeRunner:
         p = self.progress
         p.state = state
         p.waiting_for = waiting_for or self._last_checkpoint  # a timeline: what it last read
-        nominal = self.recipe.warmup + self.recipe.duration + self.recipe.pause
+        nominal = self.recipe.warmup + self.recipe.load.duration + self.recipe.pause
         current = None if self._step_began is None else time.monotonic() - self._step_began
         p.seconds_left = time_left(nominal, p.total, p.done, self._spent, current)
         if self._timeline_end is not None:
@@ -545,9 +545,9 @@ class RecipeRunner:
             start = session.now()
             stamp = self.window.seconds[-1] if self.window.seconds else 0  # the driver's second now
             first = await self._footprint(False)
-            await self.countdown(recipe.duration, "measuring")
+            await self.countdown(recipe.load.duration, "measuring")
             end = session.now()
-            reports_until = await self._last_report(stamp + round(recipe.duration))
+            reports_until = await self._last_report(stamp + round(recipe.load.duration))
         last = await self._footprint(True)
         with contextlib.suppress(LoadError):
             await session.stop_load()
@@ -608,20 +608,20 @@ class RecipeRunner:
         session, recipe = self.session, self.recipe
         with contextlib.suppress(LoadError):
             await session.stop_load()
-        session.use_load(recipe.load_spec(step.threads, recipe.duration, step.arm))
+        session.use_load(recipe.load_spec(step.threads, recipe.load.duration, step.arm))
         first = await self._footprint(False)
         self._timed_phase, self._timed_summary = 0, None  # 0: the next phase to start
         start = session.now()
         await session.start_load()
-        deadline = time.monotonic() + recipe.duration + TIMED_GRACE
+        deadline = time.monotonic() + recipe.load.duration + TIMED_GRACE
         while self._timed_summary is None and time.monotonic() < deadline:
             self.status("measuring (a timed run)",
-                         f"{max(0.0, start + recipe.duration - session.now()):.0f} s left")
+                         f"{max(0.0, start + recipe.load.duration - session.now()):.0f} s left")
             await self.sleep(POLL)
         summary, self._timed_phase = self._timed_summary, None
         if summary is None:
             self.mark(f"the timed window of step {step.index + 1} did not end within "
-                       f"{recipe.duration + TIMED_GRACE:g} s: no summary")
+                       f"{recipe.load.duration + TIMED_GRACE:g} s: no summary")
         return start, session.now(), first, summary
 
     async def _last_report(self, want: int) -> float | None:
@@ -655,7 +655,7 @@ class RecipeRunner:
             recipe=self.recipe.name, index=step.index, target=step.arm.target,
             replicate=step.replicate, arm=step.arm.name, threads=step.threads,
             start=start, end=end, waits=waits, steady=steady,
-            pct=self.recipe.percentile,
+            pct=self.recipe.load.percentile,
             knobs=dict(self.arms.step_knobs),
             calibration=step.calibration,
             **self.window.fields(start, end, self.board, footprints, summary, reports_until),

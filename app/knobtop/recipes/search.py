@@ -46,8 +46,8 @@ from pathlib import Path
 
 from knobtop.analysis.power import no_verdict_warning
 from knobtop.conditions import Needs
+from knobtop.load.base import LoadSpec
 from knobtop.recipes.model import MAX_THREADS, Arm, Recipe, RecipeError, Steady, Waits
-from knobtop.recipes.read_load import LoadTable
 from knobtop.recipes.reader import BUNDLED_DIR, README, _Reader
 from knobtop.server.catalog import Catalog
 from knobtop.server.knobcheck import absent_problem, close_name
@@ -100,7 +100,9 @@ class Search:
     path: Path
     name: str
     description: str
-    load: LoadTable
+    # [load]: the load every trial runs, at the search's one thread count
+    load: LoadSpec
+    warmup: int  # [load] warmup: seconds of load before each measured window
     knobs: tuple[Dimension, ...]
     direction: str  # "maximize" | "minimize"
     metric: str  # "tps" | "latency"
@@ -117,7 +119,7 @@ class Search:
 
     @property
     def threads(self) -> int:
-        return self.load.threads[0]
+        return self.load.threads
 
     @property
     def knob_names(self) -> list[str]:
@@ -137,18 +139,13 @@ class Search:
         """The recipe the tune runs through the recipe runner: one arm (the baseline, with
         the searched knobs' values), measured once at the search's threads; the trials and
         the verification are steps added as the search goes."""
-        load = self.load
         return Recipe(
             path=self.path, name=self.name, description=self.description, applies={},
-            why="", workload=load.workload, threads=load.threads, duration=load.duration,
-            warmup=load.warmup, tables=load.tables, table_size=load.table_size,
-            rate=load.rate, rand_type=load.rand_type, percentile=load.percentile,
-            prepared=load.prepared, engine=load.engine, options=load.options,
-            instances=load.instances, table_options=load.table_options,
-            loaders=load.loaders, waits=self.waits, steady=self.steady, replicates=1,
+            why="", load=self.load, threads=(self.load.threads,), warmup=self.warmup,
+            waits=self.waits, steady=self.steady, replicates=1,
             order="counterbalanced", seed=self.seed, pause=0.0, arms=(base,),
             # LinkBench: each window a run of its own, as in a recipe (issue 20)
-            timed=load.workload == "linkbench", allow_reach=self.allow_reach,
+            timed=self.load.workload == "linkbench", allow_reach=self.allow_reach,
             needs=self.needs,
         )
 
@@ -170,10 +167,10 @@ class _SearchReader(_Reader):
             raise self.error("load", "missing [load] table",
                              'add [load] with workload = "oltp_read_write", threads = 16, '
                              f"duration = 30 (see {README})")
-        load = self.load(load_table)
-        if len(load.threads) != 1:
+        table = self.load(load_table)
+        if len(table.threads) != 1:
             raise self.error("load.threads", "a search runs every trial at one thread count",
-                             f"write threads = {load.threads[0]} (one of 1-{MAX_THREADS})")
+                             f"write threads = {table.threads[0]} (one of 1-{MAX_THREADS})")
         direction, metric = self.objective(self.table(doc, "objective"))
         constraints = self.constraints(self.table(doc, "constraints") or {})
         trials, minutes = self.budget(self.table(doc, "budget"))
@@ -186,7 +183,8 @@ class _SearchReader(_Reader):
         seed = self.integer(doc, "seed", "", lo=0, hi=2**63 - 1)
         waits = self.waits(self.table(doc, "wait") or {})
         steady = self.steady(self.table(doc, "steady") or {}, waits)
-        return Search(path=path, name=name, description=description, load=load, knobs=knobs,
+        return Search(path=path, name=name, description=description, load=table.load,
+                      warmup=table.warmup, knobs=knobs,
                       direction=direction, metric=metric, constraints=constraints,
                       trials=trials, minutes=minutes,
                       candidates=2 if candidates is None else candidates,

@@ -32,11 +32,11 @@ def start_plan(recipe: Recipe, steps: int, warnings: Sequence[str],
                               for k, v in a.load.items()}
                      for a in recipe.arms if a.load},
         "threads": list(recipe.threads), "replicates": recipe.replicates,
-        "duration": recipe.duration, "warmup": recipe.warmup, "order": recipe.order,
+        "duration": recipe.load.duration, "warmup": recipe.warmup, "order": recipe.order,
         "level_order": recipe.level_order, "plateau": recipe.waits.plateau,
         "calibrate": recipe.calibrate, "until_ci": recipe.until_ci,
         "max_replicates": recipe.max_replicates,
-        "workload": recipe.workload, "instances": recipe.instances,
+        "workload": recipe.load.workload, "instances": recipe.load.instances,
         **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
            if recipe.targets else {}),
         **KINDS[recipe.kind].plan(recipe),

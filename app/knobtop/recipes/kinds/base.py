@@ -27,13 +27,14 @@ def count(n: int, thing: str) -> str:
 
 
 class LoadShape(Protocol):
-    """What a kind reads of ``[load]`` (as the reader checked it)."""
+    """What a kind reads of ``[load]`` (as the reader checked it, read_load.LoadTable): the
+    load and its thread sweep."""
+
+    @property
+    def load(self) -> LoadSpec: ...
 
     @property
     def threads(self) -> tuple[int, ...]: ...
-
-    @property
-    def duration(self) -> int: ...
 
 
 class KindReader(Protocol):

@@ -40,7 +40,7 @@ class Soak:
             raise reader.error(p, "missing [soak]", "add [soak] with every = 300 (a "
                                "checkpoint every 5 minutes) and the arm's knobs = {...}")
         reader.check_keys(table, SOAK_KEYS, p)
-        hold = float(load.duration)
+        hold = float(load.load.duration)
         every = reader.number(table, "every", p, lo=1.0, hi=hold, lo_open=False)
         if every is None:
             raise reader.error(f"{p}.every", "missing every",

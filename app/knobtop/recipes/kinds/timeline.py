@@ -55,7 +55,7 @@ class TimelineKind:
                                "add [timeline] with checkpoints = [60, 300] and "
                                "[[timeline.action]] tables (see experiments/README.md)")
         reader.check_keys(table, TIMELINE_KEYS, p)
-        duration = float(load.duration)
+        duration = float(load.load.duration)
         checkpoints = reader.seconds_list(table, "checkpoints", p, duration)
         metrics = reader.metric_names(table, p)
         window = reader.number(table, "window", p, lo=1.0, hi=3600.0, lo_open=False)
@@ -128,7 +128,7 @@ async def run_one_load(runner: Sequencer, recipe: Recipe, what: str) -> None:
         runner.status("setting the start knobs")
         await runner.set_knobs(timeline.start, "start", keep_load=False)
     t0 = await runner.start_one_load(recipe.load_spec(recipe.threads[0], 0),
-                                     float(recipe.duration))
+                                     float(recipe.load.duration))
     plan: list[tuple[float, int, Action | float]] = [
         *((a.at, 0, a) for a in timeline.actions),
         *((c, 1, c) for c in timeline.checkpoints)]
@@ -140,7 +140,7 @@ async def run_one_load(runner: Sequencer, recipe: Recipe, what: str) -> None:
                 tasks.append(asyncio.create_task(act(runner, item)))
             else:
                 runner.checkpoint(item, timeline)
-        await runner.countdown(t0 + recipe.duration - session.now(), f"{what}: last part")
+        await runner.countdown(t0 + recipe.load.duration - session.now(), f"{what}: last part")
         for task in tasks:
             await task  # an action's failure is the run's (raised here)
     finally:
