@@ -115,3 +115,36 @@ def test_a_value_set_by_the_trial_the_tune_was_killed_in_is_a_leftover(tmp_path:
     assert leftover_knobs(prior, {KNOB: "0", "innodb_io_capacity": "1400"}) == {}
     assert leftover_knobs(prior, {KNOB: "0", "innodb_io_capacity": "1400"}, killed_in) == \
         {KNOB: "1", "innodb_io_capacity": "200"}
+
+
+def test_a_set_the_kill_came_before_the_journal_of_is_still_a_leftover() -> None:
+    """Killed between an arm's SET of a knob and the change's line (CI saw it: trial 3's
+    sort_buffer_size journaled, its join_buffer_size set on the server but not written):
+    the journal ends inside that arm, so the knobs it had not journaled yet are not the
+    baseline either, whatever the server holds for them now."""
+    from knobtop.journal.events import Change, StepResult
+    from knobtop.recipes.resume import interrupted_arm
+
+    def change(t: float, knob: str, new: str, arm: str) -> Change:
+        return Change(t=t, wall=t, knob=knob, requested=new, old="x", new=new,
+                      method="set_global", result="ok", reason=f"recipe aa: arm {arm}")
+
+    def step(t: float, arm: str) -> StepResult:
+        return StepResult(t=t, wall=t, recipe="aa", index=1, replicate=1, arm=arm,
+                          threads=2, start=t - 2, end=t, tps=1.0, p95=1.0, err=0.0)
+
+    knobs = (KNOB, "innodb_io_capacity")
+    prior = [trial(0, {KNOB: "1", "innodb_io_capacity": "200"}),
+             trial(1, {KNOB: "2", "innodb_io_capacity": "700"})]
+    killed = [change(1, KNOB, "2", "t1"), change(2, "innodb_io_capacity", "700", "t1"),
+              step(4, "t1"), prior[1], change(5, KNOB, "0", "t2")]
+    assert interrupted_arm(killed, knobs) == {"innodb_io_capacity"}
+    # the server holds trial 2's io_capacity, which no line of the journal has
+    now = {KNOB: "0", "innodb_io_capacity": "1900"}
+    assert leftover_knobs(prior, now, [(KNOB, "0")], {"innodb_io_capacity"}) == \
+        {KNOB: "1", "innodb_io_capacity": "200"}
+    # a journal that ends after a measured step (or before any arm) interrupted nothing
+    assert interrupted_arm(killed[:4], knobs) == set() and interrupted_arm([], knobs) == set()
+    # an interrupted knob the server still holds at its baseline is no leftover
+    assert leftover_knobs(prior, {KNOB: "0", "innodb_io_capacity": "200"}, [(KNOB, "0")],
+                          {"innodb_io_capacity"}) == {KNOB: "1"}

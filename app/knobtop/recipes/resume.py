@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import orjson
 
 from knobtop.analysis.tune import TuneSpec
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Change, Event, RecipeRun, Trial
+from knobtop.journal.events import Change, Event, RecipeRun, StepResult, Trial
 from knobtop.recipes.search import Dimension, Search, SearchError
 
 
@@ -77,11 +77,16 @@ def prior_trials(path: Path, search: Search,
 
 
 def leftover_knobs(prior: Sequence[Trial], now: dict[str, str],
-                   set_values: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
+                   set_values: Iterable[tuple[str, str]] = (),
+                   interrupted: Collection[str] = ()) -> dict[str, str]:
     """The resumed journal's baseline values (trial 0) of the knobs whose value on the server
     ``now`` is one that journal's tune set (a trial's, or ``set_values``: its changes, the
-    trial it was killed in included) and not its baseline: what a killed tune left behind."""
+    trial it was killed in included) and not its baseline: what a killed tune left behind.
+    ``interrupted``: knobs the arm it was killed setting had not journaled yet (a SET may
+    have reached the server before its change was written): not the baseline, left too."""
     earlier = next((t.knobs for t in prior if t.number == 0), {})
+    pending = {k: v for k, v in earlier.items()
+               if k in interrupted and k in now and now[k].upper() != v.upper()}
     tried: dict[str, set[str]] = {}
     for t in prior:
         if t.number > 0:
@@ -89,8 +94,8 @@ def leftover_knobs(prior: Sequence[Trial], now: dict[str, str],
                 tried.setdefault(knob, set()).add(value.upper())
     for knob, value in set_values:
         tried.setdefault(knob, set()).add(value.upper())
-    return {k: v for k, v in earlier.items()
-            if k in now and now[k].upper() != v.upper() and now[k].upper() in tried.get(k, ())}
+    return {**pending, **{k: v for k, v in earlier.items() if k in now
+                          and now[k].upper() != v.upper() and now[k].upper() in tried.get(k, ())}}
 
 
 def values_set(path: Path, knobs: Sequence[str]) -> list[tuple[str, str]]:
@@ -103,6 +108,29 @@ def values_set(path: Path, knobs: Sequence[str]) -> list[tuple[str, str]]:
                 if isinstance(e, Change) and e.result == "ok" and e.knob in wanted
                 and e.new is not None]
     return []
+
+
+def interrupted_arm(events: Iterable[Event], knobs: Sequence[str]) -> set[str]:
+    """The search's ``knobs`` a killed tune's last arm had not journaled a change of: its
+    journal ends inside an arm's changes (after the last measured step, changes of a
+    recipe's arm and nothing measured after them). Empty when it ended anywhere else."""
+    changed: set[str] | None = None  # the knobs of the arm being set, once its changes begin
+    for event in events:
+        if isinstance(event, Change) and event.reason.startswith("recipe ") \
+                and ": arm " in event.reason:
+            changed = (changed or set()) | {event.knob}
+        elif isinstance(event, StepResult | Trial):
+            changed = None
+    return set(knobs) - changed if changed is not None else set()
+
+
+def interrupted_in(path: Path, knobs: Sequence[str]) -> set[str]:
+    """:func:`interrupted_arm` of the journal at ``path`` (empty if it cannot be read)."""
+    from knobtop.journal.reader import JournalReader
+
+    with contextlib.suppress(KnobtopError, OSError):
+        return interrupted_arm(JournalReader(path), knobs)
+    return set()
 
 
 # A baseline value as a journal may hold it: a plain number or word (the session validates

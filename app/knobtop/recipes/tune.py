@@ -47,6 +47,7 @@ from knobtop.analysis.tune import (
 from knobtop.journal.events import StepResult, Trial
 from knobtop.recipes.model import Arm, Step
 from knobtop.recipes.resume import (
+    interrupted_in,
     leftover_knobs,
     prior_trials,
     read_prior,
@@ -178,9 +179,11 @@ class Tuner:
         self._blocks = {d.name: catalog.get(d.name).block_size or 1 for d in search.knobs}
         values = await session.global_values(search.knob_names)
         base = {k: v for k, v in values.items() if v is not None}
-        left = leftover_knobs(self.prior, base, values_set(Path(self.resumed_from),
-                                                           search.knob_names)
-                              if self.resumed_from else ())
+        journal = Path(self.resumed_from) if self.resumed_from else None
+        left = leftover_knobs(
+            self.prior, base,
+            values_set(journal, search.knob_names) if journal else (),
+            interrupted_in(journal, search.knob_names) if journal else ())
         if left:
             # A killed tune leaves its last trial's values on the server: where the server
             # holds one of the journal's trial values, the baseline is the one that tune
