@@ -1,4 +1,6 @@
 """Reports from a recorded journal: setup, baseline knobs, timeline, per-phase statistics, CSV."""
+# Just over 500 lines: one report's sections (setup, knobs, timeline, phases, recipe runs)
+# and its CSV share the same labels and formatting helpers.
 
 from __future__ import annotations
 

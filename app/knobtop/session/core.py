@@ -6,6 +6,8 @@ must hold), a knob applier (every change, with baseline, undo and revert), the d
 closes them in order and offers front ends the ``SessionPort``: the commands, a frozen
 ``SessionState`` and ``subscribe``.
 """
+# Just over 500 lines: the session's one coordinating class (its port's every command) and
+# its config; each job it coordinates lives in a module of its own beside it.
 
 from __future__ import annotations
 
