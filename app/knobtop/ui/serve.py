@@ -12,6 +12,7 @@ bounded; malformed websocket messages ignored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
@@ -48,6 +49,7 @@ ORIGIN = re.compile(r"(https?)://(.+)")
 
 Endpoint = tuple[str, str, int]  # scheme, host (normalised), port
 
+REAP_DEADLINE = 10.0  # seconds a stopped viewer's follow process has to exit
 
 def clamp_size(value: object, limits: tuple[int, int]) -> int | None:
     """A terminal dimension from the browser, within ``limits``; None when it is not a
@@ -213,6 +215,10 @@ class FollowServer(Server):
         self.endpoints = served_endpoints(host, port, public_url)
         self.max_viewers = max_viewers
         self.viewers = 0  # websockets being served (each has its `knobtop follow`)
+        # Each viewer's app service, until its `knobtop follow` has exited and been reaped
+        # (textual-serve stops it but never waits for it: a process still unreaped when the
+        # loop closes prints "Event loop is closed" from its transport's __del__)
+        self._services: set[AppService] = set()
         self.out = console
         self.banner = banner
 
@@ -268,11 +274,28 @@ class FollowServer(Server):
                 request.clone(rel_url=request.rel_url.with_query(query)))
         finally:
             self.viewers -= 1
+            await self._reap()
+
+    async def _reap(self) -> None:
+        """Wait (bounded) for the follow process of every stopped viewer, killing one that
+        outlives REAP_DEADLINE, so none is left for the loop's close."""
+        for service in [s for s in self._services if s._task is None]:
+            process = service._process  # textual-serve's (the pinned version's) child
+            self._services.discard(service)
+            if process is None:
+                continue
+            try:
+                await asyncio.wait_for(process.wait(), REAP_DEADLINE)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
 
     async def _process_messages(self, websocket: web.WebSocketResponse,
                                 app_service: AppService) -> None:
         """textual-serve's message loop, taking only well-formed messages (a malformed
         one is dropped, not a traceback) and bounding resizes."""
+        self._services.add(app_service)  # reaped once its viewer ends (_reap)
         async for message in websocket:
             if message.type != WSMsgType.TEXT:
                 continue
