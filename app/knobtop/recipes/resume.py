@@ -111,17 +111,20 @@ def values_set(path: Path, knobs: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def interrupted_arm(events: Iterable[Event], knobs: Sequence[str]) -> set[str]:
-    """The search's ``knobs`` a killed tune's last arm had not journaled a change of: its
-    journal ends inside an arm's changes (after the last measured step, changes of a
-    recipe's arm and nothing measured after them). Empty when it ended anywhere else."""
-    changed: set[str] | None = None  # the knobs of the arm being set, once its changes begin
+    """The search's ``knobs`` a killed tune may have set without journaling it: a journal
+    that has no end of its run (it was killed) may have been killed between a SET reaching
+    the server and its change's line, so every knob it had not journaled a change of since
+    its last measured step counts. Empty for a run that ended."""
+    changed: set[str] = set()  # journaled since the last measured step
     for event in events:
         if isinstance(event, Change) and event.reason.startswith("recipe ") \
                 and ": arm " in event.reason:
-            changed = (changed or set()) | {event.knob}
+            changed.add(event.knob)
         elif isinstance(event, StepResult | Trial):
-            changed = None
-    return set(knobs) - changed if changed is not None else set()
+            changed = set()
+        elif isinstance(event, RecipeRun) and event.action != "start":
+            return set()  # the run ended: nothing was left half-set
+    return set(knobs) - changed
 
 
 def interrupted_in(path: Path, knobs: Sequence[str]) -> set[str]:
