@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from knobtop.printable import printable
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -75,7 +77,8 @@ class Conditions:
             client_shares_cpus=shares if isinstance(shares, bool) else None,
             emulated=emulated if isinstance(emulated, str) else "",
             fs=fs if isinstance(fs, str) and fs.isprintable() and len(fs) < 40 else "",
-            problems=tuple(p for p in problems if isinstance(p, str))
+            problems=tuple(printable(p, newlines=False) for p in problems
+                           if isinstance(p, str))
             if isinstance(problems, list) else ())
 
     def lines(self) -> list[str]:

@@ -155,6 +155,9 @@ def test_a_hostile_plan_gives_only_what_type_checks() -> None:
     assert c == Conditions(data_bytes=10, pool_bytes=0, problems=("p",))
     assert Needs.from_json(plan["needs"]) == Needs()  # type: ignore[arg-type]
     assert plan_notes(plan) == ["Conditions at the start (measured): not measured: p."]
+    # a problem's text from the journal is made printable where it is read
+    hostile = Conditions.from_json({"problems": ["read: \x1b[2Jgone\x07"]})
+    assert hostile.problems and not any(c in hostile.problems[0] for c in "\x1b\x07")
 
 
 def test_plan_notes_say_each_server_and_what_did_not_hold() -> None:
