@@ -637,3 +637,15 @@ async def test_a_download_waits_for_a_slow_viewer_and_never_ends_cut_short() -> 
     got, error = await _download(deadline=0.2, delay=0.6)
     assert got == [] and error is not None
     assert "knobtop-shot.svg" in str(error) and "0.2 s" in str(error)
+
+
+def test_the_viewer_reaping_reads_what_the_pinned_textual_serve_has() -> None:
+    """FollowServer._reap reads textual-serve's AppService._process and ._task (its stop()
+    sets _task to None): if a new textual-serve renames them, this says so."""
+    import inspect
+
+    from textual_serve.app_service import AppService
+
+    source = inspect.getsource(AppService)
+    assert "self._process: Process | None = None" in source
+    assert "self._task = None" in inspect.getsource(AppService.stop)
