@@ -17,7 +17,7 @@ from pathlib import Path
 
 from knobtop.cli.live import recipe_from_args, recipe_options
 from knobtop.cli.parser import build_parser
-from knobtop.recipes.runner import RecipeRunner
+from knobtop.recipes.orders import RecipeOrder
 from knobtop.session.process import session_process
 from remote_script import Quiet
 
@@ -44,10 +44,12 @@ def main() -> int:
         else:
             async def run() -> list[str]:
                 await remote.open()
-                runner = RecipeRunner(remote, recipe, targets=views)
-                results = await runner.run()
+                # The run is the session process's (its targets are that process's own
+                # sessions), as the live screen asks for it
+                report = await remote.run_recipe(RecipeOrder(recipe))
                 await remote.close("recipe finished")
-                return [f"{s.arm}@{s.target}" for s in results.steps]
+                assert report.outcome.outcome == "end", report.outcome
+                return [f"{s.arm}@{s.target}" for s in report.results.steps]
 
             out["steps"] = asyncio.run(run())
     print(json.dumps(out))

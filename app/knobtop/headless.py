@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.recipes.model import Recipe
-    from knobtop.recipes.runner import Progress as RunProgress
+    from knobtop.recipes.orders import RunReport, TuneReport
+    from knobtop.recipes.outcome import RunOutcome
     from knobtop.recipes.search import Search
     from knobtop.session.options import ScheduledChange
     from knobtop.session.port import SessionPort
@@ -300,22 +301,24 @@ def progress_bars(console: Console, *counts: str, left: bool = False,
                     console=console, transient=transient)
 
 
-def bar_callbacks(bars: Progress, task: TaskID
-                  ) -> tuple[Callable[[RunProgress], None], Callable[[str], None]]:
-    """A run's progress into its bar (the step, what it waits for, time left) and its
-    findings printed above the bars (never markup)."""
+def bar_callbacks(bars: Progress, task: TaskID) -> Callable[[Event], None]:
+    """A listener that puts a run's progress events into its bar (the step, what it waits
+    for, time left) and prints its findings above the bars (never markup)."""
+    from knobtop.journal.events import Progress as RunProgress
     from knobtop.recipes.runner import short_duration
 
-    def on_progress(p: RunProgress) -> None:
-        wait = f" ({p.waiting_for})" if p.waiting_for else ""
-        bars.update(task, completed=p.done, total=p.total,
-                    description=f"{p.label}{wait}",
-                    left=f"~{short_duration(p.seconds_left)} left")
+    def heard(event: Event) -> None:
+        if not isinstance(event, RunProgress):
+            return
+        if event.note:
+            bars.console.print(event.note, highlight=False, markup=False)
+            return
+        wait = f" ({event.waiting_for})" if event.waiting_for else ""
+        bars.update(task, completed=event.done, total=event.total,
+                    description=f"{event.label}{wait}",
+                    left=f"~{short_duration(event.seconds_left)} left")
 
-    def on_note(text: str) -> None:
-        bars.console.print(text, highlight=False, markup=False)
-
-    return on_progress, on_note
+    return heard
 
 
 def subscribe_log(session: SessionPort, console: Console) -> list[str]:
@@ -339,34 +342,41 @@ def print_warnings(console: Console, warnings: Sequence[str], said: Sequence[str
 
 
 async def run_to_end(console: Console, what: str, session: SessionPort,
-                     run: Callable[[], Awaitable[object]], abort: Callable[[], None],
+                     run: Callable[[], Awaitable[RunReport | TuneReport]],
                      open_: Callable[[], Awaitable[object]],
                      close: Callable[[str], Awaitable[None]]) -> int:
-    """Open, run a recipe or a tune to its end (Ctrl+C/SIGTERM abort it), close with the
-    reason; the exit code: 0 finished, 2 refused (nothing changed), 130 aborted, 1 failed
-    (the runner restored the baseline either way)."""
+    """Open, run a recipe or a tune to its end through the session (Ctrl+C/SIGTERM abort
+    it), close with the reason; the exit code: 0 finished, 2 refused (nothing changed),
+    130 aborted, 1 failed (the run restored the baseline either way)."""
     from knobtop.recipes.model import RecipeError
-    from knobtop.recipes.outcome import FINISHED, RESTORED, outcome_of
-    from knobtop.recipes.runner import RunAborted, RunFailed
+    from knobtop.recipes.outcome import FINISHED, outcome_of
 
     ended = FINISHED
-    with stop_on_signals(abort):
+    with stop_on_signals(session.abort_recipe):
         try:
             await open_()
             console.print(f"Journal: {session.state().journal_path}", markup=False)
-            await run()
-        except (RecipeError, RunAborted, RunFailed) as exc:
-            ended = outcome_of(exc)
-            if ended.outcome == "refused":
-                console.print(labelled("knobtop:", ended.message), highlight=False)
-            elif ended.outcome == "aborted":
-                console.print("Aborted: the load was stopped and the baseline knobs restored.")
-            else:
-                console.print(labelled(f"{what.capitalize()} failed:",
-                                       f"{ended.message} ({RESTORED})"), highlight=False)
+            try:
+                ended = (await run()).outcome
+            except RecipeError as exc:  # (a run's refusal comes in its report)
+                ended = outcome_of(exc)
+            say_outcome(console, what, ended)
         finally:
             await close(ended.reason(what))
     return ended.code
+
+
+def say_outcome(console: Console, what: str, ended: RunOutcome) -> None:
+    """How a run that did not finish ended, in a line."""
+    from knobtop.recipes.outcome import RESTORED
+
+    if ended.outcome == "refused":
+        console.print(labelled("knobtop:", ended.message), highlight=False)
+    elif ended.outcome == "aborted":
+        console.print("Aborted: the load was stopped and the baseline knobs restored.")
+    elif ended.outcome == "failed":
+        console.print(labelled(f"{what.capitalize()} failed:",
+                               f"{ended.message} ({RESTORED})"), highlight=False)
 
 
 async def run_recipe_headless(
@@ -375,9 +385,17 @@ async def run_recipe_headless(
     """Run the recipe with progress bars and print the results table.  Returns the exit
     code (0 when it finished) and the results (None when no step ran).
 
-    Only port methods are used here."""
+    Only port methods are used here: the run itself is the session's
+    (``SessionPort.run_recipe``; its further servers are the session's targets)."""
     from knobtop.analysis.results import results_table
-    from knobtop.recipes.runner import RecipeRunner
+    from knobtop.recipes.orders import RecipeOrder
+
+    report: RunReport | None = None
+
+    async def run() -> RunReport:
+        nonlocal report
+        report = await session.run_recipe(RecipeOrder(recipe, prepare=True))
+        return report
 
     with progress_bars(console, "{task.completed}/{task.total} {task.fields[unit]}",
                        left=True) as bars:
@@ -386,36 +404,34 @@ async def run_recipe_headless(
                              + len(recipe.calibration_schedule()) if line is None
                              else len(line.checkpoints), left="",
                              unit="steps" if line is None else "checkpoints")
-
-        on_progress, on_note = bar_callbacks(bars, task)
         if recipe.curve is not None:  # its bar counts the values measured
             bars.update(task, total=len(recipe.curve.values), unit="values")
-        runner = RecipeRunner(session, recipe, on_progress=on_progress, prepare=True,
-                              on_note=on_note,
-                              targets=targets.ports if targets is not None else None)
         said = subscribe_log(session, bars.console)
-        code = await run_to_end(
-            bars.console, "recipe", session, runner.run, runner.abort,
-            targets.open if targets is not None else session.open,
-            targets.close if targets is not None else session.close)
-    print_warnings(console, runner.warnings, said)
+        unsubscribe = session.subscribe(bar_callbacks(bars, task))
+        try:
+            code = await run_to_end(
+                bars.console, "recipe", session, run,
+                targets.open if targets is not None else session.open,
+                targets.close if targets is not None else session.close)
+        finally:
+            unsubscribe()
+    if report is None:
+        return code, None
+    print_warnings(console, report.warnings, said)
+    results = report.results
     if recipe.curve is not None:  # a curve: its points are the result
         from knobtop.analysis.seedtables import curve
 
-        results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
-        results.kind, results.checkpoints = recipe.kind, list(runner.checkpoints)
         if results.checkpoints:
             console.print(curve(results).rich())
         return code, results
-    if runner.checkpoints:  # a timeline: its checkpoints are the result
+    if report.checkpoints:  # a timeline: its checkpoints are the result
         from knobtop.analysis.seedtables import timeline
 
-        results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
         console.print(timeline(results).rich())
         return code, results
-    if not runner.results:
+    if not report.measured:
         return code, None
-    results = runner.results_so_far({0: "end", 130: "aborted"}.get(code, "failed"))
     console.print(results_table(results))
     return code, results
 
@@ -425,23 +441,32 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
     """Run a tune with a progress bar, a line per trial, and print the trials and the
     verification table; the exit code (0 when it finished)."""
     from knobtop.analysis.tune import trials_table, verification_table
-    from knobtop.recipes.tune import Tuner, read_prior
+    from knobtop.recipes.orders import TuneOrder
+    from knobtop.recipes.tune import read_prior
 
     prior = read_prior(resume, search) if resume is not None else []
+    report: TuneReport | None = None
+
+    async def run() -> TuneReport:
+        nonlocal report
+        report = await session.run_recipe(TuneOrder(search, prior, str(resume or "")))
+        return report
 
     with progress_bars(console, "{task.completed}/{task.total} steps", left=True) as bars:
         task = bars.add_task(search.name, total=None, left="")
-
-        on_progress, on_note = bar_callbacks(bars, task)
-        tuner = Tuner(session, search, on_progress=on_progress, on_note=on_note, prior=prior,
-                      resumed_from=str(resume or ""))
         said = subscribe_log(session, bars.console)
-        code = await run_to_end(bars.console, "tune", session, tuner.run, tuner.abort,
-                                session.open, session.close)
-    print_warnings(console, tuner.outcome.warnings, said)
-    if tuner.trials:
-        console.print(trials_table(tuner.spec, tuner.trials))
-    verification = tuner.outcome.verification
+        unsubscribe = session.subscribe(bar_callbacks(bars, task))
+        try:
+            code = await run_to_end(bars.console, "tune", session, run, session.open,
+                                    session.close)
+        finally:
+            unsubscribe()
+    if report is None:
+        return code
+    print_warnings(console, report.warnings, said)
+    if report.trials:
+        console.print(trials_table(report.spec, report.trials))
+    verification = report.verification
     if verification is not None:
         console.print(verification_table(verification))
         console.print(verification.line(), highlight=False, markup=False)

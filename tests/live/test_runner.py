@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import re
 import subprocess
 import sys
@@ -22,16 +23,26 @@ from knobtop.analysis.results import build, collect, results_csv, results_markdo
 from knobtop.analysis.stats import NOISE, cv
 from knobtop.errors import KnobtopError
 from knobtop.hosts.local import LocalHost
-from knobtop.journal import JournalReader, Load, Phase, RecipeRun, Sample, StepResult
+from knobtop.journal import (
+    Error,
+    JournalReader,
+    Load,
+    Phase,
+    Progress,
+    RecipeRun,
+    Sample,
+    StepResult,
+)
 from knobtop.lab import Sandbox
 from knobtop.load.sysbench import Sysbench
 from knobtop.recipes.model import Recipe, RecipeError
+from knobtop.recipes.orders import RecipeOrder
 from knobtop.recipes.reader import load_recipe
 from knobtop.recipes.runner import RecipeRunner, RunAborted
 from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig
-from knobtop.session.remote import RemoteSession
+from knobtop.session.remote import RemoteSession, SessionLost
 from knobtop.ui.app import KnobtopApp
 from knobtop.ui.widgets.recipe_panel import RecipePanel
 
@@ -514,6 +525,79 @@ async def test_a_recipe_runs_events_cross_to_the_session_process_and_only_those(
     events = list(JournalReader(journal))
     assert [e for e in events if isinstance(e, RecipeRun)] == [start]
     assert not [e for e in events if isinstance(e, Sample) and e.v == [1]]
+
+
+class _Unreadable:
+    """Pickles by its module's name: this test module, which the session's process (a
+    script of its own, tests/served_script.py) cannot import."""
+
+
+async def test_a_call_the_session_process_cannot_read_ends_the_session_not_the_caller(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path
+) -> None:
+    """A message that does not unpickle in the session's process (it names a module that
+    cannot be imported there) cannot be answered: the session ends, journaled, and the
+    caller hears the process end instead of waiting for ever."""
+    journal = tmp_path / "unread.knobtop.jsonl"
+    with served_for(lab, journal) as session:
+        await session.open()
+        with pytest.raises(SessionLost):
+            session.note(_Unreadable())  # type: ignore[arg-type]
+    events = list(JournalReader(journal))
+    said = [e.message for e in events if isinstance(e, Error) and e.source == "session process"]
+    assert any("a message from the screen could not be read (ModuleNotFoundError: No module "
+               "named 'test_runner'); the session ends" in m for m in said), said
+    assert events[-1].kind == "end"
+
+
+async def test_a_run_handed_to_the_session_process_tells_its_progress_and_aborts_there(
+    lab: tuple[Sandbox, ConnectionInfo], tmp_path: Path, sysbench_path: str
+) -> None:
+    """SessionPort.run_recipe as the live screen calls it: the order crosses by value and
+    runs in the session's process; its progress comes back as events (each new step or
+    state journaled, the seconds in between told only), a second run is refused while it
+    runs, and abort_recipe across the socket stops it there: the baseline is back, the
+    load gone, and the report that comes back says aborted."""
+    recipe = quick(load_recipe(SORT_ARMS), duration=30, replicates=2,
+                   order="interleaved")  # 256K first: not the server's default
+    journal = tmp_path / "order.knobtop.jsonl"
+    heard = EventCollector()
+    info = lab[1]
+    baseline = await show_global(info, "sort_buffer_size")
+
+    def measuring(events: list[object]) -> bool:  # three seconds of the window told
+        return sum(isinstance(e, Progress) and e.state == "measuring"
+                   and e.phase_left is not None for e in events) >= 3
+
+    with served_for(lab, journal) as session:
+        session.subscribe(heard)
+        await session.open()
+        try:
+            run = asyncio.create_task(session.run_recipe(RecipeOrder(recipe)))
+            await heard.wait_for(measuring, timeout=120)
+            with pytest.raises(KnobtopError, match="already running"):
+                await session.run_recipe(RecipeOrder(recipe))
+            changed = await show_global(info, "sort_buffer_size")
+            session.abort_recipe()
+            report = await asyncio.wait_for(run, timeout=120)
+        finally:
+            await session.close()
+    assert (report.outcome.outcome, report.outcome.code) == ("aborted", 130)
+    assert changed == str(256 * 1024) != baseline
+    assert await show_global(info, "sort_buffer_size") == baseline
+    assert not sysbench_processes(str(lab[0].socket))
+    told = [e for e in heard.events if isinstance(e, Progress)]
+    events = list(JournalReader(journal))
+    journaled = [e for e in events if isinstance(e, Progress)]
+    assert journaled and all(e in told for e in journaled)
+    ticks = [e for e in told if e not in journaled]
+    assert any(e.phase_left is not None for e in ticks)  # the countdown, told only
+    keys = [(e.done, e.total, e.state, e.step) for e in journaled if not e.note]
+    assert all(a != b for a, b in itertools.pairwise(keys)), keys
+    first = next(e for e in journaled if e.step >= 0)
+    assert (first.arm, first.knobs) == ("256K", {"sort_buffer_size": "256K"})
+    assert journaled[-1].state == "aborted"
+    assert [e.action for e in events if isinstance(e, RecipeRun)] == ["start", "aborted"]
 
 
 async def test_recipe_runs_in_the_live_screen_with_a_progress_panel(

@@ -26,6 +26,7 @@ from harness.ui import until, widget_text
 from knobtop.analysis.tune import BASE, baseline_band, best_trials, collect_tunes
 from knobtop.journal import JournalReader, RecipeRun, StepResult, Trial
 from knobtop.lab import Sandbox
+from knobtop.recipes.orders import TuneReport
 from knobtop.recipes.search import load_search
 from knobtop.server.link import ConnectionInfo
 from knobtop.ui.app import KnobtopApp
@@ -113,13 +114,15 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
                 return "\n".join(widget_text(panel))
 
             # the second trial under way: it is named with its values, the first is the best
-            await until(pilot, lambda: app.tuner is not None
+            # (the tune runs in the session's process: the screen holds its spec, the
+            # trials its events brought, and at the end the run's report)
+            await until(pilot, lambda: app.tune_spec is not None
                         and "trial t2: innodb_flush_log_at_trx_commit=" in shown(), timeout=120)
-            assert app.tuner is not None
+            assert app.tune_spec is not None
             text = shown()
-            best = best_trials(app.tuner.spec, app.tuner.trials, 1)[0]
+            best = best_trials(app.tune_spec, app.trials, 1)[0]
             assert f"best so far {best.arm}: {best.objective:,.0f}" in text
-            band = baseline_band(app.tuner.trials)
+            band = baseline_band(app.trials)
             assert band is not None and f"baseline {band[0]:,.0f}-{band[1]:,.0f}" in text
             # a asks before it aborts (restoring the baseline); n lets the search go on
             assert "a: abort (restores the baseline)" in panel.border_subtitle
@@ -129,7 +132,8 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
             await until(pilot, lambda: app.recipe_results is not None, timeout=300)
             # what the tune concluded, apart from whether the screen shows it (each failure
             # names its own cause: the tune's end, its runs, or the panel)
-            verification = app.tuner.outcome.verification
+            assert isinstance(app.run_report, TuneReport)
+            verification = app.run_report.verification
             assert verification is not None, f"the tune ended before its verification:\n{shown()}"
             assert verification.recommended is not None, (
                 f"{verification.line()}; runs: "
@@ -163,8 +167,9 @@ async def test_a_tune_on_screen_finds_the_commit_setting_that_beats_the_baseline
         knobs = tune.verification.knobs[chosen]
         assert knobs["innodb_flush_log_at_trx_commit"] in ("0", "2")
         assert tune.verification.verdict(chosen) == "higher"
-        assert app.tuner.outcome.verification is not None
-        assert app.tuner.outcome.verification.line() == tune.verification.line()
+        assert isinstance(app.run_report, TuneReport)
+        assert app.run_report.verification is not None
+        assert app.run_report.verification.line() == tune.verification.line()
         # the server ends on its baseline values
         assert {k: await show_global(info, k) for k in names} == before
         # the report prints the trials and the verification table

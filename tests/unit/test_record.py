@@ -15,6 +15,7 @@ from knobtop.journal.events import (
     Checkpoint,
     Event,
     Note,
+    Progress,
     RecipeRun,
     Sample,
     StepResult,
@@ -35,8 +36,24 @@ def unopened(tmp_path: Path) -> tuple[Session, list[Event]]:
     return session, heard
 
 
-def test_the_allow_list_is_a_recipe_runs_four_kinds() -> None:
-    assert (RecipeRun, StepResult, Checkpoint, Trial) == RECORDED
+def test_the_allow_list_is_a_recipe_runs_five_kinds() -> None:
+    # (its progress joined the four when the run moved into the session's process)
+    assert (RecipeRun, StepResult, Checkpoint, Trial, Progress) == RECORDED
+
+
+def test_tell_hands_a_runs_progress_to_the_listeners_without_a_journal_line(
+        tmp_path: Path) -> None:
+    session, heard = unopened(tmp_path)
+    line = session.record(Progress, run="r", done=1, total=4, state="warming up", step=0,
+                          arm="base", threads=8, replicate=1)
+    tick = session.tell(Progress, run="r", done=1, total=4, state="warming up",
+                        phase_left=3.0, step=0, arm="base", threads=8, replicate=1)
+    assert heard == [line, tick]
+    assert tick.label == "step 1/4: arm base x8 rep 1 — warming up, 3 s left"
+    assert line.t <= tick.t
+    with pytest.raises(KnobtopError, match="only a run's progress can be told"):
+        session.tell(Note, text="hello")  # type: ignore[arg-type]
+    assert heard == [line, tick]
 
 
 def test_record_stamps_the_fields_it_is_given_and_says_it(tmp_path: Path) -> None:

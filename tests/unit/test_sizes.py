@@ -46,8 +46,6 @@ DEBT: tuple[str, ...] = (
     "analysis/results.py",
     "lab.py",
     "lab.py::Sandbox",
-    "recipes/runner.py",
-    "recipes/runner.py::RecipeRunner",
     "ui/app.py",
     "ui/app.py::KnobtopApp",
     "ui/compare_app.py",

@@ -278,8 +278,8 @@ def through_the_process(tmp_path: Path, mode: str) -> tuple[dict[str, object], P
 def test_the_live_screens_session_process_runs_every_target(tmp_path: Path,
                                                              sysbench_path: str) -> None:
     """`run --tui`: the session's process builds and opens the run's own session and each
-    target's, serves calls to each by name, and closes them all; the screen's runner
-    drives them through its handles (here without a screen)."""
+    target's, serves calls to each by name, and closes them all; the run it is handed (as
+    the screen hands it) drives them there (here without a screen)."""
     out, journal = through_the_process(tmp_path, "run")
     assert out["targets"] == ["trx2"] and out["roots"] == [str(tmp_path / "lab" / "labs" / "trx2")]
     h = JournalReader(journal).header

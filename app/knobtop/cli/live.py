@@ -122,13 +122,15 @@ def reach_granted(names: tuple[str, ...], file: str, granted: bool) -> None:
                        "again with --allow-reach to let it, or remove them from the file")
 
 
-def recipe_results_so_far(app: KnobtopApp, recipe: Recipe) -> Results | None:
-    """A recipe the screen quit before its end: the steps it measured ("aborted"), or
-    None when none was."""
-    runner = app.recipe_runner
-    if runner is None or not runner.results:
+def recipe_results_so_far(app: KnobtopApp) -> Results | None:
+    """A recipe the screen quit before its end: the steps it measured (its report came
+    back when quit aborted it), or None when none was."""
+    from knobtop.recipes.orders import RunReport
+
+    report = app.run_report
+    if not isinstance(report, RunReport) or not report.measured:
         return None
-    return runner.results_so_far("aborted", "quit before the end")
+    return report.results
 
 
 def run_lab(args: argparse.Namespace) -> int:
@@ -463,6 +465,8 @@ def headless(request: RunRequest, session: Session, console: Console,
     recipe = request.recipe
     if recipe is not None:
         group = Targets(session, others) if others else None
+        if group is not None:  # the recipe's run drives them beside its own server
+            session.runs.attach({n: p for n, p in group.ports.items() if n})
         code, results = asyncio.run(run_recipe_headless(session, recipe, console, group))
         write_markdown(request.markdown, results, console)
         return code
@@ -493,21 +497,23 @@ def live_screen(request: RunRequest, session: SessionPort, console: Console,
     finally:
         if app.runner is not None:
             app.runner.stop("quit")  # no-op after a normal quit
-    if app.tuner is not None:  # the screen is gone: the tune's tables stay on the terminal
+    from knobtop.recipes.orders import TuneReport
+
+    tuned = app.run_report
+    if isinstance(tuned, TuneReport):  # the screen is gone: the tune's tables stay on the terminal
         from knobtop.analysis.tune import trials_table, verification_table
 
-        tuner = app.tuner
-        if tuner.trials:
-            console.print(trials_table(tuner.spec, list(tuner.trials)))
-        if tuner.outcome.verification is not None:
-            console.print(verification_table(tuner.outcome.verification))
-            console.print(tuner.outcome.verification.line(), highlight=False, markup=False)
+        if tuned.trials:
+            console.print(trials_table(tuned.spec, tuned.trials))
+        if tuned.verification is not None:
+            console.print(verification_table(tuned.verification))
+            console.print(tuned.verification.line(), highlight=False, markup=False)
     if recipe is not None:
         # The screen is gone: the results stay on the terminal (the table `run` prints
         # headless; arm names are the recipe's words, never markup).
         from knobtop.analysis.seedtables import run_renderable
 
-        results = app.recipe_results or recipe_results_so_far(app, recipe)
+        results = app.recipe_results or recipe_results_so_far(app)
         if results is not None:
             console.print(run_renderable(results))
             write_markdown(request.markdown, results, console)

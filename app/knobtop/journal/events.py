@@ -405,6 +405,49 @@ class Trial(Event):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Progress(Event):
+    """How far a recipe or tune run is (``run`` names it): ``done`` of ``total`` ``unit``
+    (steps, checkpoints, values), what it does (``state``) and waits for, about how many
+    seconds are left of the run (and of the current phase: ``phase_left``), the step under
+    way (``step`` -1: none; its arm, the arm's knobs, threads and replicate), and ``note``,
+    a finding of the run said to whoever watches (calibration, an added round, a trial).
+
+    The session journals one when the step, the count or the state changes, or with a
+    note; the seconds ticking down in between reach the front ends without a line."""
+
+    kind: ClassVar[str] = "progress"
+    run: str
+    done: int
+    total: int
+    unit: str = "steps"
+    state: str = ""
+    waiting_for: str = ""
+    seconds_left: float = 0.0
+    phase_left: float | None = None
+    step: int = -1
+    arm: str = ""
+    knobs: dict[str, str] = field(default_factory=dict)
+    threads: int = 0
+    replicate: int = 0
+    note: str = ""
+
+    @property
+    def doing(self) -> str:
+        """"warming up, 4 s left": the state, with what is left of a counted-down phase."""
+        if self.phase_left is None:
+            return self.state
+        return f"{self.state}, {self.phase_left:.0f} s left"
+
+    @property
+    def label(self) -> str:
+        """"step 3/12: arm base x8 rep 1 — warming up, 4 s left", or what it does alone."""
+        if self.step < 0:
+            return self.doing
+        return (f"step {self.step + 1}/{self.total}: arm {self.arm} x{self.threads} "
+                f"rep {self.replicate} — {self.doing}")
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Incident(Event):
     """What the incident page showed (sampled only while it is shown): the processlist,
     InnoDB lock waits, the oldest transaction, replication, Galera, the error log's tail.
@@ -439,7 +482,7 @@ class Unknown(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Sample, Load, Change, OutsideChange, Restart, Phase, Knobs, Note, Mark, Error,
-                End, RecipeRun, StepResult, Incident, Checkpoint, Trial)
+                End, RecipeRun, StepResult, Incident, Checkpoint, Trial, Progress)
 }
 
 _FIELDS: dict[type[Any], tuple[str, ...]] = {}

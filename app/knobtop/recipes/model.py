@@ -27,6 +27,7 @@ from typing import Any
 
 from knobtop.analysis.plateau import LONG as PLATEAU_LONG
 from knobtop.conditions import Needs
+from knobtop.errors import KnobtopError
 from knobtop.load.base import LoadSpec
 from knobtop.recipes.schedule import arm_order
 from knobtop.server.catalog import Catalog
@@ -57,6 +58,14 @@ class RecipeError(FileError):
     ``str()`` is ``"FILE: KEY: problem\\n  fix: ..."`` (``"FILE: problem ..."`` without a
     key), the same shape as ``profiles.ProfileError``.
     """
+
+
+class RunAborted(KnobtopError):
+    """The person aborted the run; the baseline was restored."""
+
+
+class RunFailed(KnobtopError, RuntimeError):
+    """The run could not go on (a knob did not take, the load failed); the message says why."""
 
 
 # --------------------------------------------------------------------------- versions

@@ -16,11 +16,14 @@ For each step of ``Recipe.schedule()`` the runner
 
 Abort (or any failure) stops the load and puts every knob back to the session's baseline.
 Everything lands in the journal: a ``recipe`` event at start and end, a mark per wait and
-phase of a step, and one ``step`` event per measured step.
+phase of a step, and one ``step`` event per measured step.  The runner runs where the
+session lives (an order of recipes/orders.py, handed to ``SessionPort.run_recipe``), and
+its progress reaches the front ends as ``progress`` events.
 """
-# Over 500 lines (tests/unit/test_sizes.py's debt): the sequencer of a run, whose steps
-# share its abort and failure checks; its gates (gates.py), window (window.py), arm setter
-# (armset.py), tables (tables.py), added rounds (rounds.py) and kinds (kinds/) are apart.
+# Over 500 lines: the sequencer of a run, whose parts share its abort and failure checks;
+# its checks before the first step (preflight.py), one measured step (step.py), gates
+# (gates.py), window (window.py), arm setter (armset.py), tables (tables.py), added rounds
+# (rounds.py) and kinds (kinds/) are apart.
 
 from __future__ import annotations
 
@@ -33,8 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from knobtop.analysis.results import Results, build, calibration_note
-from knobtop.conditions import Conditions, unmet
-from knobtop.errors import KnobtopError
+from knobtop.conditions import Conditions
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
     Change,
@@ -50,32 +52,21 @@ from knobtop.journal.events import (
 )
 from knobtop.load.base import LoadError, LoadSpec
 from knobtop.metrics.board import MetricBoard
-from knobtop.metrics.footprint import Footprint
 from knobtop.recipes.armset import ArmRefused, ArmSetter
-from knobtop.recipes.checks import check_for_server, check_for_targets
-from knobtop.recipes.gates import POLL, Gates
+from knobtop.recipes.gates import Gates
 from knobtop.recipes.kinds import KINDS, start_plan
-from knobtop.recipes.model import Recipe, RecipeError, Step, Timeline
+from knobtop.recipes.model import Recipe, RecipeError, RunAborted, RunFailed, Step, Timeline
+from knobtop.recipes.preflight import check_servers, probe_conditions
 from knobtop.recipes.rounds import next_round
-from knobtop.recipes.tables import Tables, tables_key
+from knobtop.recipes.step import StepMeasure
+from knobtop.recipes.tables import Tables
 from knobtop.recipes.timeline import checkpoint_values
-from knobtop.recipes.window import StepWindow, detector, plateau_text
+from knobtop.recipes.window import StepWindow
 from knobtop.server.knobs import KnobError
 from knobtop.server.link import ServerError
 from knobtop.session.port import SessionPort, SessionState
 
 T = TypeVar("T")
-LINE_GRACE = 1.5  # seconds a window waits past its end for its last second's report
-LINE_POLL = 0.05
-TIMED_GRACE = 30.0  # seconds a timed window's run may take beyond its duration (start-up)
-
-
-class RunAborted(KnobtopError):
-    """The person aborted the run; the baseline was restored."""
-
-
-class RunFailed(KnobtopError, RuntimeError):
-    """The run could not go on (a knob did not take, the load failed); the message says why."""
 
 
 @dataclass
@@ -91,14 +82,7 @@ class Progress:
     seconds_left: float = 0.0
     started: float = field(default_factory=time.monotonic)
     unit: str = "steps"  # what done/total count ("checkpoints" on a timeline)
-
-    @property
-    def label(self) -> str:
-        if self.step is None:
-            return self.state
-        s = self.step
-        return (f"step {s.index + 1}/{self.total}: arm {s.arm.name} x{s.threads} "
-                f"rep {s.replicate} — {self.state}")
+    phase_left: float | None = None  # seconds left of a counted-down phase (warmup, window)
 
 
 def short_duration(seconds: float) -> str:
@@ -119,6 +103,22 @@ def time_left(nominal: float, total: int, done: int, spent: float,
     if current is None:
         return todo * per_step
     return (todo - 1) * per_step + max(0.0, per_step - current)
+
+
+async def first_of(coro: Awaitable[T], stop: asyncio.Event) -> asyncio.Future[T]:
+    """Await ``coro`` unless ``stop`` is set first (then it is cancelled, and awaited);
+    its task, done either way."""
+    task = asyncio.ensure_future(coro)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+    return task
 
 
 def _numbered(steps: list[Step], first: int = 0) -> list[Step]:
@@ -174,17 +174,14 @@ class RecipeRunner:
         self.boards: dict[str, MetricBoard] = {}  # one per server, for its own events
         self.window = StepWindow()  # what the current step's window is read from
         # t, hit ratio, dirty %, history length, the server host's raw OS counters
-        self._footprint_said: set[str] = set()  # what the footprint could not read
         self.tables = Tables()  # each arm's tables, prepared once per shape
-        self._load_failed = ""
+        self.load_failed = ""  # why the load failed (a phase "failed"): the run cannot go on
         self._spent = 0.0  # wall seconds of the finished steps (for the time estimate)
         self._step_began: float | None = None
         self._timeline_end: float | None = None  # monotonic time a timeline's load ends
         self._last_checkpoint = ""
         self.driver = ""  # the load driver of the last phase ("sysbench", "builtin")
-        # [run] timed: the phase number of the window's run (0: about to start), its summary
-        self._timed_phase: int | None = None
-        self._timed_summary: dict[str, Any] | None = None
+        self.step_measure = StepMeasure(self)  # one measured step (step.py)
         counted = KINDS[recipe.kind].readings(recipe, 0)
         if counted is not None:  # a timeline's checkpoints, a curve's values
             self.progress.total, self.progress.unit = counted[0], counted[1]
@@ -196,6 +193,15 @@ class RecipeRunner:
     def session(self) -> SessionPort:
         """The session of the server the current arm runs on."""
         return self.ports[self._target]
+
+    @property
+    def main(self) -> SessionPort:
+        """The run's own session: its journal holds the run."""
+        return self._main
+
+    @property
+    def steps_planned(self) -> int:
+        return len(self.steps)
 
     @property
     def board(self) -> MetricBoard | None:
@@ -217,8 +223,8 @@ class RecipeRunner:
     def check(self) -> None:
         if self._aborted:
             raise RunAborted(f"recipe {self.recipe.name} aborted")
-        if self._load_failed:
-            raise RunFailed(f"the load failed: {self._load_failed}")
+        if self.load_failed:
+            raise RunFailed(f"the load failed: {self.load_failed}")
         error = self._main.state().journal_error
         if error is not None:  # an unrecorded run is not worth finishing
             raise RunFailed(error)
@@ -232,9 +238,10 @@ class RecipeRunner:
                 await self._abort_event.wait()
         self.check()
 
-    def status(self, state: str, waiting_for: str = "") -> None:
+    def status(self, state: str, waiting_for: str = "", phase_left: float | None = None
+               ) -> None:
         p = self.progress
-        p.state = state
+        p.state, p.phase_left = state, phase_left
         p.waiting_for = waiting_for or self._last_checkpoint  # a timeline: what it last read
         nominal = self.recipe.warmup + self.recipe.load.duration + self.recipe.pause
         current = None if self._step_began is None else time.monotonic() - self._step_began
@@ -268,22 +275,19 @@ class RecipeRunner:
         board.apply(event)
         if target != self._target:
             return  # another server's, between its arms
+        if isinstance(event, Phase) and event.action == "start":
+            # Several clients or instances: their per-second sum ("all") is the step's TPS.
+            self.window.multi = len(event.host.split(",")) > 1
+            self.driver = event.driver
+        if isinstance(event, Phase):
+            self.step_measure.heard(event)
         if isinstance(event, Load):
             self.window.load(event)
         elif isinstance(event, Sample):
             timeline = self.recipe.timeline
             self.window.sample(event, board, None if timeline is None else timeline.metrics)
-        elif isinstance(event, Phase) and event.action == "start":
-            # Several clients or instances: their per-second sum ("all") is the step's TPS.
-            self.window.multi = len(event.host.split(",")) > 1
-            self.driver = event.driver
-            if self._timed_phase == 0:
-                self._timed_phase = event.phase  # the timed window's own phase
-        elif isinstance(event, Phase) and event.action == "stop" and self._timed_phase \
-                and event.phase == self._timed_phase:
-            self._timed_summary = dict(event.summary)
         elif isinstance(event, Phase) and event.action == "failed":
-            self._load_failed = event.message or "sysbench exited"
+            self.load_failed = event.message or "sysbench exited"
             if self._abort_event is not None:
                 self._abort_event.set()
         elif isinstance(event, Error) and event.source == "journal" and self._abort_event:
@@ -298,8 +302,12 @@ class RecipeRunner:
         session = self._main
         state = session.state()
         states = {name: port.state() for name, port in self.ports.items()}
-        found = self._check_servers(state, states)
-        found += await self._conditions(state.profile == "lab")
+        found = check_servers(self.recipe, self.ports, state, states,
+                              whole=self.more_steps is None)
+        self.conditions, found_now = await probe_conditions(self.recipe, self.ports,
+                                                            self.plan_extra,
+                                                            lab=state.profile == "lab")
+        found += found_now
         # Every warning is in the recipe start (journaled, shown by every front end) before
         # the first step.
         self.warnings = [*self._caller_warnings, *(w for w in found
@@ -333,46 +341,6 @@ class RecipeRunner:
             finally:
                 unsubscribe()
         return self.results_so_far("end")
-
-    def _check_servers(self, state: SessionState,
-                       states: dict[str, SessionState]) -> list[str]:
-        """Refuse a run whose sessions are not open or whose arms name a target without
-        one; then what the recipe's checks against the server(s) found (its warnings)."""
-        for name, st in states.items():
-            if st.catalog is None or st.header is None:
-                raise RunFailed("open the session before running a recipe"
-                                + (f" (target {name})" if name else ""))
-        missing = sorted({a.target for a in self.recipe.arms} - set(self.ports))
-        if missing:
-            raise RunFailed(f"no session for target {', '.join(missing)}")
-        assert state.catalog is not None
-        if len(self.ports) > 1:
-            found = check_for_targets(
-                self.recipe, {n: st.catalog for n, st in states.items() if st.catalog})
-        else:
-            # A run whose steps come as it goes (a tune) judges its replicates itself.
-            found = check_for_server(self.recipe, state.catalog,
-                                     whole=self.more_steps is None)
-        return found
-
-    async def _conditions(self, lab: bool) -> list[str]:
-        """The conditions probe of every server of the run (server.conditions), into the
-        start's plan; what the recipe's [conditions] need and the box does not offer, as
-        warnings (before the first step, like every other)."""
-        found: dict[str, Conditions] = {}
-        for name, port in self.ports.items():
-            try:
-                found[name] = await port.conditions()
-            except KnobtopError as exc:  # the server, a host, the lab's strace
-                found[name] = Conditions(problems=(f"the probe failed: {exc}",))
-        self.conditions = found
-        self.plan_extra["conditions"] = {n: c.as_json() for n, c in found.items()}
-        needs = self.recipe.needs
-        if not needs:
-            return []
-        self.plan_extra["needs"] = needs.as_json()
-        return [(f"{name}: " if name else "") + line
-                for name, c in found.items() for line in unmet(needs, c, lab=lab)]
 
     def _attach(self, state: SessionState, states: dict[str, SessionState]) -> None:
         """What the run reads while it goes: the loop, the abort event, a board per
@@ -424,7 +392,7 @@ class RecipeRunner:
                     done += 1
                     continue
                 current = step.arm.name
-            await self._run_step(step)
+            await self.step_measure.run(step)
             self._spent += time.monotonic() - self._step_began
             self._step_began = None
             self.progress.done += 1
@@ -465,16 +433,8 @@ class RecipeRunner:
     async def abortable(self, coro: Awaitable[T]) -> T:
         """Await ``coro`` unless an abort comes first (then it is cancelled)."""
         assert self._abort_event is not None
-        task = asyncio.ensure_future(coro)
-        stop = asyncio.ensure_future(self._abort_event.wait())
-        try:
-            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        task = await first_of(coro, self._abort_event)
+        if task.cancelled():
             self.check()
         return task.result()
 
@@ -514,49 +474,6 @@ class RecipeRunner:
                       + (f"target {self._target}" if self._target else "the run's own server"))
         self.check()
         await self.arms.apply(step, self.session)
-
-    # -- one step ------------------------------------------------------------------------------
-
-    async def _run_step(self, step: Step) -> None:
-        session, recipe = self.session, self.recipe
-        self.mark(f"step {step.index + 1}/{len(self.steps)}: arm {step.arm.name} "
-                   f"x{step.threads} rep {step.replicate}")
-        waits = await self.gates.before_step()
-        self.window.clear(detector(recipe.steady))
-        self._load_failed = ""
-        session.use_load(recipe.load_spec(step.threads, 0, step.arm))
-        self.status("starting the load")
-        await session.start_load()
-        self.status("warming up")
-        await self.countdown(recipe.warmup, "warming up")
-        steady = False
-        if recipe.waits.plateau:
-            began = time.monotonic()
-            steady = await self.gates.until(
-                lambda: self.window.steady is not None and self.window.steady.steady,
-                "a TPS plateau",
-                lambda: plateau_text(self.window.steady, recipe.steady))
-            waits["plateau"] = round(time.monotonic() - began, 2)
-        summary: dict[str, Any] | None = None
-        reports_until: float | None = None
-        if recipe.timed:
-            start, end, first, summary = await self._timed_window(step)
-        else:
-            start = session.now()
-            stamp = self.window.seconds[-1] if self.window.seconds else 0  # the driver's second now
-            first = await self._footprint(False)
-            await self.countdown(recipe.load.duration, "measuring")
-            end = session.now()
-            reports_until = await self._last_report(stamp + round(recipe.load.duration))
-        last = await self._footprint(True)
-        with contextlib.suppress(LoadError):
-            await session.stop_load()
-        self.check()
-        self.results.append(self._result(step, start, end, waits, steady,
-                                         (first, last), summary, reports_until))  # journaled
-        if recipe.pause and step.index + 1 < len(self.steps):
-            self.status("pausing")
-            await self.sleep(recipe.pause)
 
     # -- a timeline ----------------------------------------------------------------------------
 
@@ -599,74 +516,11 @@ class RecipeRunner:
         self._last_checkpoint = f"checkpoint {at:g} s: {shown}"
         self.status(f"{self.recipe.kind} at {at:g} s")
 
-    async def _timed_window(self, step: Step
-                            ) -> tuple[float, float, Footprint, dict[str, Any] | None]:
-        """``[run] timed``: the warmup run stops and the measured window runs as a load of
-        its own for ``duration`` seconds, ending by itself with the driver's summary
-        (sysbench prints one only then). Returns the window's start and end, the first
-        footprint, and the summary (None when the run did not end in time)."""
-        session, recipe = self.session, self.recipe
-        with contextlib.suppress(LoadError):
-            await session.stop_load()
-        session.use_load(recipe.load_spec(step.threads, recipe.load.duration, step.arm))
-        first = await self._footprint(False)
-        self._timed_phase, self._timed_summary = 0, None  # 0: the next phase to start
-        start = session.now()
-        await session.start_load()
-        deadline = time.monotonic() + recipe.load.duration + TIMED_GRACE
-        while self._timed_summary is None and time.monotonic() < deadline:
-            self.status("measuring (a timed run)",
-                         f"{max(0.0, start + recipe.load.duration - session.now()):.0f} s left")
-            await self.sleep(POLL)
-        summary, self._timed_phase = self._timed_summary, None
-        if summary is None:
-            self.mark(f"the timed window of step {step.index + 1} did not end within "
-                       f"{recipe.load.duration + TIMED_GRACE:g} s: no summary")
-        return start, session.now(), first, summary
-
-    async def _last_report(self, want: int) -> float | None:
-        """When the driver's report for a window's last second (stamped ``want``) came,
-        waiting for it when the window has ended before it: the driver's tick and the pipe
-        lag the countdown by a few ms to a tenth of a second under load, and without that
-        report a 2-second window held one second's transactions over two seconds, half its
-        TPS. None after LINE_GRACE: a driver silent that long is stalled, and the window's
-        missing seconds count as nothing done."""
-        deadline = time.monotonic() + LINE_GRACE
-        while ((at := self.window.report_time(want)) is None
-               and time.monotonic() < deadline):
-            await self.sleep(LINE_POLL)
-        return at
-
     async def countdown(self, seconds: float, state: str) -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            self.status(f"{state}, {left:.0f} s left")
+            self.status(state, phase_left=left)
             await self.sleep(min(1.0, left))
 
-    def _result(self, step: Step, start: float, end: float, waits: dict[str, float],
-                steady: bool, footprints: tuple[Footprint, Footprint] | None = None,
-                summary: dict[str, Any] | None = None,
-                reports_until: float | None = None) -> StepResult:
-        """The step's result (journaled): what it was, and its window's measured fields."""
-        key = tables_key(step.arm, self.recipe.load_spec(step.threads, 0, step.arm))
-        return self._main.record(
-            StepResult, load_ips=self.tables.load_ips.get(key),
-            load_phase=dict(self.tables.load_phase.get(key, {})),
-            recipe=self.recipe.name, index=step.index, target=step.arm.target,
-            replicate=step.replicate, arm=step.arm.name, threads=step.threads,
-            start=start, end=end, waits=waits, steady=steady,
-            pct=self.recipe.load.percentile,
-            knobs=dict(self.arms.step_knobs),
-            calibration=step.calibration,
-            **self.window.fields(start, end, self.board, footprints, summary, reports_until),
-        )
-
-    async def _footprint(self, sizes: bool) -> Footprint:
-        """The server's own footprint now; what is missing is said once."""
-        reading = await self.session.footprint(sizes)
-        if reading.problem and reading.problem not in self._footprint_said:
-            self._footprint_said.add(reading.problem)
-            self.mark(f"server footprint: {reading.problem}")
-        return reading
 
 __all__ = ["ArmRefused", "Progress", "RecipeError", "RecipeRunner", "RunAborted", "RunFailed"]

@@ -9,6 +9,20 @@ from knobtop.session.port import BaselineDiff
 QUIT_CHOICES = ("revert", "revert_all", "keep")
 
 
+def previous_baseline_note(name: str, before: dict[str, str | None],
+                           baseline: dict[str, str | None]) -> str:
+    """The knobs whose value at this start is not what the previous session (journal
+    ``name``) started from: changes it left behind, or made by someone else since; ""
+    when none differs."""
+    differ = [f"{k} = {baseline[k]} (it started from {v})"
+              for k, v in sorted(before.items())
+              if k in baseline and baseline[k] != v]
+    if not differ:
+        return ""
+    return (f"the server differs from the baseline of the previous session ({name}): "
+            f"{'; '.join(differ)}. This session's baseline is the server as it is now")
+
+
 def revert_plan(diff: list[BaselineDiff], restart_plan: str) -> str:
     """What reverting ``diff`` does: which knobs go back live, which need the restart
     (``restart_plan``: what it does; a restart is promised only when a static knob of

@@ -34,6 +34,7 @@ from knobtop.journal.events import (
     Mark,
     Note,
     Phase,
+    Progress,
 )
 from knobtop.journal.writer import JournalWriter, cannot_create
 from knobtop.lab_storage import Storage
@@ -48,6 +49,7 @@ from knobtop.server.ndb import NdbRollingRestart
 from knobtop.server.probes import ProbeReading, run_probe
 from knobtop.server.static import RestartApplier, ServerNode
 from knobtop.server.variables import PurgeWait, global_values, purge_wait
+from knobtop.session.baseline import previous_baseline_note
 from knobtop.session.conditions import session_conditions
 from knobtop.session.drift import DRIFT_INTERVAL, DriftWatch
 from knobtop.session.footprint import FootprintProbe
@@ -58,11 +60,14 @@ from knobtop.session.port import (
     Fields,
     Listener,
     Recorded,
+    Report,
+    RunOrder,
     SessionPort,
     SessionState,
     check_recorded,
 )
 from knobtop.session.recorder import Recorder
+from knobtop.session.runs import RunSlot, told
 from knobtop.session.sampler import RestartState, Sampler, host_facts
 
 MIN_INTERVAL = 0.1
@@ -151,6 +156,7 @@ class Session:
         # own (never more often than the samples are taken), off the sampler's link.
         self.drift = DriftWatch(self.recorder, self.knobs.watch_round,
                                 max(DRIFT_INTERVAL, config.interval), closed=lambda: self._closed)
+        self.runs = RunSlot()  # the recipe or tune under way (run_recipe)
 
     # -- what the parts hold, by name
 
@@ -287,26 +293,13 @@ class Session:
         self.emit(Knobs(t=self.now(), wall=self.wall(),
                         values={k: f.value for k, f in facts.items()},
                         facts={k: f.to_json() for k, f in facts.items()}))
-        self._note_previous_baseline()
+        if self.previous_baseline is not None:
+            said = previous_baseline_note(*self.previous_baseline, self.knobs.baseline)
+            if said:
+                self.note(said)
         self.sampler.start()
         self.drift.start()
         return header
-
-    def _note_previous_baseline(self) -> Note | None:
-        """Journal (and show) the knobs whose value at this start is not what the previous
-        session started from: changes it left behind, or made by someone else since."""
-        if self.previous_baseline is None:
-            return None
-        name, before = self.previous_baseline
-        baseline = self.knobs.baseline
-        differ = [f"{k} = {baseline[k]} (it started from {v})"
-                  for k, v in sorted(before.items())
-                  if k in baseline and baseline[k] != v]
-        if not differ:
-            return None
-        return self.note(f"the server differs from the baseline of the previous session "
-                         f"({name}): {'; '.join(differ)}. This session's baseline is the "
-                         "server as it is now")
 
     async def close(self, reason: str = "quit") -> None:
         """Stop load and sampling, write ``end``, close everything; each step runs
@@ -470,6 +463,16 @@ class Session:
         and journaled here: the caller gives its fields but its times."""
         check_recorded(kind)
         return self.recorder.record(kind, *args, **fields)
+
+    def tell(self, kind: Callable[Concatenate[float, float, Fields], Progress], /,
+             *args: Fields.args, **fields: Fields.kwargs) -> Progress:
+        return told(self.recorder, kind, *args, **fields)
+
+    async def run_recipe(self, order: RunOrder[Report]) -> Report:
+        return await self.runs.run(self, order)
+
+    def abort_recipe(self) -> None:
+        self.runs.abort()
 
     async def probe(self, name: str, phase: str, params: Mapping[str, int],
                     counters: Sequence[str] = ()) -> ProbeReading:

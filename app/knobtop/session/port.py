@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Checkpoint, RecipeRun, StepResult, Trial
+from knobtop.journal.events import Checkpoint, Progress, RecipeRun, StepResult, Trial
 
 if TYPE_CHECKING:
     from knobtop.conditions import Conditions
@@ -34,11 +34,23 @@ Listener = Callable[["Event"], None]
 LOST_SOURCE = "session process"
 
 # The events a recipe run records through its session (``SessionPort.record``): its start
-# and end, a step's result, a checkpoint, a trial. Every other kind (samples, changes,
-# load, notes...) is the session's own, and ``record`` refuses it.
-Recorded = TypeVar("Recorded", RecipeRun, StepResult, Checkpoint, Trial)
+# and end, a step's result, a checkpoint, a trial, its progress. Every other kind (samples,
+# changes, load, notes...) is the session's own, and ``record`` refuses it.
+Recorded = TypeVar("Recorded", RecipeRun, StepResult, Checkpoint, Trial, Progress)
 RECORDED: tuple[type[Event], ...] = Recorded.__constraints__
 Fields = ParamSpec("Fields")
+Report = TypeVar("Report", covariant=True)
+
+
+class RunOrder(Protocol[Report]):
+    """A recipe or tune run as a value (recipes/orders.py): the front end hands it to
+    ``SessionPort.run_recipe``, which runs it where the session lives (its own process
+    behind the live screen) and returns its ``Report``; its progress reaches every front
+    end as journal events (``Progress``, the run's own ``recipe``/``step``/``trial``)."""
+
+    async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> Report: ...
+
+    def abort(self) -> None: ...
 
 
 def check_recorded(kind: object) -> None:
@@ -166,6 +178,18 @@ class SessionPort(Protocol):
     # datadir, data vs buffer pool, CPUs), measured now; nothing is journaled by it
     async def conditions(self) -> Conditions: ...
 
+    # A run's progress between the lines ``record(Progress, ...)`` journals (the seconds
+    # ticking down): stamped and handed to the subscribers, not journaled
+    def tell(self, kind: Callable[Concatenate[float, float, Fields], Progress], /,
+             *args: Fields.args, **fields: Fields.kwargs) -> Progress: ...
+
+    # -- runs: one at a time, where the session lives
+    async def run_recipe(self, order: RunOrder[Report]) -> Report: ...
+
+    # Stop the run under way at its next check (its load stops, the baseline comes back);
+    # nothing when none runs
+    def abort_recipe(self) -> None: ...
+
 
 __all__ = ["LOST_SOURCE", "RECORDED", "BaselineDiff", "Fields", "Listener", "Recorded",
-           "SessionPort", "SessionState", "check_recorded"]
+           "Report", "RunOrder", "SessionPort", "SessionState", "check_recorded"]

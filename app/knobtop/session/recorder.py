@@ -150,6 +150,15 @@ class Recorder:
             with contextlib.suppress(Exception):
                 listener(named)
 
+    def tell(self, event: E) -> E:
+        """Hand ``event`` (made printable) to every subscriber without journaling it: a
+        run's progress between the lines that are journaled."""
+        event = printable_record(event)
+        for listener in list(self.listeners):
+            with contextlib.suppress(Exception):  # (emit says a broken listener once)
+                listener(event)
+        return event
+
     def emit_quietly(self, event: E) -> E:
         """Emit an event; if even that fails (journal unwritable), the listeners (the
         screen) still get it."""

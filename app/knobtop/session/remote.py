@@ -31,12 +31,14 @@ from knobtop.session.port import (
     Fields,
     Listener,
     Recorded,
+    Report,
+    RunOrder,
     SessionState,
 )
 
 if TYPE_CHECKING:
     from knobtop.conditions import Conditions
-    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase
+    from knobtop.journal.events import Change, Event, Header, Mark, Note, Phase, Progress
     from knobtop.load.base import LoadSpec
     from knobtop.load.sysbench_output import PrepareProgress
     from knobtop.metrics.footprint import Footprint
@@ -399,6 +401,18 @@ class RemoteSession:
 
     async def conditions(self) -> Conditions:
         return cast("Conditions", await self._call("conditions"))
+
+    def tell(self, kind: Callable[Concatenate[float, float, Fields], Progress], /,
+             *args: Fields.args, **fields: Fields.kwargs) -> Progress:
+        return cast("Progress", self._call_sync("tell", kind, *args, **fields))
+
+    async def run_recipe(self, order: RunOrder[Report]) -> Report:
+        # The order goes by value (its fields pickled); it runs in the session's process,
+        # its progress comes back as events, its report as the call's result.
+        return cast("Report", await self._call("run_recipe", order))
+
+    def abort_recipe(self) -> None:
+        self._call_sync("abort_recipe")
 
 
 __all__ = ["CLOSE_DEADLINE", "Ready", "RemoteSession", "SessionLost"]

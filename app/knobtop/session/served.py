@@ -40,10 +40,11 @@ ASYNC_CALLS = frozenset({
     "open", "close", "set_knob", "set_knobs", "undo", "baseline_diff", "revert_to_baseline",
     "start_load", "stop_load", "toggle_load", "change_load", "prepare_load",
     "incident_sampling", "global_values", "wait_for_purge", "footprint", "preview_change",
-    "probe", "conditions",
+    "probe", "conditions", "run_recipe",
 })
 SYNC_CALLS = frozenset({
     "revert_plan", "quit_choice", "note", "mark", "rebase_knobs", "use_load", "record",
+    "tell", "abort_recipe",
 })
 
 _PR_SET_PDEATHSIG = 1
@@ -80,6 +81,8 @@ class _Server:
         # with this one as one journal; a call names the session it is for.
         self.sessions: dict[str, Session] = {**(others or {}), "": session}
         self.group = Targets(session, others) if others else None
+        if self.group is not None:  # a recipe run here drives them beside its own server
+            session.runs.attach({n: p for n, p in self.group.ports.items() if n})
         self._sent_targets: dict[str, SessionState] = {}
         self.conn = conn
         self.out: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -135,6 +138,15 @@ class _Server:
                 message = self.conn.recv()
             except (EOFError, OSError):
                 message = None
+            except Exception as exc:  # a message that does not unpickle here: no call of
+                # it can be answered, so the session ends (the screen hears its process
+                # end: every call waiting fails) rather than leave a caller waiting forever
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(
+                        self.session.recorder.error, "session process",
+                        f"a message from the screen could not be read ({type(exc).__name__}: "
+                        f"{exc}); the session ends")
+                message = None
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(inbox.put_nowait, message)
             if message is None:
@@ -182,6 +194,12 @@ class _Server:
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, signal.SIG_IGN)
+            if self.session.runs.running:  # the run restores the baseline, then closes
+                self.session.abort_recipe()
+                running = [t for t in self.tasks.values() if not t.done()]
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(CLOSE_DEADLINE):
+                        await asyncio.gather(*running, return_exceptions=True)
             if not self.closed:
                 # Nobody watches the terminal any more (it may be gone: writing to it
                 # would fail and skip the rest): what follows goes nowhere.

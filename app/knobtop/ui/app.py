@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -27,7 +26,9 @@ from knobtop.journal.events import (
     Incident,
     Knobs,
     OutsideChange,
+    Progress,
     RecipeRun,
+    Trial,
     target_of,
 )
 from knobtop.journal.follow import JournalFollower
@@ -43,7 +44,7 @@ from knobtop.session.thread import SessionThread
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, forget_cell_widths
-from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
+from knobtop.ui.messages import JournalEvent
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
 from knobtop.ui.screens.help import HelpScreen
@@ -61,11 +62,11 @@ if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen start
     from pathlib import Path
 
     from knobtop.analysis.results import Results
+    from knobtop.analysis.tune import TuneSpec
     from knobtop.recipes.model import Recipe
+    from knobtop.recipes.orders import RunReport, TuneReport
     from knobtop.recipes.outcome import RunOutcome
-    from knobtop.recipes.runner import Progress, RecipeRunner
     from knobtop.recipes.search import Search
-    from knobtop.recipes.tune import Tuner
 
 T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
@@ -90,7 +91,7 @@ class KnobtopApp(KnobtopBase):
         ConfirmScreen, QuitScreen, RevertScreen, ChoiceScreen, HelpScreen, PromptScreen,
         KnobPanel)
     TITLE = "knobtop"
-    OUTSIDE_MESSAGES = (JournalEvent, RecipeProgress, RecipeNote)
+    OUTSIDE_MESSAGES = (JournalEvent,)
     COMMANDS = KnobtopBase.COMMANDS | {KnobProvider}
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -131,9 +132,13 @@ class KnobtopApp(KnobtopBase):
         # knobtop tune --tui (issue 21): the search the session runs, the journal it resumes
         self.tune = tune
         self.resume = resume
-        self.tuner: Tuner | None = None
         self.targets = dict(targets or {})  # a recipe's further servers' sessions (issue 19)
-        self.recipe_runner: RecipeRunner | None = None
+        # The recipe or tune under way in the session (its events carry ``run_name``), what
+        # a tune's panel shows, and what the run reported at its end
+        self.run_name = ""
+        self.tune_spec: TuneSpec | None = None
+        self.trials: list[Trial] = []
+        self.run_report: RunReport | TuneReport | None = None
         self.recipe_results: Results | None = None
         self.run_outcome: RunOutcome | None = None  # how the recipe or tune ended
         self._recipe_future: asyncio.Future[Any] | None = None
@@ -264,99 +269,97 @@ class KnobtopApp(KnobtopBase):
     # -- recipes ----------------------------------------------------------------
 
     async def _run_recipe(self, recipe: Recipe) -> None:
-        """Run a recipe on the session's thread; progress and results go to the panel."""
+        """Run a recipe where the session lives; its progress comes as journal events,
+        its results go to the panel."""
         assert self.session is not None
-        from knobtop.recipes.runner import RecipeRunner
+        from knobtop.recipes.orders import RecipeOrder, RunReport
 
-        def progress(p: Progress) -> None:  # on the session's thread
-            self.post_message(RecipeProgress(dataclasses.replace(p)))
-
-        def note(text: str) -> None:  # on the session's thread
-            self.post_message(RecipeNote(text))
-
-        runner = self.recipe_runner = RecipeRunner(self.session, recipe, on_progress=progress,
-                                                   on_note=note, targets=self.targets)
-        outcome, message = await self._run_to_end(runner.run())
-        self.recipe_results = runner.results_so_far(outcome, message)
-        if recipe.curve is not None:  # a curve: its points are the result
-            self.recipe_results.kind = recipe.kind
-            self.recipe_results.checkpoints = list(runner.checkpoints)
-        self.live.query_one(RecipePanel).show_results(self.recipe_results)
-        self.notify(message or f"recipe {recipe.name} finished", title=f"recipe {outcome}",
-                    severity="information" if outcome == "end" else "error", timeout=12,
+        self.run_name = recipe.name
+        report = await self._run_to_end(self.session.run_recipe(RecipeOrder(recipe)))
+        if not isinstance(report, RunReport):
+            return
+        self.recipe_results = report.results
+        self.live.query_one(RecipePanel).show_results(report.results)
+        ended = report.outcome
+        self.notify(ended.message or f"recipe {recipe.name} finished",
+                    title=f"recipe {ended.outcome}",
+                    severity="information" if ended.outcome == "end" else "error", timeout=12,
                     markup=False)
 
-    async def _run_to_end(self, run: Coroutine[Any, Any, object]) -> tuple[str, str]:
-        """Run a recipe or a tune on the session's thread; its outcome and message (kept
-        as ``run_outcome``: the command's exit code once the screen is gone)."""
-        from knobtop.recipes.outcome import FINISHED, outcome_of
+    async def _run_to_end(self, run: Coroutine[Any, Any, RunReport | TuneReport]
+                          ) -> RunReport | TuneReport | None:
+        """Run a recipe or a tune through the session; its report (None when the session
+        could not run it), its outcome kept as ``run_outcome``: the command's exit code once
+        the screen is gone."""
+        from knobtop.recipes.outcome import outcome_of
 
         self._recipe_future = self._submit(run)
-        ended = FINISHED
         try:
-            await self._recipe_future
-        except Exception as exc:  # RunFailed, RunAborted, RecipeError (nothing changed), ...
-            ended = outcome_of(exc)
-        self.run_outcome = ended
-        return ended.outcome, ended.message
+            report: RunReport | TuneReport = await self._recipe_future
+            self.run_report = report
+        except Exception as exc:  # the session lost, a second run refused
+            self.run_outcome = outcome_of(exc)
+            self.notify(str(exc), title="run failed", severity="error", markup=False)
+            return None
+        self.run_outcome = report.outcome
+        return report
 
     async def _run_tune(self, search: Search) -> None:
-        """Run a tune on the session's thread: the panel shows its trials as they come,
-        then the trials and the verification table."""
+        """Run a tune where the session lives: the panel shows its trials as they come
+        (journal events), then the trials and the verification table."""
         assert self.session is not None
-        from knobtop.analysis.results import Results
-        from knobtop.recipes.tune import Tuner, read_prior
-
-        def progress(p: Progress) -> None:  # on the session's thread
-            self.post_message(RecipeProgress(dataclasses.replace(p)))
-
-        def note(text: str) -> None:  # on the session's thread: a conclusion is a toast
-            if text.startswith("tune:"):
-                self.post_message(RecipeNote(text))
+        from knobtop.recipes.orders import TuneOrder, TuneReport
+        from knobtop.recipes.tune import read_prior, spec_of
 
         try:
             prior = read_prior(self.resume, search) if self.resume is not None else []
         except KnobtopError as exc:
             self.notify(str(exc), title="tune refused", severity="error", markup=False)
             return
-        tuner = self.tuner = Tuner(self.session, search, on_progress=progress, on_note=note,
-                                   prior=prior, resumed_from=str(self.resume or ""))
-        outcome, message = await self._run_to_end(tuner.run())
-        verification = tuner.outcome.verification
-        self.recipe_results = (verification.results if verification is not None
-                               else Results(search.name, [], [], [], outcome, message))
-        self.live.query_one(RecipePanel).show_tune_end(tuner.spec, list(tuner.trials),
-                                                       verification, outcome, message)
-        said = verification.line() if verification is not None else message
-        self.notify(said or f"tune {search.name} {outcome}", title=f"tune {outcome}",
-                    severity="information" if outcome == "end" else "error", timeout=30,
+        self.run_name, self.tune_spec = search.name, spec_of(search)
+        report = await self._run_to_end(self.session.run_recipe(
+            TuneOrder(search, prior, str(self.resume or ""))))
+        if not isinstance(report, TuneReport):
+            return
+        ended, verification = report.outcome, report.verification
+        self.recipe_results = report.results
+        self.live.query_one(RecipePanel).show_tune_end(report.spec, report.trials,
+                                                       verification, ended.outcome,
+                                                       ended.message)
+        said = verification.line() if verification is not None else ended.message
+        self.notify(said or f"tune {search.name} {ended.outcome}", title=f"tune {ended.outcome}",
+                    severity="information" if ended.outcome == "end" else "error", timeout=30,
                     markup=False)
 
-    def on_recipe_note(self, message: RecipeNote) -> None:
-        # A finding worth reading before the run goes on (it is in the journal pane too).
-        name = (f"tune {self.tune.name}" if self.tune is not None
-                else f"recipe {self.recipe.name if self.recipe else ''}")
-        self.notify(message.text, title=name, timeout=30, markup=False)
-
-    def on_recipe_progress(self, message: RecipeProgress) -> None:
-        # Progress is posted from the session's thread: one can arrive after the results
-        # are shown, and must not paint over them.
+    def _run_heard(self, event: Event) -> None:
+        """A run's progress and trials, from the session's events."""
+        if isinstance(event, Trial) and self.tune_spec is not None:
+            self.trials.append(event)
+        if not isinstance(event, Progress) or event.run != self.run_name:
+            return
+        if event.note:  # a finding worth reading before the run goes on (a toast)
+            if self.tune is None or event.note.startswith("tune:"):
+                self.notify(event.note, title=f"tune {event.run}" if self.tune is not None
+                            else f"recipe {event.run}", timeout=30, markup=False)
+            return
+        # One can arrive after the results are shown, and must not paint over them.
         if self._live_ready and self.recipe_results is None:
             panel = self.live.query_one(RecipePanel)
-            if self.tuner is not None:
-                panel.show_tune(message.progress, self.tuner.spec, list(self.tuner.trials))
+            if self.tune_spec is not None:
+                panel.show_tune(event, self.tune_spec, list(self.trials))
             else:
-                panel.show_progress(message.progress)
+                panel.show_progress(event)
 
     def action_abort_recipe(self) -> None:
-        runner = self.tuner or self.recipe_runner
-        if runner is None or self.recipe_results is not None:
+        if not self.recipe_running:
             self.notify("no recipe is running")
             return
+        session = self.session
+        assert session is not None
 
         def answered(yes: bool | None) -> None:
             if yes:
-                runner.abort()
+                self._submit(self._abort_run(session))
                 self.notify("aborting: stopping the load and restoring the baseline ...")
 
         self.push_screen(ConfirmScreen("Abort the recipe?",
@@ -364,10 +367,13 @@ class KnobtopApp(KnobtopBase):
                                        "goes back to its baseline value (static ones with "
                                        "one restart).", yes="Abort"), answered)
 
+    @staticmethod
+    async def _abort_run(session: SessionPort) -> None:
+        session.abort_recipe()  # (on the session's thread, as every call)
+
     @property
     def recipe_running(self) -> bool:
-        return (self.recipe_runner is not None or self.tuner is not None) \
-            and self.recipe_results is None
+        return self._recipe_future is not None and self.recipe_results is None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A follower is read-only: what needs a session is neither in the footer nor in the
@@ -431,15 +437,19 @@ class KnobtopApp(KnobtopBase):
             self._quitting = False
 
     async def _close_and_exit(self) -> None:
-        running = self.tuner or self.recipe_runner
-        if self.recipe_running and running is not None:
+        session = self.session
+        if self.recipe_running and session is not None:
             # Abort first: the load stops and the baseline knobs come back before closing.
             self._state = "aborting the recipe: restoring the baseline knobs ..."
             self.paint(force=True)
-            running.abort()
-            if self._recipe_future is not None:
+            with contextlib.suppress(Exception):
+                await self._submit(self._abort_run(session))
+            future = self._recipe_future
+            if future is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait({self._recipe_future}, timeout=900)
+                    await asyncio.wait({future}, timeout=900)
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    self.run_report = future.result()  # what was measured before the quit
         if self.runner is not None:
             busy = self.session is not None and self.session.state().restart_in_progress
             self._state = ("stopping (the restart in progress finishes first) ..." if busy
@@ -484,6 +494,8 @@ class KnobtopApp(KnobtopBase):
             for warning in event.plan.get("warnings", []):
                 self.notify(str(warning), title=f"{event.name}: warning", severity="warning",
                             timeout=30, markup=False)
+        if self.run_name:
+            self._run_heard(event)
         self._apply(event)
 
     def _apply(self, event: Event) -> None:

@@ -6,9 +6,8 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-if TYPE_CHECKING:  # the live screen imports the recipe runner only when a recipe runs
+if TYPE_CHECKING:
     from knobtop.journal.events import Event
-    from knobtop.recipes.runner import Progress
 
 
 class JournalEvent(Message):
@@ -17,20 +16,3 @@ class JournalEvent(Message):
     def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
-
-
-class RecipeProgress(Message):
-    """A copy of the running recipe's progress, posted from the session thread."""
-
-    def __init__(self, progress: Progress) -> None:
-        super().__init__()
-        self.progress = progress
-
-
-class RecipeNote(Message):
-    """What the running recipe found on its way (the calibration line, an added round),
-    posted from the session thread."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text

@@ -15,8 +15,7 @@ from knobtop.ui.widgets.richlog import RichLog
 if TYPE_CHECKING:  # the runner and the results import the server's SQL side: not at start
     from knobtop.analysis.results import Results
     from knobtop.analysis.tune import TuneSpec, Verification
-    from knobtop.journal.events import Trial
-    from knobtop.recipes.runner import Progress
+    from knobtop.journal.events import Progress, Trial
 
 
 class RecipePanel(RichLog):
@@ -70,7 +69,7 @@ class RecipePanel(RichLog):
         from knobtop.recipes.runner import short_duration
 
         self.add_class("-active")
-        self.border_title = escape(f"Recipe {p.recipe}")  # a recipe file's name, as it is
+        self.border_title = escape(f"Recipe {p.run}")  # a recipe file's name, as it is
         text = Text(no_wrap=True, overflow="ellipsis")
         bar_width = 24
         filled = round(bar_width * p.done / p.total) if p.total else bar_width
@@ -89,18 +88,17 @@ class RecipePanel(RichLog):
         from knobtop.recipes.runner import short_duration
 
         self.add_class("-active")
-        self.border_title = escape(f"Tune {p.recipe}")
+        self.border_title = escape(f"Tune {p.run}")
         width = self.scrollable_content_region.width or 76
         text = Text(no_wrap=True, overflow="ellipsis")
         filled = round(16 * p.done / p.total) if p.total else 16
         text.append("█" * filled + "░" * (16 - filled), style="bold")
         text.append(f" {p.done}/{p.total} steps · ~{short_duration(p.seconds_left)} left · ")
-        text.append(f"{p.state}" + (f" ({p.waiting_for})" if p.waiting_for else "") + "\n",
+        text.append(f"{p.doing}" + (f" ({p.waiting_for})" if p.waiting_for else "") + "\n",
                     style="italic")
-        step = p.step
-        if step is not None:
-            knobs = " ".join(f"{k}={v}" for k, v in step.arm.knobs.items())
-            what = "baseline" if step.arm.name == BASE else f"trial {step.arm.name}"
+        if p.step >= 0:
+            knobs = " ".join(f"{k}={v}" for k, v in p.knobs.items())
+            what = "baseline" if p.arm == BASE else f"trial {p.arm}"
             text.append(f"{what}: ", style="bold")
             text.append(f"{knobs}\n")
         best = best_trials(spec, trials, 1)

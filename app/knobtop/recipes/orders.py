@@ -1,0 +1,162 @@
+"""A recipe or a tune as a value, run where the session lives (``SessionPort.run_recipe``).
+
+A front end builds an order from what it was asked (a ``Recipe``, a ``Search``) and hands
+it to its session: headless runs it in its own process, the live screen in the session's
+process (the order crosses the socket by value, as a pickle of its fields).  The run's
+progress goes out as journal events (``Progress``, with the run's own ``recipe``, ``step``,
+``checkpoint`` and ``trial`` lines), so every front end, and ``knobtop follow``, reads it
+the same way; what the order returns is the run's report: how it ended
+(``recipes.outcome``, the one mapping) and what it measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from knobtop.analysis.results import Results
+from knobtop.analysis.tune import TuneSpec, Verification
+from knobtop.journal.events import Checkpoint, Progress, Trial
+from knobtop.recipes.model import Recipe
+from knobtop.recipes.outcome import FINISHED, RunOutcome, outcome_of
+from knobtop.recipes.runner import Progress as RunProgress
+from knobtop.recipes.runner import RecipeRunner
+from knobtop.recipes.search import Search
+from knobtop.session.port import SessionPort
+
+
+class ProgressTeller:
+    """A runner's progress as ``Progress`` events of ``port``: journaled when the step, the
+    count or the state changes (and with each note), told without a line in between."""
+
+    def __init__(self, port: SessionPort, run: str) -> None:
+        self.port = port
+        self.run = run
+        self._said: tuple[Any, ...] | None = None
+        self._last: dict[str, Any] = {"run": run, "done": 0, "total": 0}
+
+    def progress(self, p: RunProgress) -> None:
+        step = p.step
+        fields: dict[str, Any] = {
+            "run": p.recipe, "done": p.done, "total": p.total, "unit": p.unit,
+            "state": p.state, "waiting_for": p.waiting_for,
+            "seconds_left": round(p.seconds_left, 1),
+            "phase_left": None if p.phase_left is None else round(p.phase_left, 1),
+        }
+        if step is not None:
+            fields.update(step=step.index, arm=step.arm.name, knobs=dict(step.arm.knobs),
+                          threads=step.threads, replicate=step.replicate)
+        self._last = fields
+        key = (p.done, p.total, p.unit, p.state, fields.get("step", -1))
+        if key != self._said:
+            self._said = key
+            self.port.record(Progress, **fields)
+        else:
+            self.port.tell(Progress, **fields)
+
+    def note(self, text: str) -> None:
+        """A finding of the run, for whoever watches (journaled with the progress)."""
+        self.port.record(Progress, **{**self._last, "note": text})
+
+
+@dataclass
+class RunReport:
+    """What a recipe run measured, and how it ended."""
+
+    outcome: RunOutcome
+    results: Results  # the table so far (a curve's or a timeline's: its checkpoints too)
+    measured: int = 0  # steps measured (0: no table to show)
+    warnings: list[str] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+
+
+@dataclass
+class RecipeOrder:
+    """Run ``recipe`` (``prepare``: its tables made first, where they are missing)."""
+
+    recipe: Recipe
+    prepare: bool = True
+    # Set where it runs (never sent: an order crosses the socket before it runs)
+    _runner: RecipeRunner | None = field(default=None, repr=False, compare=False)
+    _aborted: bool = field(default=False, repr=False, compare=False)
+
+    async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> RunReport:
+        recipe = self.recipe
+        teller = ProgressTeller(port, recipe.name)
+        runner = self._runner = RecipeRunner(
+            port, recipe, on_progress=teller.progress, on_note=teller.note,
+            prepare=self.prepare, targets=dict(targets) or None)
+        if self._aborted:
+            runner.abort()
+        ended = FINISHED
+        try:
+            await runner.run()
+        except Exception as exc:  # RunFailed, RunAborted, RecipeError (nothing changed), ...
+            ended = outcome_of(exc)
+        results = runner.results_so_far(ended.outcome, ended.message)
+        if recipe.curve is not None:  # a curve: its points are the result
+            results.kind = recipe.kind
+        if recipe.curve is not None or runner.checkpoints:
+            results.checkpoints = list(runner.checkpoints)
+        return RunReport(ended, results, len(runner.results), list(runner.warnings),
+                         list(runner.checkpoints))
+
+    def abort(self) -> None:
+        self._aborted = True
+        if self._runner is not None:
+            self._runner.abort()
+
+
+@dataclass
+class TuneReport:
+    """What a tune found, and how it ended."""
+
+    outcome: RunOutcome
+    spec: TuneSpec
+    trials: list[Trial] = field(default_factory=list)
+    verification: Verification | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def results(self) -> Results:
+        """The verification's table (a tune that did not get there: an empty one)."""
+        if self.verification is not None:
+            return self.verification.results
+        return Results(self.spec.name, [], [], [], self.outcome.outcome, self.outcome.message)
+
+
+@dataclass
+class TuneOrder:
+    """Run the search ``search`` (``prior``: trials of the journal ``resumed_from``)."""
+
+    search: Search
+    prior: Sequence[Trial] = ()
+    resumed_from: str = ""
+    _tuner: Any = field(default=None, repr=False, compare=False)
+    _aborted: bool = field(default=False, repr=False, compare=False)
+
+    async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> TuneReport:
+        from knobtop.recipes.tune import Tuner
+
+        teller = ProgressTeller(port, self.search.name)
+        tuner = self._tuner = Tuner(port, self.search, on_progress=teller.progress,
+                                    on_note=teller.note, prior=self.prior,
+                                    resumed_from=self.resumed_from)
+        if self._aborted:
+            tuner.abort()
+        ended = FINISHED
+        try:
+            await tuner.run()
+        except Exception as exc:
+            ended = outcome_of(exc)
+        return TuneReport(ended, tuner.spec, list(tuner.trials), tuner.outcome.verification,
+                          list(tuner.outcome.warnings))
+
+    def abort(self) -> None:
+        self._aborted = True
+        if self._tuner is not None:
+            self._tuner.abort()
+
+
+__all__ = ["ProgressTeller", "RecipeOrder", "RunReport", "TuneOrder", "TuneReport"]
