@@ -299,6 +299,7 @@ class KnobtopApp(KnobtopBase):
             self.run_report = report
         except Exception as exc:  # the session lost, a second run refused
             self.run_outcome = outcome_of(exc)
+            self._recipe_future = None  # no run is under way: the keys are the person's
             self.notify(str(exc), title="run failed", severity="error", markup=False)
             return None
         self.run_outcome = report.outcome
