@@ -1,7 +1,7 @@
 """The embedded default: a sandbox MariaDB/MySQL from this machine's binaries, in a private dir."""
-# Near 600 lines: the sandbox server's whole life (install, start, users, tables, stop)
-# and the lab's previous-baseline check read the same sandbox folder. Its base options and
-# plugins are in lab_options.py, its places on disk and safe writes in labdirs.py.
+# Its base options, my.cnf and plugins are in lab_options.py, its storage emulation in
+# lab_storage.py, the server as a process (install, admin client, greeting, stop, error log)
+# in lab_process.py, its places on disk and safe writes in labdirs.py.
 
 from __future__ import annotations
 
@@ -12,30 +12,39 @@ import os
 import secrets
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from knobtop.lab_options import (
-    LAB_DEFAULTS,
-    OPTIONS_LINE,
     Options,
     check_known,
     check_option,
+    check_plugin_files,
     configured_options,
     configured_plugins,
     missing_plugin,
+    my_cnf,
     options_text,
     parse_option,
     server_plugin_dir,
 )
+from knobtop.lab_process import (
+    admin_client,
+    install_db,
+    kill,
+    log_line,
+    log_tail,
+    open_error_log,
+    start_log,
+    terminate,
+    wait_ready,
+)
 from knobtop.lab_storage import (
     Storage,
-    emulation_active,
+    join_storage,
     save_storage,
     saved_storage,
     traced_children,
@@ -47,7 +56,6 @@ from knobtop.labdirs import (
     default_lab_dir,
     find_program,
     lab_dir_for,
-    open_append,
     own_dir,
     read_own,
     refuse_link,
@@ -58,13 +66,9 @@ from knobtop.labdirs import (
 )
 from knobtop.safefile import private_cwd
 from knobtop.server.link import ConnectionInfo
-from knobtop.server.policy import normal
 
 LAB_USER = "knobtop"
 LAB_DB = "sbtest"
-# The error log is appended to across starts (a failed start keeps its evidence) and
-# rotated to error.log.1 once it is this big.
-ERROR_LOG_ROTATE = 16 * 1024 * 1024
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -204,18 +208,7 @@ class Sandbox:
         sandbox_dirs(self.root)
         own_dir(self.dropin_dir)
         own_dir(self.tmpdir)
-        mine = {normal(key) for key, _ in self.options}
-        write_atomic(self.config, (
-            "# Written by knobtop lab; knob changes go to conf.d/, not here. The lab's own\n"
-            "# settings (listener, port, socket, paths, plugin dir, logins) are on mariadbd's\n"
-            "# command line, which comes after this file and conf.d/: neither can move them.\n"
-            "[mysqld]\n"
-            + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
-            + "".join(f"plugin-load-add={name}.so\n" for name in self.plugins)
-            + (f"{OPTIONS_LINE}\n" if self.options else "")
-            + "".join(f"{key}={value}\n" for key, value in self.options)
-            + f"!includedir {self.dropin_dir}\n"
-        ))
+        write_atomic(self.config, my_cnf(self.options, self.plugins, self.dropin_dir))
 
     def fixed_settings(self, plugin_dir: Path) -> list[str]:
         """mariadbd's command line after ``--defaults-file``: the lab's own settings, which
@@ -235,35 +228,6 @@ class Sandbox:
         if os.geteuid() == 0:
             args.append(f"--user={getpass.getuser()}")
         return args
-
-    def _install_db(self) -> None:
-        install = find_program("mariadb-install-db", "mysql_install_db")
-        if install is None:
-            raise LabError(
-                "mariadb-install-db is not installed: run `sudo apt-get install -y mariadb-server`"
-            )
-        own_dir(self.datadir)
-        args = [
-            install,
-            "--no-defaults",
-            f"--datadir={self.datadir}",
-            f"--tmpdir={self.tmpdir}",  # to the bootstrap (made by _write_config): see tmpdir
-            "--auth-root-authentication-method=socket",
-            # The OS user running knobtop may log in as root over the socket.
-            f"--auth-root-socket-user={getpass.getuser()}",
-            "--skip-test-db",
-        ]
-        if os.geteuid() == 0:
-            args.append(f"--user={getpass.getuser()}")
-        try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False,
-                                  cwd=private_cwd())
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(self.datadir, ignore_errors=True)
-            raise LabError("mariadb-install-db did not finish within 300 s") from None
-        if proc.returncode != 0:
-            shutil.rmtree(self.datadir, ignore_errors=True)
-            raise LabError(f"mariadb-install-db failed:\n{proc.stdout[-800:]}{proc.stderr[-800:]}")
 
     # -- run ------------------------------------------------------------------
 
@@ -290,7 +254,7 @@ class Sandbox:
             raise LabError(
                 "no mariadbd on this machine: run `sudo apt-get install -y mariadb-server`"
             )
-        self._check_plugin_files(server)
+        check_plugin_files(server, self.plugins)
         running = configured_options(self.config)
         if self.options != running:  # asked-for ones: checked before anything is written
             check_known(self.options, server, self.plugins, "base option")
@@ -307,9 +271,9 @@ class Sandbox:
                     f"({options_text(running) or 'none'}, not {options_text(self.options)}):"
                     f" stop it (knobtop lab --stop --dir {self.root}) or use another --name")
             self.options = running
-            self._join_storage(pid)
+            self.storage = join_storage(self.root, self.storage, pid)
             self.port = self._port_of_running()
-            self._wait_ready(timeout, pid)
+            wait_ready(self.socket, timeout, None, self._log_tail)
             self._check_plugins_active()
             return self.connection()
         if not self.options:
@@ -328,10 +292,10 @@ class Sandbox:
         self._write_config()
         if fresh:
             shutil.rmtree(self.datadir, ignore_errors=True)
-            self._install_db()
+            install_db(self.datadir, self.tmpdir)
         self.port = self.port or free_port()
         plugin_dir = server_plugin_dir(server)
-        self._open_error_log()
+        self.log_start = open_error_log(self.error_log)
         save_storage(self.root, self.storage or Storage())
         from knobtop.hosts.local import as_launched  # psutil: only where a server starts
 
@@ -349,7 +313,7 @@ class Sandbox:
         self.started_here = True
         try:
             write_atomic(self.port_file, str(self.port))
-            self._wait_ready(timeout, proc.pid, proc)
+            wait_ready(self.socket, timeout, proc, self._log_tail)
             if fresh:
                 self._create_lab_user()
                 write_new(self.ready_marker, "")
@@ -359,16 +323,6 @@ class Sandbox:
             self._kill(proc)
             raise
         return self.connection()
-
-    def _check_plugin_files(self, server: str) -> None:
-        """Each plugin's library is in the server's plugin dir (mariadbd only logs a
-        missing one and starts without it)."""
-        if not self.plugins:
-            return
-        plugin_dir = server_plugin_dir(server)
-        for name in self.plugins:
-            if not (plugin_dir / f"{name}.so").exists():
-                raise LabError(missing_plugin(name, plugin_dir))
 
     def _check_plugins_active(self) -> None:
         """Every asked-for plugin library loaded (a running sandbox may lack one)."""
@@ -394,37 +348,10 @@ class Sandbox:
         self.storage = self.storage or Storage()
         return self.storage.wrapper()
 
-    def _join_storage(self, pid: int) -> None:
-        """A running server keeps its emulation: another one asked for is refused, and
-        so is a server whose file says emulated but that runs without (its strace gone)."""
-        running = saved_storage(self.root)
-        if self.storage is not None and self.storage != running:
-            raise LabError(
-                f"the sandbox in {self.root} runs with --storage "
-                f"{running.spec() or 'none'}, not {self.storage.spec() or 'none'}: stop it "
-                f"(knobtop lab --stop --dir "
-                f"{self.root}) or use another --name")
-        if running and not emulation_active(pid, running):
-            raise LabError(
-                f"the sandbox server in {self.root} (pid {pid}) runs without its "
-                f"{running.describe()} (its strace is gone): stop it (knobtop lab --stop "
-                f"--dir {self.root}) and start again")
-        self.storage = running
-
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         # Under an emulation proc is the strace: the server it runs goes first (a strace
         # stopped alone would leave the server running, no longer traced).
-        targets = [*traced_children(proc.pid), proc.pid] if self.storage else [proc.pid]
-        for pid in targets:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            for pid in targets:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            proc.wait()
+        kill(proc, [*traced_children(proc.pid), proc.pid] if self.storage else [proc.pid])
         self.started_here = False
 
     def _port_of_running(self) -> int:
@@ -438,80 +365,15 @@ class Sandbox:
 
     def _client(self, sql: str) -> subprocess.CompletedProcess[str]:
         """Run SQL as the socket-authenticated admin; the SQL goes on stdin, never argv."""
-        client = find_program("mariadb", "mysql")
-        if client is None:
-            raise LabError("no mariadb client: run `sudo apt-get install -y mariadb-client`")
-        try:
-            return subprocess.run(
-                [client, "--no-defaults", f"--socket={self.socket}",
-                 f"--user={getpass.getuser()}", "-N"],
-                input=sql,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-                cwd=private_cwd(),
-            )
-        except subprocess.TimeoutExpired:
-            raise LabError(
-                "the sandbox server did not answer the set-up client within 60 s"
-            ) from None
-
-    def _wait_ready(
-        self, timeout: float, pid: int, proc: subprocess.Popen[bytes] | None = None
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                raise LabError(f"the sandbox server exited at start; {self._log_tail()}")
-            if self.socket.exists():
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.settimeout(1.0)
-                    try:
-                        s.connect(str(self.socket))
-                        if s.recv(1):  # the server greets first: it is ready
-                            return
-                    except OSError:
-                        pass
-            time.sleep(0.05)
-        raise LabError(
-            f"the sandbox server did not answer within {timeout:.0f} s; {self._log_tail()}"
-        )
-
-    def _open_error_log(self) -> None:
-        """Keep earlier starts' lines (rotating a big log once) and remember where this
-        start's lines begin, behind a line saying which start they belong to."""
-        with contextlib.suppress(FileNotFoundError):
-            if os.lstat(self.error_log).st_size > ERROR_LOG_ROTATE:
-                self.error_log.replace(self.error_log.with_name(self.error_log.name + ".1"))
-        self.log_start = self._log_line("server start")
-
-    def _log_line(self, what: str) -> int:
-        """A line of knobtop's own in the server's error log (what it did, and when); the
-        log's size after it."""
-        with open_append(self.error_log) as fh:
-            fh.write(f"---- knobtop lab: {what} at {time.strftime('%Y-%m-%d %H:%M:%S')} ----\n")
-            return fh.tell()
+        return admin_client(self.socket, sql)
 
     def start_log(self) -> list[str]:
         """The error log's lines from this start, as the server wrote them."""
-        try:
-            with open(self.error_log, "rb") as fh:
-                fh.seek(self.log_start)
-                return fh.read().decode(errors="replace").splitlines()
-        except FileNotFoundError:
-            return []
+        return start_log(self.error_log, self.log_start)
 
     def _log_tail(self) -> str:
-        """The server's own words about this start, verbatim: its [ERROR] lines (else its
-        last lines), under one line of knobtop's naming the file."""
-        lines = self.start_log()
-        if not lines:
-            return f"(nothing in the error log {self.error_log} from this start)"
-        errors = [line for line in lines if "[ERROR]" in line]
-        shown = errors[-15:] if errors else lines[-15:]
-        what = "[ERROR] lines" if errors else "last lines"
-        return f"its {what} in {self.error_log} from this start:\n" + "\n".join(shown)
+        """The server's own words about this start (lab_process.log_tail)."""
+        return log_tail(self.error_log, self.log_start)
 
     def _create_lab_user(self) -> None:
         # The password's hash, not the password: a server error quoting the statement
@@ -558,18 +420,8 @@ class Sandbox:
         if pid is None:
             return
         with contextlib.suppress(OSError, LabError):  # who stopped it, beside "Normal shutdown"
-            self._log_line(f"server stop (SIGTERM to pid {pid})")
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
-                break
-            time.sleep(0.05)
-        else:
-            raise LabError(f"the sandbox server (pid {pid}) did not stop within {timeout:.0f} s")
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+            log_line(self.error_log, f"server stop (SIGTERM to pid {pid})")
+        terminate(pid, timeout)
         self.started_here = False
 
 
@@ -612,14 +464,6 @@ def native_password_hash(password: str) -> str:
     ``*`` and SHA1(SHA1(password)) in upper-case hex, only [*0-9A-F]: safe in a literal."""
     inner = hashlib.sha1(password.encode()).digest()
     return "*" + hashlib.sha1(inner).hexdigest().upper()
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -215,6 +215,23 @@ def configured_options(config: Path) -> Options:
     return tuple(out)
 
 
+def my_cnf(options: Options, plugins: tuple[str, ...], dropin_dir: Path) -> str:
+    """A sandbox's my.cnf: the lab's defaults (but those ``options`` replace), its plugins,
+    its base options after OPTIONS_LINE, and its drop-in dir."""
+    mine = {normal(key) for key, _ in options}
+    return (
+        "# Written by knobtop lab; knob changes go to conf.d/, not here. The lab's own\n"
+        "# settings (listener, port, socket, paths, plugin dir, logins) are on mariadbd's\n"
+        "# command line, which comes after this file and conf.d/: neither can move them.\n"
+        "[mysqld]\n"
+        + "".join(f"{key}={value}\n" for key, value in LAB_DEFAULTS if key not in mine)
+        + "".join(f"plugin-load-add={name}.so\n" for name in plugins)
+        + (f"{OPTIONS_LINE}\n" if options else "")
+        + "".join(f"{key}={value}\n" for key, value in options)
+        + f"!includedir {dropin_dir}\n"
+    )
+
+
 def configured_plugins(config: Path) -> tuple[str, ...]:
     """The plugin libraries a sandbox my.cnf loads (its ``plugin-load-add=`` lines)."""
     return tuple(
@@ -222,6 +239,17 @@ def configured_plugins(config: Path) -> tuple[str, ...]:
         for line in (read_own(config) or "").splitlines()
         if line.startswith("plugin-load-add=")
     )
+
+
+def check_plugin_files(server: str, plugins: tuple[str, ...]) -> None:
+    """Each plugin's library is in the server's plugin dir (mariadbd only logs a
+    missing one and starts without it)."""
+    if not plugins:
+        return
+    plugin_dir = server_plugin_dir(server)
+    for name in plugins:
+        if not (plugin_dir / f"{name}.so").exists():
+            raise LabError(missing_plugin(name, plugin_dir))
 
 
 def missing_plugin(name: str, plugin_dir: Path) -> str:

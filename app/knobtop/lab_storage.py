@@ -112,6 +112,25 @@ def save_storage(root: Path, storage: Storage) -> None:
     write_atomic(root / STORAGE_FILE, storage.spec() + "\n")
 
 
+def join_storage(root: Path, asked: Storage | None, pid: int) -> Storage:
+    """The emulation of the server ``pid`` running in ``root``, which a start that joins it
+    keeps: another one ``asked`` for is refused, and so is a server whose file says
+    emulated but that runs without (its strace gone)."""
+    running = saved_storage(root)
+    if asked is not None and asked != running:
+        raise LabError(
+            f"the sandbox in {root} runs with --storage "
+            f"{running.spec() or 'none'}, not {asked.spec() or 'none'}: stop it "
+            f"(knobtop lab --stop --dir "
+            f"{root}) or use another --name")
+    if running and not emulation_active(pid, running):
+        raise LabError(
+            f"the sandbox server in {root} (pid {pid}) runs without its "
+            f"{running.describe()} (its strace is gone): stop it (knobtop lab --stop "
+            f"--dir {root}) and start again")
+    return running
+
+
 def traced_children(pid: int) -> list[int]:
     """The processes ``pid`` (a strace) started: the server it runs."""
     out: list[int] = []
@@ -150,5 +169,5 @@ def emulation_active(pid: int, storage: Storage) -> bool:
     return list(argv[:len(wanted)]) == wanted
 
 
-__all__ = ["STORAGE_FILE", "SYSCALLS", "Storage", "emulation_active", "parse_storage",
-           "save_storage", "saved_storage", "traced_children", "tracer_of"]
+__all__ = ["STORAGE_FILE", "SYSCALLS", "Storage", "emulation_active", "join_storage",
+           "parse_storage", "save_storage", "saved_storage", "traced_children", "tracer_of"]

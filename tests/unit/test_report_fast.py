@@ -376,13 +376,13 @@ def test_idle_past_the_cpu_fields_is_named_as_derive_names_it(tmp_path: Path) ->
 
 
 def test_the_phase_median_is_statistics_median() -> None:
-    """journaldata's median, written out to keep `statistics` off a report's start, gives
+    """phasestats' median, written out to keep `statistics` off a report's start, gives
     what statistics.median gives: odd and even counts, ties, ints and floats, Nones left
     out, nothing at all."""
     import random
     import statistics
 
-    from knobtop.analysis.journaldata import _median
+    from knobtop.analysis.phasestats import _median
 
     rng = random.Random(41)
     for n in range(0, 40):

@@ -15,10 +15,10 @@ from knobtop.analysis.journaldata import (
     JournalData,
     KnobValues,
     PhaseStats,
-    _apply_change,
     load_journal,
     phase_table,
 )
+from knobtop.analysis.journalfold import _apply_change
 from knobtop.analysis.report import fmt_knob, fmt_num, md_table, report_warnings, server_label
 from knobtop.analysis.times import fmt_rel, fmt_utc
 

@@ -1,23 +1,33 @@
-"""A recorded journal read once, streaming, into what analysis needs: the header, knob values,
-changes (knobtop's and those made outside it), restarts, notes, marks, errors, load phases,
-and one row of derived metrics per sample (rates derived from the raw counters exactly as
-the live screen derives them); per-phase statistics."""
-# Over 600 lines (tests/unit/test_sizes.py's debt): the one fold from a journal's events
-# to what reports need, fed three ways that must agree line for line (the quick path's
-# checked samples, the report cache's kept fold, the CSV stream's phase pass); split, the
-# three would drift apart.
+"""A recorded journal read once, streaming, into what analysis needs (a JournalData, of
+analysis.journalrows): the header, knob values, changes (knobtop's and those made outside
+it), restarts, notes, marks, errors, load phases, and one row of derived metrics per sample
+(rates derived from the raw counters exactly as the live screen derives them).
+
+Here the ways in, which must agree line for line: load_journal (the quick path's checked
+samples, or the report cache's kept fold), fold (the CSV stream's rows as they come) and
+phase_spans (the CSV stream's phase pass).  The fold itself is analysis.journalfold's
+``_Loader``; the per-phase statistics are analysis.phasestats'."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import operator
-from collections import Counter
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
+from knobtop.analysis.journalfold import _Loader
+from knobtop.analysis.journalrows import (
+    _LOAD_FIELDS,
+    CSV_FIELDS,
+    ROW_FIELDS,
+    JournalData,
+    KnobValues,
+    LoadPoint,
+    PhaseSpan,
+    Row,
+)
+from knobtop.analysis.phasestats import PhaseStats, phase_stats, phase_table
 from knobtop.analysis.reportcache import (
     DEFAULT_CACHE,
     BadKept,
@@ -26,421 +36,16 @@ from knobtop.analysis.reportcache import (
     default_dir,
     digest,
 )
-from knobtop.analysis.times import fmt_rel
 from knobtop.journal import (
-    Change,
-    Checkpoint,
-    End,
-    Error,
     Event,
-    Header,
     JournalFormatError,
     JournalReader,
-    Knobs,
     Load,
-    Mark,
-    Note,
-    OutsideChange,
     Phase,
-    RecipeRun,
-    Restart,
     Sample,
-    StepResult,
-    Trial,
-    Unknown,
 )
-from knobtop.journal.events import JsonDict, target_of
-from knobtop.metrics.derive import BRIEF_ROW, BriefDeriver, Snapshot, derive
-from knobtop.printable import printable
 
-# Columns of one per-interval row (and of the CSV report), in order.
-ROW_FIELDS = (
-    "t",
-    "wall",
-    "tps",
-    "qps",
-    "hit_ratio",
-    "dirty_pct",
-    "history_len",
-    "checkpoint_age",
-    "cpu",
-    "load_tps",
-    "load_p95",
-    "threads_running",
-)
-#: csv_report's columns: the sample's, then the load phase it fell in.
-CSV_FIELDS = (*ROW_FIELDS, "phase", "workload", "threads")
-
-KnobValues = dict[str, str | None]
 _T = operator.itemgetter(0)
-
-
-class Row(NamedTuple):
-    """Derived metrics for the interval ending at one sample.
-
-    Rates (tps, qps, hit_ratio, cpu) are None for the first sample and after a
-    reconnect or server restart. ``load_tps``/``load_p95`` come from the load
-    driver's report received since the previous sample (None when there was none).
-
-    A named tuple, not a frozen dataclass: a report makes one a second of journal (a day:
-    86,400), a kept fold's each from its list in one call (``_make``), where a frozen
-    dataclass set its 12 fields one ``object.__setattr__`` at a time (about a third of a
-    1-hour report's reading of its kept fold); the class is made at import for half the cost.
-    """
-
-    t: float
-    wall: float
-    tps: float | None
-    qps: float | None
-    hit_ratio: float | None
-    dirty_pct: float | None
-    history_len: float | None
-    checkpoint_age: float | None
-    cpu: float | None
-    load_tps: float | None
-    load_p95: float | None
-    threads_running: float | None
-
-
-class LoadPoint(NamedTuple):
-    """One per-interval report of the load driver (the sum over clients when several);
-    a named tuple, as Row is."""
-
-    t: float
-    tps: float
-    p95: float
-
-
-_LOAD_FIELDS = ("t", "tps", "p95")  # LoadPoint's, in order
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseSpan:
-    """One load phase, clipped to the journal's read range.
-
-    ``ended_by`` is "stop", "failed", "next start" or "end of journal".  A phase
-    that ran to the end of the journal includes a point at exactly ``end``.
-    """
-
-    number: int
-    workload: str
-    threads: int
-    driver: str
-    host: str
-    start: float
-    end: float
-    ended_by: str
-    message: str = ""
-
-    def contains(self, t: float) -> bool:
-        if t < self.start:
-            return False
-        return t < self.end or (self.ended_by == "end of journal" and t <= self.end)
-
-
-@dataclass
-class JournalData:
-    """What the reports need from one journal (or one time range of it)."""
-
-    path: Path
-    header: Header
-    t_from: float | None = None
-    t_to: float | None = None
-    knobs_start: KnobValues = field(default_factory=dict)
-    knobs_end: KnobValues = field(default_factory=dict)
-    changes: list[Change] = field(default_factory=list)
-    outside: list[OutsideChange] = field(default_factory=list)  # changes not made by knobtop
-    restarts: list[Restart] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)
-    marks: list[Mark] = field(default_factory=list)
-    errors: list[Error] = field(default_factory=list)
-    phases: list[PhaseSpan] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
-    loads: list[LoadPoint] = field(default_factory=list)
-    end: End | None = None
-    first_t: float | None = None  # first and last event time inside the range
-    last_t: float | None = None
-    skipped_unknown: int = 0
-    other_targets: int = 0  # events of a recipe's further servers (series not drawn)
-    target_knobs: dict[str, KnobValues] = field(default_factory=dict)  # each one's first
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    torn_tail: bool = False
-    recipe_events: list[Event] = field(default_factory=list)  # recipe runs and their steps
-
-    @property
-    def label(self) -> str:
-        """The file name (printable: a name is someone else's text too), with the time range
-        when only part of it was read."""
-        name = printable(self.path.name, newlines=False)
-        if self.t_from is None and self.t_to is None:
-            return name
-        lo = fmt_rel(self.t_from) if self.t_from is not None else "start"
-        hi = fmt_rel(self.t_to) if self.t_to is not None else "end"
-        return f"{name} [{lo}-{hi})"
-
-    @property
-    def duration(self) -> float:
-        if self.first_t is None or self.last_t is None:
-            return 0.0
-        return max(0.0, self.last_t - self.first_t)
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseStats:
-    """Per-phase statistics: medians over the phase's intervals."""
-
-    number: int
-    workload: str
-    threads: int
-    driver: str
-    host: str
-    start: float
-    end: float
-    duration: float
-    ended_by: str
-    load_tps: float | None  # median of the load driver's own per-interval TPS
-    server_tps: float | None  # median of the server's per-interval TPS
-    p95: float | None  # median of the per-interval p95 latencies (ms)
-    hit_ratio: float | None  # median buffer pool hit ratio (%)
-    dirty_pct: float | None  # median dirty pages (%)
-    samples: int
-    load_intervals: int
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def _apply_change(knobs: KnobValues, change: Change) -> None:
-    if change.result != "ok":
-        return
-    knobs[change.knob] = change.new
-    for knob, values in change.side_effects.items():
-        if isinstance(values, list | tuple) and len(values) == 2:
-            knobs[knob] = values[1]
-
-
-@dataclass
-class _OpenPhase:
-    event: Phase
-    hosts: int
-
-
-class _Loader:
-    """The streaming fold from events to a JournalData."""
-
-    def __init__(self, data: JournalData) -> None:
-        self.data = data
-        self.t_from = data.t_from
-        self.t_to = data.t_to
-        self.deriver = BriefDeriver(data.header.counters, data.header.host_fields)
-        self.keep: Kept | None = None  # filled for the report cache as the journal is read
-        self.prev_raw: tuple[float, list[int | float | None], dict[str, list[float]],
-                             bool] | None = None
-        self.pending_load: LoadPoint | None = None
-        self.open_phase: _OpenPhase | None = None
-        self.spans: list[PhaseSpan] = []
-        self.baseline_seen = False
-        self.unknown: Counter[str] = Counter()
-        self.last_seen = 0.0
-
-    def feed_sample(self, d: JsonDict) -> None:
-        """``feed`` of a sample line's checked JSON object (JournalReader.quick): the
-        same fold without building the Sample."""
-        if not self._other_target(d):
-            t = d["t"]
-            self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
-                             self._seen(t))
-
-    def feed_load(self, d: JsonDict) -> None:
-        """``feed`` of a load line's checked JSON object, without building the Load."""
-        if not self._other_target(d):
-            t = d["t"]
-            self._raw_load(t, d["src"], d["tps"], d["lat"], self._seen(t))
-
-    def _other_target(self, d: JsonDict) -> bool:
-        """A sample or load report of a recipe's further server: counted, not folded."""
-        if not d.get("target"):
-            return False
-        self.data.other_targets += 1
-        if self.keep is not None:
-            self.keep.other_targets += 1
-        return True
-
-    def _seen_all(self, times: list[float]) -> None:
-        """_seen of each of ``times`` in turn: max() and min() keep the first of equals,
-        as _seen's strict comparisons do."""
-        if not times:
-            return
-        top = max(times)
-        if top > self.last_seen:
-            self.last_seen = top
-        if self.t_from is not None or self.t_to is not None:
-            lo, hi = self.t_from, self.t_to
-            times = [t for t in times if (lo is None or t >= lo) and (hi is None or t < hi)]
-            if not times:
-                return
-        data = self.data
-        first, last = min(times), max(times)
-        if data.first_t is None or first < data.first_t:
-            data.first_t = first
-        if data.last_t is None or last > data.last_t:
-            data.last_t = last
-
-    def _seen(self, t: float) -> bool:
-        """What ``feed`` does with every event's time (min and max as the comparisons they
-        make); whether it lies inside the range."""
-        if t > self.last_seen:
-            self.last_seen = t
-        if (self.t_from is not None and not t >= self.t_from) or (
-                self.t_to is not None and not t < self.t_to):
-            return False
-        data = self.data
-        if data.first_t is None or t < data.first_t:
-            data.first_t = t
-        if data.last_t is None or t > data.last_t:
-            data.last_t = t
-        return True
-
-    def feed(self, event: Event) -> None:
-        data = self.data
-        target = target_of(event)
-        if target and not isinstance(event, StepResult):
-            # A recipe's further server (issue 19): its steps are the recipe's; its samples,
-            # loads, phases and knobs are not this journal's own server's series (its first
-            # knob snapshot is kept for the report's comparison of the servers).
-            data.other_targets += 1
-            if isinstance(event, Knobs):
-                data.target_knobs.setdefault(target, dict(event.values))
-            return
-        inside = self._seen(event.t)
-        if isinstance(event, Sample):
-            self._sample(event, inside)
-        elif isinstance(event, Load):
-            self._load(event, inside)
-        elif isinstance(event, Phase):
-            self._phase(event)
-        elif isinstance(event, Knobs):
-            self._knobs(event)
-        elif isinstance(event, Change):
-            if self.t_from is not None and event.t < self.t_from:
-                _apply_change(data.knobs_start, event)
-            if self.t_to is None or event.t < self.t_to:
-                _apply_change(data.knobs_end, event)
-            if inside:
-                data.changes.append(event)
-        elif isinstance(event, OutsideChange):
-            if self.t_from is not None and event.t < self.t_from:
-                data.knobs_start[event.knob] = event.new
-            if self.t_to is None or event.t < self.t_to:
-                data.knobs_end[event.knob] = event.new
-            if inside:
-                data.outside.append(event)
-        elif isinstance(event, RecipeRun | StepResult | Checkpoint | Trial):
-            if inside:
-                data.recipe_events.append(event)
-        elif isinstance(event, Unknown):
-            data.skipped_unknown += 1
-            self.unknown[event.type] += 1
-        elif not inside:
-            return
-        elif isinstance(event, Restart):
-            data.restarts.append(event)
-        elif isinstance(event, Note):
-            data.notes.append(event)
-        elif isinstance(event, Mark):
-            data.marks.append(event)
-        elif isinstance(event, Error):
-            data.errors.append(event)
-        elif isinstance(event, End):
-            data.end = event
-
-    def _sample(self, event: Sample, inside: bool) -> None:
-        self._raw_sample(event.t, event.wall, event.v, event.host, event.re, inside)
-
-    def _raw_sample(self, t: float, wall: float, v: list[int | float | None],
-                    host: dict[str, list[float]], re: bool, inside: bool) -> None:
-        prev, self.prev_raw = self.prev_raw, (t, v, host, re)
-        try:
-            tps, qps, hit, dirty, history, age, cpu, running = self.deriver.step(t, v, host, re)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ArithmeticError):
-            # A malformed sample: derive itself says what is wrong (or, if it finds
-            # nothing, its values stand).
-            values = derive(None if prev is None else _snapshot(self.data.header, *prev),
-                            _snapshot(self.data.header, t, v, host, re),
-                            self.data.header.host_fields, brief=True)
-            tps, qps, hit, dirty, history, age, cpu, running = (
-                values.get(k) for k in BRIEF_ROW)
-        load, self.pending_load = self.pending_load, None
-        if not inside:
-            return
-        self.data.rows.append(Row(t, wall, tps, qps, hit, dirty, history, age, cpu,
-                                  load.tps if load else None, load.p95 if load else None,
-                                  running))
-
-    def _load(self, event: Load, inside: bool) -> None:
-        self._raw_load(event.t, event.src, event.tps, event.lat, inside)
-
-    def _raw_load(self, t: float, src: str, tps: float, lat: float, inside: bool) -> None:
-        hosts = self.open_phase.hosts if self.open_phase else 1
-        if hosts > 1 and src != "all":
-            if self.keep is not None:
-                self.keep.dropped.append(t)
-            return  # several clients: their per-second sum ("all") is the phase's number
-        point = LoadPoint(t, float(tps), float(lat))
-        self.pending_load = point
-        if inside:
-            self.data.loads.append(point)
-
-    def _phase(self, event: Phase) -> None:
-        if self.open_phase is not None:
-            ended_by = "next start" if event.action == "start" else event.action
-            self._close(event.t, ended_by, event.message if event.action != "start" else "")
-        if event.action == "start":
-            self.open_phase = _OpenPhase(event, len(event.host.split(",")))
-        self.pending_load = None
-
-    def _close(self, t: float, ended_by: str, message: str) -> None:
-        assert self.open_phase is not None
-        start = self.open_phase.event
-        self.spans.append(
-            PhaseSpan(
-                number=start.phase,
-                workload=start.workload,
-                threads=start.threads,
-                driver=start.driver,
-                host=start.host,
-                start=start.t,
-                end=t,
-                ended_by=ended_by,
-                message=message or start.message,
-            )
-        )
-        self.open_phase = None
-
-    def _knobs(self, event: Knobs) -> None:
-        data = self.data
-        first = not self.baseline_seen
-        self.baseline_seen = True
-        if first or (self.t_from is not None and event.t < self.t_from):
-            data.knobs_start.update(event.values)
-        if first or self.t_to is None or event.t < self.t_to:
-            data.knobs_end.update(event.values)
-
-    def finish(self) -> None:
-        data = self.data
-        if self.open_phase is not None:
-            self._close(self.last_seen, "end of journal", "")
-        lo = self.t_from if self.t_from is not None else float("-inf")
-        hi = self.t_to if self.t_to is not None else float("inf")
-        for span in self.spans:
-            start, end = max(span.start, lo), min(span.end, hi)
-            if end < start or (end == start and span.end > span.start):
-                continue  # the phase lies outside the range
-            ended_by = span.ended_by
-            if end < span.end:
-                ended_by = "end of range"
-            data.phases.append(replace(span, start=start, end=end, ended_by=ended_by))
-        data.unknown_types = dict(self.unknown)
 
 
 def load_journal(
@@ -625,54 +230,8 @@ def _maybe_phases(path: Path, block: int = 1 << 20) -> Iterator[bytes]:
                         yield line
 
 
-def _snapshot(header: Header, t: float, v: list[int | float | None],
-              host: dict[str, list[float]], re: bool) -> Snapshot:
-    return Snapshot.from_values(t, header.counters, v, host, reconnect=re)
 
-
-# --------------------------------------------------------------------------- statistics
-
-
-def _median(values: Iterable[float | None]) -> float | None:
-    """statistics.median, written out: that module's import (random, fractions) would be
-    a tenth of a short report's start."""
-    present = sorted(v for v in values if v is not None)
-    n = len(present)
-    if not n:
-        return None
-    if n % 2:
-        return present[n // 2]
-    return (present[n // 2 - 1] + present[n // 2]) / 2
-
-
-def phase_stats(data: JournalData, span: PhaseSpan) -> PhaseStats:
-    lo, hi = span.start, span.end  # span.contains, written out (a day: 172,800 times)
-    if span.ended_by == "end of journal":
-        rows = [r for r in data.rows if lo <= r.t <= hi]
-        loads = [p for p in data.loads if lo <= p.t <= hi]
-    else:
-        rows = [r for r in data.rows if lo <= r.t < hi]
-        loads = [p for p in data.loads if lo <= p.t < hi]
-    return PhaseStats(
-        number=span.number,
-        workload=span.workload,
-        threads=span.threads,
-        driver=span.driver,
-        host=span.host,
-        start=span.start,
-        end=span.end,
-        duration=max(0.0, span.end - span.start),
-        ended_by=span.ended_by,
-        load_tps=_median(p.tps for p in loads),
-        server_tps=_median(r.tps for r in rows),
-        p95=_median(p.p95 for p in loads),
-        hit_ratio=_median(r.hit_ratio for r in rows),
-        dirty_pct=_median(r.dirty_pct for r in rows),
-        samples=len(rows),
-        load_intervals=len(loads),
-    )
-
-
-def phase_table(data: JournalData) -> list[PhaseStats]:
-    """One PhaseStats per load phase, in journal order."""
-    return [phase_stats(data, span) for span in data.phases]
+# What other modules take from here (some defined beside it, in journalrows and phasestats).
+__all__ = ["CSV_FIELDS", "ROW_FIELDS", "JournalData", "KnobValues", "LoadPoint", "PhaseSpan",
+           "PhaseStats", "Row", "fold", "load_journal", "phase_spans", "phase_stats",
+           "phase_table"]

@@ -16,11 +16,11 @@ from knobtop.analysis.journaldata import (
     JournalData,
     PhaseSpan,
     Row,
-    _Loader,
     fold,
     phase_spans,
     phase_table,
 )
+from knobtop.analysis.journalfold import _Loader
 from knobtop.analysis.times import fmt_rel, fmt_utc
 from knobtop.errors import BadValue
 from knobtop.journal import (

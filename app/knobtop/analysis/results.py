@@ -8,447 +8,39 @@ plateau.
 Built from the journal's ``recipe`` and ``step`` events, so the runner, ``knobtop report``
 and the TUI all show the same table.
 """
-# Over 500 lines: one table's cells, its verdicts and notes, and its three renderings (Rich,
-# Markdown, CSV) share the cell texts; the statistics themselves live in stats.py, power.py
-# and plateau.py.
+# The cells and verdicts are resultcells.py's, the notes under a table resultnotes.py's;
+# the statistics themselves live in stats.py, power.py and plateau.py.
 
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from knobtop.analysis.noiseci import CALIBRATION_SPAN, calibration_runs_needed, cv_interval
-from knobtop.analysis.power import Detectable, detectable, detectable_interval
-from knobtop.analysis.stats import (
-    HIGHER,
-    LOWER,
-    NOISE,
-    PAIRED_TEST,
-    Verdict,
-    compare_paired,
-    compare_runs,
-    cv,
-    holm,
-    iqr,
-    median,
-    paired_min_rounds,
+from knobtop.analysis.resultcells import (
+    STEP_COSTS,
+    Cell,
+    Results,
+    build,
+    collect,
+    comparisons,
+    run_value,
 )
-from knobtop.conditions import plan_notes
-from knobtop.journal.events import Checkpoint, Event, RecipeRun, StepResult
-from knobtop.metrics.derive import EFFICIENCY
+from knobtop.analysis.resultnotes import (
+    calibration_note,
+    detectable_by_level,
+    detectable_note,
+    holm_note,
+    short_note,
+    tests_note,
+)
+from knobtop.analysis.stats import HIGHER, LOWER, NOISE
 from knobtop.metrics.footprint import FOOTPRINT
 
 NONE = "\u2013"  # an en dash: no value
-# What a step costs: the host-wide columns, then the server's own (mysqld, sizes)
-STEP_COSTS = (*EFFICIENCY, *FOOTPRINT)
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One arm at one thread count, over its replicates."""
-
-    arm: str
-    threads: int
-    runs: tuple[float, ...]  # per replicate: its average TPS (older journals: median TPS)
-    median: float | None  # the median of runs
-    iqr: float | None
-    cv: float | None
-    p95: float | None  # median over replicates of each one's median latency percentile (ms)
-    hit_ratio: float | None
-    verdict: Verdict | None  # against the baseline arm at the same threads; None for it
-    per_second: float | None = None  # median over replicates of the per-second median TPS
-    stall: float | None = None  # median over replicates of the stalled seconds' share
-    pct: int = 95  # the latency percentile p95 holds
-    lat_verdict: Verdict | None = None  # the latency percentile against the baseline's
-    steady: int = 0  # replicates that reached their plateau before measuring
-    drifting: int = 0  # replicates whose measured window still drifted (off the plateau)
-    history_end: float | None = None  # median over replicates: the purge backlog at the end
-    cost: dict[str, float] = field(default_factory=dict)  # medians of EFFICIENCY per run
-    ndb_hit: dict[str, float] = field(default_factory=dict)  # per NDB data node, median
-    window_pct: float | None = None  # [run] timed: the percentile over each whole window
-
-
-
-@dataclass
-class Results:
-    recipe: str
-    arms: list[str]  # baseline first
-    threads: list[int]
-    steps: list[StepResult]
-    outcome: str = "running"  # "end" | "aborted" | "failed" | "running"
-    message: str = ""
-    planned_steps: int = 0
-    cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
-    replicates: int = 0  # planned runs per arm (0: unknown, the runs seen count)
-    plateau: bool = False  # the recipe waited for a plateau before measuring
-    calibration: dict[int, tuple[float, ...]] = field(default_factory=dict)  # threads -> runs
-    # A timeline recipe ([run] kind = "timeline"): its checkpoints and planned actions
-    kind: str = "arms"
-    one_load: bool = False  # one load read at checkpoints (a timeline, a soak): no steps
-    checkpoints: list[Checkpoint] = field(default_factory=list)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    # What the conditions probe found at the start and what of the recipe's [conditions]
-    # did not hold (conditions.plan_notes): every table of the run says them
-    condition_notes: list[str] = field(default_factory=list)
-
-    @property
-    def baseline(self) -> str:
-        return self.arms[0] if self.arms else ""
-
-    @property
-    def family(self) -> int:
-        """The comparisons the design makes: each arm but the baseline at each thread
-        count (what Holm corrects over once every cell has run)."""
-        return max(1, (len(self.arms) - 1) * len(self.threads))
-
-    @property
-    def paired_rounds(self) -> int:
-        """The fewest complete rounds whose cells are compared round by round."""
-        return paired_min_rounds(self.family)
-
-
-def _med(values: Iterable[float | None]) -> float | None:
-    got = [v for v in values if v is not None]
-    return median(got) if got else None
-
-
-def run_value(step: StepResult) -> float | None:
-    """One run's number for the verdict: its average TPS (its median in older journals)."""
-    return step.avg_tps if step.avg_tps is not None else step.tps
-
-
-def build(recipe: str, arms: list[str], threads: list[int], steps: list[StepResult],
-          outcome: str = "running", message: str = "", planned_steps: int = 0,
-          replicates: int = 0, plateau: bool = False) -> Results:
-    """Fold step results into cells; verdicts compare each arm with the first.  Calibration
-    steps (the baseline against itself) only feed ``calibration``."""
-    out = Results(recipe, list(arms), list(threads), list(steps), outcome, message,
-                  planned_steps, replicates=replicates, plateau=plateau)
-    cal: dict[int, list[float]] = {}
-    for step in steps:
-        value = run_value(step)
-        if step.calibration and value is not None:
-            cal.setdefault(step.threads, []).append(value)
-    out.calibration = {k: tuple(v) for k, v in cal.items()}
-    steps = [s for s in steps if not s.calibration]
-    for step in steps:  # arms or thread counts the plan did not list (a newer recipe)
-        if step.arm not in out.arms:
-            out.arms.append(step.arm)
-        if step.threads not in out.threads:
-            out.threads.append(step.threads)
-    pair_from = out.paired_rounds
-    runs: dict[tuple[str, int], list[StepResult]] = {}
-    for step in steps:
-        runs.setdefault((step.arm, step.threads), []).append(step)
-    for n in out.threads:
-        base_steps = runs.get((out.baseline, n), [])
-        for arm in out.arms:
-            mine = runs.get((arm, n), [])
-            tps = [v for v in map(run_value, mine) if v is not None]
-            if not mine:
-                continue
-            base = arm == out.baseline
-            out.cells[(arm, n)] = Cell(
-                arm=arm, threads=n, runs=tuple(tps),
-                median=median(tps) if tps else None,
-                iqr=iqr(tps) if tps else None, cv=cv(tps) if len(tps) > 1 else None,
-                p95=_med(s.p95 for s in mine), hit_ratio=_med(s.hit_ratio for s in mine),
-                verdict=None if base else _verdict(base_steps, mine, run_value, pair_from),
-                per_second=_med(s.tps for s in mine), stall=_med(s.stall for s in mine),
-                pct=mine[0].pct,
-                lat_verdict=None if base else _verdict(base_steps, mine, _latency, pair_from),
-                steady=sum(1 for s in mine if s.steady),
-                drifting=sum(1 for s in mine if s.flat is False),
-                history_end=_med(s.history_end for s in mine),
-                cost={k: v for k in STEP_COSTS
-                      if (v := _med(getattr(s, k) for s in mine)) is not None},
-                ndb_hit={n: v for n in sorted({n for s in mine for n in s.ndb_hit})
-                         if (v := _med(s.ndb_hit.get(n) for s in mine)) is not None},
-                window_pct=_med(s.window_pct_ms for s in mine),
-            )
-    _holm(out, "verdict")
-    _holm(out, "lat_verdict")
-    return out
-
-
-def _latency(step: StepResult) -> float | None:
-    return step.p95
-
-
-Value = Callable[[StepResult], float | None]
-
-
-def _rounds(steps: list[StepResult], value: Value) -> dict[int, float] | None:
-    """An arm's runs by round, if each round has exactly one that measured."""
-    by_round: dict[int, float] = {}
-    for step in steps:
-        v = value(step)
-        if v is None or step.replicate in by_round:
-            return None
-        by_round[step.replicate] = v
-    return by_round
-
-
-def _verdict(base: list[StepResult], mine: list[StepResult], value: Value,
-             pair_from: int) -> Verdict | None:
-    """Paired by round when both arms ran once in each of the same ``pair_from`` or more
-    rounds (the per-round ratio and the signed-rank test; see ``paired_min_rounds``);
-    otherwise the runs as two samples (ratio of medians, Mann-Whitney).  None when no run
-    has the value."""
-    a, b = _rounds(base, value), _rounds(mine, value)
-    if a is not None and b is not None and a.keys() == b.keys() and len(a) >= pair_from:
-        rounds = sorted(a)
-        return compare_paired([a[r] for r in rounds], [b[r] for r in rounds])
-    xa = [v for v in map(value, base) if v is not None]
-    xb = [v for v in map(value, mine) if v is not None]
-    if not xa and not xb:
-        return None
-    return compare_runs(xa, xb)
-
-
-def comparisons(results: Results, which: str = "verdict") -> list[Cell]:
-    """The cells with a rank test against the baseline (on average TPS, or with
-    ``which="lat_verdict"`` on latency): the family Holm corrects over."""
-    found = []
-    for c in results.cells.values():
-        v: Verdict | None = getattr(c, which)
-        if v is not None and v.p is not None:
-            found.append(c)
-    return found
-
-
-def _holm(results: Results, which: str) -> None:
-    """More than one comparison in a table: each verdict is judged on its Holm-adjusted p,
-    so a 3-arm x 4-level table does not make 8 chances of a false "higher" at 5% each.
-    Each verdict table (average TPS, latency) is its own family, on purpose: each answers
-    its own question (tune recommends on one), and at fixed client threads latency mostly
-    restates TPS (Little's law), so one family would halve alpha for a second look at much
-    the same data. With independent noise the two tables together give a false verdict
-    somewhere in at most 1 - 0.95^2 of A/A runs (docs/reference/recipes.md; a test
-    simulates it)."""
-    family = comparisons(results, which)
-    if len(family) < 2:
-        return
-    verdicts: list[Verdict] = [getattr(c, which) for c in family]
-    for cell, verdict, p_holm in zip(family, verdicts, holm([v.p for v in verdicts]),
-                                     strict=True):
-        key = (cell.arm, cell.threads)
-        now = results.cells[key]
-        results.cells[key] = (replace(now, verdict=verdict.adjusted(p_holm))
-                              if which == "verdict" else
-                              replace(now, lat_verdict=verdict.adjusted(p_holm)))
-
-
-def _tests_used(results: Results) -> set[str]:
-    return {c.verdict.test for c in comparisons(results) if c.verdict is not None}
-
-
-@lru_cache(maxsize=64)
-def _detectable(runs: tuple[float, ...], replicates: int, comparisons: int) -> Detectable | None:
-    return detectable(runs, replicates, comparisons=comparisons)
-
-
-def detectable_by_level(results: Results) -> dict[int, Detectable]:
-    """Per thread count, the effect the planned replicates find at 80% power (Holm over the
-    table's comparisons), from the calibration runs if there were any, else from the
-    baseline cell's own runs.  Levels with fewer than 3 runs to read noise from are left
-    out.  Cached: the simulation costs about 0.3 s per level."""
-    family = results.family
-    out: dict[int, Detectable] = {}
-    for n in results.threads:
-        cell = results.cells.get((results.baseline, n))
-        runs = results.calibration.get(n) or (cell.runs if cell is not None else ())
-        planned = results.replicates or max(
-            (len(c.runs) for c in results.cells.values() if c.threads == n), default=0)
-        if len(runs) < 3 or planned < 2:
-            continue
-        found = _detectable(tuple(runs), planned, family)
-        if found is not None:
-            out[n] = found
-    return out
-
-
-# How the power figures read: the smallest true change a test catches 8 times in 10, and
-# what is said when even +100% is not caught that often (the simulation's ceiling).
-CAUGHT = "caught 8 times in 10, 80% power"
-TOO_NOISY = "+100%"
-
-
-def detectable_note(results: Results) -> str:
-    """The sentence under a table: the smallest effect its design finds at 80% power."""
-    found = detectable_by_level(results)
-    if not found:
-        return ""
-    source = ("the calibration runs (the baseline against itself)" if results.calibration
-              else f"the spread of the baseline's own runs ({results.baseline})")
-    first = next(iter(found.values()))
-    design = (f"{first.replicates} {'paired rounds' if first.paired else 'runs per arm'}"
-              + (f", Holm over {first.comparisons} comparisons" if first.comparisons > 1
-                 else ""))
-    parts = [f"{n} threads: " + (f"more than {TOO_NOISY}" if d.effect is None else
-                                 f"+{d.effect:.0%} (CV {d.cv:.1%})" if d.cv is not None else
-                                 f"+{d.effect:.0%}") for n, d in found.items()]
-    return (f"Smallest change this design can detect ({CAUGHT}) with {design}, from "
-            f"{source}: " + "; ".join(parts)
-            + ". A smaller true change will often read \"~ noise\".")
-
-
-def calibration_note(results: Results, more: tuple[int, ...] = (5, 8, 12, 20, 30)) -> str:
-    """What the calibration runs say before the arms start: :func:`detectable_note` for the
-    planned replicates, then what more replicates would find at the noisiest level (up to
-    the first that finds +10%)."""
-    note = detectable_note(results)
-    if not results.calibration:
-        return note
-    noisiest = max(results.calibration, key=lambda n: cv(results.calibration[n]) or 0.0
-                   if len(results.calibration[n]) > 1 else 0.0)
-    runs = results.calibration[noisiest]
-    note += _calibration_interval(results, noisiest, runs)
-    planned = results.replicates
-    ladder = []
-    for n in more:
-        if n > planned:
-            found = _detectable(tuple(runs), n, results.family)
-            if found is not None:
-                ladder.append(f"{n} runs per arm: " + (f"more than {TOO_NOISY}"
-                                                       if found.effect is None
-                                                       else f"+{found.effect:.0%}"))
-                if found.effect is not None and found.effect <= 0.10:
-                    break
-    if ladder:
-        note += f" More replicates ({noisiest} threads): " + "; ".join(ladder) + "."
-    return note
-
-
-def _calibration_interval(results: Results, level: int, runs: tuple[float, ...]) -> str:
-    """How well the calibration runs know the noise: the CV's 95% interval (chi-square) at
-    the noisiest level, the detectable effect at its two ends, and, when the upper end is
-    more than CALIBRATION_SPAN x the CV read, the calibration runs that would narrow it."""
-    found = detectable_by_level(results).get(level)
-    spread = cv(runs) if len(runs) > 1 else None
-    if found is None or not spread:
-        return ""
-    ends = _detectable_ends(runs, found.replicates, found.comparisons)
-    if ends is None:
-        return ""
-    lo, hi = cv_interval(spread, len(runs))
-    # no "+" in this sentence: the ladder after it is read by the last "+" in the line
-    effects = " and ".join("over 100%" if e is None else f"{e:.0%}" for e in ends)
-    text = (f" {len(runs)} calibration runs know the noise only roughly ({level} threads: CV "
-            f"{lo:.1%}-{hi:.1%} at 95%, chi-square), so the change this design can detect "
-            f"there is between {effects} up.")
-    if hi > CALIBRATION_SPAN * spread:
-        needed = calibration_runs_needed()
-        text += (f" That is wide (the CV's upper end is more than {CALIBRATION_SPAN:g}x the "
-                 f"CV read): calibrate with {needed} runs or more (--calibrate {needed}) "
-                 "to know it within that.")
-    return text
-
-
-@lru_cache(maxsize=64)
-def _detectable_ends(runs: tuple[float, ...], replicates: int,
-                     comparisons: int) -> tuple[float | None, float | None] | None:
-    return detectable_interval(runs, replicates, comparisons=comparisons)
-
-
-def _detectable_short(results: Results) -> str:
-    found = [d.effect for d in detectable_by_level(results).values()]
-    if not found:
-        return ""
-    if any(e is None for e in found):
-        return (f"smallest change this design can detect: more than {TOO_NOISY} at some "
-                "thread counts (too noisy for these replicates)")
-    effects = sorted(e for e in found if e is not None)
-    span = (f"+{effects[0]:.0%}" if round(effects[0], 2) == round(effects[-1], 2)
-            else f"+{effects[0]:.0%}..+{effects[-1]:.0%}")
-    return f"smallest change this design can detect: {span} ({CAUGHT})"
-
-
-def tests_note(results: Results) -> str:
-    """Which test each verdict used, in words."""
-    used = _tests_used(results)
-    words = []
-    if PAIRED_TEST in used:
-        words.append(f"cells with {results.paired_rounds} or more complete rounds are compared "
-                     "round by round: the median of the per-round ratios B/A, its bootstrap "
-                     "CI, and the Wilcoxon signed-rank test on them")
-    if used - {PAIRED_TEST}:
-        words.append("cells with fewer rounds (or runs without a partner in their round) "
-                     "compare the runs as two samples: the ratio of medians, its bootstrap "
-                     "CI, and the Mann-Whitney test" if PAIRED_TEST in used else
-                     "the runs are compared as two samples: the ratio of medians, its "
-                     "bootstrap CI, and the Mann-Whitney test")
-    if not words:
-        return ""
-    text = "; ".join(words) + "."
-    return text[0].upper() + text[1:]
-
-
-def holm_note(results: Results, which: str = "verdict") -> str:
-    """The sentence under a table whose verdicts were corrected ("" when there was one)."""
-    m = len(comparisons(results, which))
-    if m < 2:
-        return ""
-    return (f"Holm correction across the {m} comparisons of this table: p is each cell's "
-            "own, (Holm ...) the adjusted one; a cell reads higher or lower only when the "
-            "adjusted p is at most 0.05.")
-
-
-def collect(events: Iterable[Event]) -> list[Results]:
-    """Every recipe run in a journal, in order (the last one may still be running); a
-    tune's (``analysis.tune.collect_tunes``) is not a table of arms and is left out."""
-    found: list[Results] = []
-    current: Results | None = None
-    steps: list[StepResult] = []
-
-    def close(outcome: str, message: str) -> None:
-        nonlocal current, steps
-        if current is not None:
-            built = build(current.recipe, current.arms, current.threads, steps, outcome,
-                          message, current.planned_steps, current.replicates, current.plateau)
-            built.kind, built.actions = current.kind, current.actions
-            built.one_load = current.one_load
-            built.checkpoints = current.checkpoints
-            built.condition_notes = current.condition_notes
-            found.append(built)
-        current, steps = None, []
-
-    for event in events:
-        if isinstance(event, RecipeRun):
-            if event.action == "start":
-                close("running", "")
-                plan = event.plan
-                if plan.get("kind") == "tune":
-                    continue
-                current = Results(event.name, list(plan.get("arms", {})),
-                                  [int(t) for t in plan.get("threads", [])], [],
-                                  planned_steps=int(plan.get("steps", 0)),
-                                  replicates=int(plan.get("replicates", 0)),
-                                  plateau=bool(plan.get("plateau", False)),
-                                  kind=str(plan.get("kind", "arms")),
-                                  one_load="checkpoints" in plan,
-                                  actions=list(plan.get("actions", [])),
-                                  condition_notes=plan_notes(plan))
-            elif current is not None and event.name == current.recipe:
-                close(event.action, event.message)
-        elif isinstance(event, StepResult) and current is not None \
-                and event.recipe == current.recipe:
-            steps.append(event)
-        elif isinstance(event, Checkpoint) and current is not None \
-                and event.recipe == current.recipe:
-            current.checkpoints.append(event)
-    close("running", "")
-    return found
-
-
-# --------------------------------------------------------------------------- formatting
 
 
 def fmt_tps(value: float | None) -> str:
@@ -595,22 +187,6 @@ def results_table(results: Results) -> Table:
     return table
 
 
-def short_note(results: Results) -> str:
-    """One line under a table on screen: the test(s) behind p, and Holm's family size (the
-    report's markdown says both in full)."""
-    used = _tests_used(results)
-    if not used:
-        return ""
-    tests = ("p: Wilcoxon, paired by round" if used == {PAIRED_TEST} else
-             "p: Mann-Whitney" if PAIRED_TEST not in used else
-             f"p: Wilcoxon paired by round ({results.paired_rounds}+ rounds), else "
-             "Mann-Whitney")
-    family = len(comparisons(results))
-    holm_words = f"; Holm-adjusted over {family} comparisons" if family > 1 else ""
-    power = _detectable_short(results)
-    return tests + holm_words + (f"; {power}" if power else "")
-
-
 def _md_row(cells: Iterable[object]) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
@@ -716,3 +292,9 @@ def results_csv(results: Results) -> str:
                              s.history_start, s.history_end,
                              *(getattr(s, k) for k in STEP_COSTS))), s.disk])
     return buf.getvalue()
+
+
+# What other modules take from here (some defined beside it, in resultcells and resultnotes).
+__all__ = ["CSV_FIELDS", "NONE", "Cell", "Results", "build", "calibration_note", "collect",
+           "detectable_by_level", "detectable_note", "disk_words", "fmt_ms", "fmt_tps",
+           "results_csv", "results_markdown", "results_table", "run_value", "short_note"]
