@@ -184,6 +184,17 @@ def test_the_feedback_the_session_forks_with_leaves_rich_progress_for_its_bars()
                    "said": "Loaded 2 sysbench tables x 100 rows"}
 
 
+def test_a_recipe_order_and_its_runner_load_no_rich() -> None:
+    """A recipe's run happens in the session's process (recipes/orders.py): what it needs
+    to unpickle the order and run it there (the runner, the results' cells and notes) loads
+    no rich; its tables are drawn by the front end."""
+    got = _probe("import json, sys\n"
+                 "import knobtop.recipes.orders, knobtop.recipes.runner\n"
+                 "print(json.dumps({'rich': sorted(m for m in sys.modules"
+                 " if m == 'rich' or m.startswith('rich.'))}))")
+    assert got == {"rich": []}
+
+
 def test_the_bundled_folders_are_found_without_importlib_resources() -> None:
     """The themes' folder is found at the screen's start; importlib.resources (ten modules,
     zipfile among them) would name the same folder for a package installed as files

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from knobtop.analysis.results import Results
-from knobtop.analysis.tune import TuneSpec, Verification
+from knobtop.analysis.resultcells import Results
 from knobtop.journal.events import Checkpoint, Progress, Trial
 from knobtop.recipes.model import Recipe
 from knobtop.recipes.outcome import FINISHED, RunOutcome, outcome_of
@@ -24,6 +23,9 @@ from knobtop.recipes.runner import Progress as RunProgress
 from knobtop.recipes.runner import RecipeRunner
 from knobtop.recipes.search import Search
 from knobtop.session.port import SessionPort
+
+if TYPE_CHECKING:  # (they import rich: a recipe's run in the session's process needs none)
+    from knobtop.analysis.tune import TuneSpec, Verification
 
 
 class ProgressTeller:

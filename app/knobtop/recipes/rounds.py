@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from knobtop.analysis.results import Results
+from knobtop.analysis.resultcells import Results
 from knobtop.recipes.model import Recipe, Step
 
 

@@ -35,7 +35,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from knobtop.analysis.results import Results, build, calibration_note
+from knobtop.analysis.resultcells import Results, build
+from knobtop.analysis.resultnotes import calibration_note
 from knobtop.conditions import Conditions
 from knobtop.hosts.base import HostError
 from knobtop.journal.events import (
