@@ -2,7 +2,8 @@
 events."""
 # Over 500 lines: one key binding and one action per thing a person can do on the live
 # screen (knobs, load, recipes, quit, pages); the dialogs and widgets live in screens/ and
-# widgets/. Split it by action group if it grows further.
+# widgets/, the view of the event stream in live_view.py. Split it by action group if it
+# grows further.
 
 from __future__ import annotations
 
@@ -11,51 +12,33 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.binding import Binding
-from textual.css.query import NoMatches
 
 from knobtop.config import UiConfig
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import (
-    Change,
-    End,
-    Error,
-    Event,
-    Header,
-    Incident,
-    Knobs,
-    OutsideChange,
-    RecipeRun,
-    target_of,
-)
+from knobtop.journal.events import Change, Event, Header
 from knobtop.journal.follow import JournalFollower
-from knobtop.journal.follow_dir import DirectoryFollower
 from knobtop.load.base import WORKLOADS
-from knobtop.metrics.board import MetricBoard
 from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts
 from knobtop.server.knobs import SEED_KNOBS, KnobError, validate
 from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
 from knobtop.server.policy import risk_of
-from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
-from knobtop.session.thread import SessionThread
+from knobtop.session.port import BaselineDiff, SessionPort
 from knobtop.ui.base import KnobtopBase
+from knobtop.ui.following import start_following
 from knobtop.ui.knob_picker import KnobProvider
-from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, forget_cell_widths
+from knobtop.ui.live_view import PAINT_INTERVAL, LiveViewApp
 from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
 from knobtop.ui.screens.help import HelpScreen
-from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
-from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.incident_page import IncidentPage
-from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.recipe_panel import RecipePanel
-from knobtop.ui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen starts without it
     from pathlib import Path
@@ -67,18 +50,17 @@ if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen start
     from knobtop.recipes.search import Search
     from knobtop.recipes.tune import Tuner
 
-T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
 RECIPE_OWNS = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
                          "undo", "revert_baseline", "focus_knobs"})
 # Actions that need a session (a server to change, a journal to write): a follower hides them.
 SESSION_ONLY = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
                           "undo", "revert_baseline", "note", "mark", "abort_recipe", "edit"})
-PAINT_INTERVAL = 0.5  # graphs repaint at most twice a second, whatever the sample rate
 
 
-class KnobtopApp(KnobtopBase):
-    """A view of the journal event stream.
+class KnobtopApp(LiveViewApp):
+    """The live screen: a view of the journal event stream (LiveViewApp) with the keys that
+    act on its session, the recipe or tune it runs, and the quit.
 
     Live: ``session`` runs on a SessionThread; its events arrive as
     JournalEvent messages and keys call it through ``submit``.  Without a
@@ -123,7 +105,7 @@ class KnobtopApp(KnobtopBase):
         resume: Path | None = None,
         realtime: bool = False,
     ) -> None:
-        super().__init__(config)
+        super().__init__(config, session=session, header=header, events=events, follow=follow)
         # `knobtop lab`/`connect`/`run --tui`: the screen's threads go ahead of the load (below
         # the session's), so a saturated machine delays neither a sample nor its paint
         self.realtime = realtime
@@ -138,19 +120,8 @@ class KnobtopApp(KnobtopBase):
         self.run_outcome: RunOutcome | None = None  # how the recipe or tune ended
         self._recipe_future: asyncio.Future[Any] | None = None
         self._unsubscribe: Callable[[], None] | None = None  # from the session's events
-        self.session: SessionPort | None = session
         self.start_load = start_load
-        self.runner = SessionThread(session) if session is not None else None
-        self.board: MetricBoard | None = MetricBoard(header) if header is not None else None
-        self._initial = list(events)
-        self.follower = follow
-        self._painted = -1
         self._marks = 0
-        self._state = ""
-        self._journal_name = ""
-        self._live_ready = False
-        self._unshown: list[Event] = []
-        self._widths_hour = 0  # hours of samples when Rich's width cache was last emptied
         self._quitting = False
 
     # -- start and stop ---------------------------------------------------------
@@ -159,20 +130,10 @@ class KnobtopApp(KnobtopBase):
         self.apply_config()
         self.push_screen(self.live)
         for event in self._initial:
-            self._apply(event)
+            self.apply_event(event)
         self.set_interval(PAINT_INTERVAL, self.paint)
         if self.follower is not None:
-            self._journal_name = self._followed_name()
-            self.screenshot_dir = self.follower.path.parent
-            self._state = "following"
-            if isinstance(self.follower, DirectoryFollower):
-                self.screenshot_dir = self.follower.directory
-                if self.follower.waiting:
-                    self._state = f"waiting for a journal in {self.follower.directory}"
-            ends = [e for e in self._initial if isinstance(e, End)]
-            if ends and ends[-1] is self._initial[-1]:  # it had ended before we looked
-                self._state = self._ended(ends[-1])
-            self.run_worker(self._follow(), name="follow", exclusive=True)
+            start_following(self, self.follower, self._initial)
         if self.runner is not None and self.session is not None:
             self._unsubscribe = self.session.subscribe(self._from_session)
             self.runner.start()
@@ -194,43 +155,6 @@ class KnobtopApp(KnobtopBase):
                                               severity="warning", markup=False))
 
         realtime_threads(demoted, priority=SCREEN_REALTIME, who="the live screen")
-
-    async def _follow(self) -> None:
-        """Tail the journal another knobtop writes; the view is the same as live."""
-        assert self.follower is not None
-        async for event in self.follower.events():
-            if isinstance(event, Error) and event.source == "follow" and self.follower.header:
-                # The writer started a new journal: its header may lay samples out anew.
-                self.board = MetricBoard(self.follower.header)
-                self._journal_name = self._followed_name()
-                if isinstance(self.follower, DirectoryFollower) and self.follower.switches:
-                    self.notify(event.message, title="following a newer journal",
-                                timeout=10, markup=False)
-            elif self.board is None and self.follower.header is not None:
-                # A folder that held no journal has one now.
-                self.board = MetricBoard(self.follower.header)
-                self._journal_name = self._followed_name()
-            self._apply(event)
-            if isinstance(event, End):
-                # The writer closed its journal: nothing more will come (unless a new one).
-                self._state = self._ended(event)
-                continue
-            lag = self.follower.lag
-            self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
-
-    def _followed_name(self) -> str:
-        """The followed journal's name for the header (the folder's while none is there)."""
-        assert self.follower is not None
-        if isinstance(self.follower, DirectoryFollower) and self.follower.waiting:
-            return f"{self.follower.directory.name}/"
-        return self.follower.path.name
-
-    def _ended(self, end: End) -> str:
-        """The state shown once the followed journal ended (and what happens next)."""
-        state = f"ended: {end.reason}" if end.reason else "ended"
-        if isinstance(self.follower, DirectoryFollower):
-            state += "; waiting for a newer journal"  # short: the file's name must fit
-        return state
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -448,85 +372,7 @@ class KnobtopApp(KnobtopBase):
             await asyncio.to_thread(self.runner.stop, "quit")
         self.exit(0)
 
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
-        assert self.runner is not None
-        return asyncio.wrap_future(self.runner.submit(coro))
-
-    async def _call(self, coro: Coroutine[Any, Any, T]) -> T | None:
-        """Run a session call on its thread; a failure becomes a visible notice."""
-        try:
-            return await self._submit(coro)
-        except KnobtopError as exc:
-            self.notify(str(exc), title="knobtop", severity="error", timeout=8, markup=False)
-            return None
-
-    # -- events -----------------------------------------------------------------
-
-    def on_journal_event(self, message: JournalEvent) -> None:
-        event = message.event
-        if isinstance(event, Error) and event.source == LOST_SOURCE:
-            # The sampler's process is gone: nothing more will come, and no command can
-            # be carried out. The message (which says where the journal is) stays on the
-            # terminal.
-            self.exit_saying(f"knobtop: {event.message}")
-            return
-        if isinstance(event, Error) and event.source == "journal":
-            # Nothing more is recorded: say so where it cannot be missed.
-            self._state = "NOT RECORDING: the journal cannot be written"
-            self.notify(event.message, title="journal", severity="error", timeout=30,
-                        markup=False)
-        if isinstance(event, OutsideChange) and self.session is not None:
-            self.notify(f"{event.knob}: {show_value(event.knob, event.old)} → "
-                        f"{show_value(event.knob, event.new)}", title="changed outside knobtop",
-                        timeout=8, severity="warning", markup=False)
-        if isinstance(event, RecipeRun) and event.action == "start":
-            # Said before the first step (the journal pane lists them under the start too).
-            for warning in event.plan.get("warnings", []):
-                self.notify(str(warning), title=f"{event.name}: warning", severity="warning",
-                            timeout=30, markup=False)
-        self._apply(event)
-
-    def _apply(self, event: Event) -> None:
-        if self.board is None:
-            header = self.session.state().header if self.session else None
-            if header is None:
-                return
-            self.board = MetricBoard(header)
-        self.board.apply(event)
-        self._unshown.append(event)
-        if self._live_ready:
-            self._show_events()
-
-    def on_live_screen_ready(self, _message: LiveScreen.Ready) -> None:
-        self._live_ready = True
-        self._show_events()
-        self.paint(force=True)
-
-    def _show_events(self) -> None:
-        """Hand events that the panes list to them (even while a dialog is on top)."""
-        try:
-            pane = self.live.query_one(JournalPane)
-            panel = self.live.query_one(KnobPanel)
-        except NoMatches:  # the app is closing: the session's last events come after its panes
-            return
-        events, self._unshown = self._unshown, []
-        for event in events:
-            pane.add_event(event)
-            if target_of(event):
-                continue  # a recipe's further server (issue 19): not the panel's server
-            if isinstance(event, Incident):
-                self.live.query_one(IncidentPage).show(event)
-            elif isinstance(event, Knobs):
-                panel.set_knobs(event.values, event.facts)
-            elif isinstance(event, Change) and event.result == "ok":
-                panel.set_value(event.knob, event.new)
-                for knob, (_old, new) in event.side_effects.items():
-                    panel.set_value(knob, new)
-            elif isinstance(event, OutsideChange):
-                panel.set_value(event.knob, event.new)
-
-    def window_changed(self) -> None:
-        self.paint(force=True)
+    # -- pages ------------------------------------------------------------------
 
     def action_page(self, page: str) -> None:
         """Live, the incident page is sampled only while it is shown."""
@@ -542,32 +388,6 @@ class KnobtopApp(KnobtopBase):
                 None, waiting="no incident snapshot yet: the writer samples one only while "
                 "its incident page (key 4) is shown")
 
-    def current_board(self) -> MetricBoard | None:
-        return self.board
-
-    def paint(self, force: bool = False) -> None:
-        """Redraw graphs and status from the board if anything changed since last time."""
-        if not self._live_ready:
-            return
-        version = self.board.version if self.board is not None else 0
-        if version == self._painted and not force:
-            return
-        self._painted = version
-        try:
-            grid = self.live.query_one(GraphGrid)
-            bar = self.live.query_one(StatusBar)
-            hosts = self.live.query_one(HostPanel)
-        except NoMatches:  # the app is closing: its paint timer ticked once more
-            return
-        page = grid.page_title if grid.page != "overview" else ""
-        bar.show(self.board, self._journal_name, self._state, page)
-        if self.board is not None:
-            grid.draw(self.board)
-            hosts.show(self.board)
-            hour = self.board.samples // CELL_WIDTHS_KEPT_FOR
-            if hour != self._widths_hour:
-                self._widths_hour = hour
-                forget_cell_widths()
 
     # -- knobs ------------------------------------------------------------------
 
@@ -706,7 +526,7 @@ class KnobtopApp(KnobtopBase):
         return answered
 
     def action_undo(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
         history = session.state().history
@@ -736,7 +556,7 @@ class KnobtopApp(KnobtopBase):
             self.run_worker(undo(), group="knobs")
 
     def action_revert_baseline(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is not None:
             # The dialog comes once the knobs are read: keys typed behind b wait for it.
             self.key_queue.hold_for(self.run_worker(self._ask_revert(session), group="knobs"))
@@ -784,19 +604,14 @@ class KnobtopApp(KnobtopBase):
 
     # -- load -------------------------------------------------------------------
 
-    def _need_session(self) -> SessionPort | None:
-        if self.session is None:
-            self.notify("this view is read-only", severity="warning")
-        return self.session
-
     def action_toggle_load(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None or self.board is None:
             return
         self.run_worker(self._call(session.toggle_load()), group="load")
 
     def action_next_workload(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
         spec = session.state().load
@@ -812,7 +627,7 @@ class KnobtopApp(KnobtopBase):
         self.push_screen(ChoiceScreen("load workload", choices, spec.workload), chosen)
 
     def action_threads(self, factor: float) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
         spec = session.state().load
@@ -824,7 +639,7 @@ class KnobtopApp(KnobtopBase):
         self._change_load(session, threads=threads)
 
     def action_ask_threads(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
         spec = session.state().load
@@ -859,7 +674,7 @@ class KnobtopApp(KnobtopBase):
     def action_prepare(self) -> None:
         """Create the tables the load needs (when a run said they are missing): sysbench's,
         or LinkBench's graph."""
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
         what = session.state().load.tables_text
@@ -876,7 +691,7 @@ class KnobtopApp(KnobtopBase):
     # -- notes ------------------------------------------------------------------
 
     def action_note(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None:
             return
 
@@ -887,12 +702,13 @@ class KnobtopApp(KnobtopBase):
         self.push_screen(PromptScreen("Note for the journal"), write)
 
     def action_mark(self) -> None:
-        session = self._need_session()
+        session = self.need_session()
         if session is None or self.runner is None:
             return
         self._marks += 1
         label = f"mark {self._marks}"
         self.runner.call(lambda: session.mark(label))
+
 
 
 def differences(diff: list[BaselineDiff]) -> str:
