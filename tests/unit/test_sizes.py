@@ -48,8 +48,6 @@ DEBT: tuple[str, ...] = (
     "lab.py::Sandbox",
     "recipes/runner.py",
     "recipes/runner.py::RecipeRunner",
-    "ui/app.py",
-    "ui/app.py::KnobtopApp",
 )
 
 # Functions have no allow-list (nor debt: the last one left, metric_graph's _build, was

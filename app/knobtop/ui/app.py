@@ -1,9 +1,8 @@
 """KnobtopApp: the live screen over a session (its port) running on its own thread, or over given
-events."""
-# Over 500 lines: one key binding and one action per thing a person can do on the live
-# screen (knobs, load, recipes, quit, pages); the dialogs and widgets live in screens/ and
-# widgets/, the view of the event stream in live_view.py. Split it by action group if it
-# grows further.
+events; its keys, the recipe or tune it runs, and its quit.
+
+The view of the event stream is live_view.py's; what the keys do lives beside it, a subject
+each: knob_edits.py, load_keys.py, journal_notes.py, following.py."""
 
 from __future__ import annotations
 
@@ -18,18 +17,18 @@ from textual.binding import Binding
 
 from knobtop.config import UiConfig
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import Change, Event, Header
+from knobtop.journal.events import Event, Header
 from knobtop.journal.follow import JournalFollower
-from knobtop.load.base import WORKLOADS
-from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts
-from knobtop.server.knobs import SEED_KNOBS, KnobError, validate
-from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
-from knobtop.server.policy import risk_of
+from knobtop.server.catalog import Catalog
+from knobtop.server.knobs import SEED_KNOBS
 from knobtop.session.port import BaselineDiff, SessionPort
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.following import start_following
+from knobtop.ui.journal_notes import JournalNotes
+from knobtop.ui.knob_edits import KnobEdits, differences, report_change
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.live_view import PAINT_INTERVAL, LiveViewApp
+from knobtop.ui.load_keys import LoadKeys
 from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
@@ -121,7 +120,9 @@ class KnobtopApp(LiveViewApp):
         self._recipe_future: asyncio.Future[Any] | None = None
         self._unsubscribe: Callable[[], None] | None = None  # from the session's events
         self.start_load = start_load
-        self._marks = 0
+        self.knob_edits = KnobEdits(self)
+        self.load_keys = LoadKeys(self)
+        self.journal_notes = JournalNotes(self)
         self._quitting = False
 
     # -- start and stop ---------------------------------------------------------
@@ -338,7 +339,7 @@ class KnobtopApp(LiveViewApp):
                 session.revert_to_baseline(outside=choice == "revert_all"))
             for change in changes or []:
                 if not change.holds:
-                    self._report(change)
+                    report_change(self, change)
         assert self.runner is not None
         await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
         return True
@@ -389,7 +390,7 @@ class KnobtopApp(LiveViewApp):
                 "its incident page (key 4) is shown")
 
 
-    # -- knobs ------------------------------------------------------------------
+    # -- knobs (knob_edits.py) --------------------------------------------------
 
     def action_focus_knobs(self) -> None:
         self.live.query_one(KnobPanel).focus()
@@ -397,326 +398,46 @@ class KnobtopApp(LiveViewApp):
     @property
     def knob_catalog(self) -> Catalog | None:
         """Every server variable, for the knob picker (built by the session at open)."""
-        return self.session.state().catalog if self.session is not None else None
+        return self.knob_edits.catalog
 
     def on_knob_panel_edit_requested(self, message: KnobPanel.EditRequested) -> None:
         self.edit_knob(message.knob)
 
     def edit_knob(self, name: str) -> None:
         """Ask for a value for ``name``; static knobs also ask to confirm the restart."""
-        if self.session is None:
-            self.notify("this view is read-only", severity="warning")
-            return
-        if self.recipe_running:
-            self.notify("a recipe is running: its arms set the knobs (press a to abort it)",
-                        severity="warning")
-            return
-        catalog = self.knob_catalog
-        panel = self.live.query_one(KnobPanel)
-        if catalog is not None:
-            facts = catalog.get(name).to_json()
-            current = catalog.get(name).value
-        else:
-            facts = panel.facts.get(name, {})
-            current = None
-        if self.board is not None and name in self.board.knob_values:
-            current = self.board.knob_values[name]
-        if not facts.get("present", True):
-            self.notify(f"{name} is absent here: {facts.get('note', '')}", severity="warning",
-                        markup=False)
-            return
-        static = not facts.get("dynamic", True)
-        title = f"Set {name}" + (" (static: needs a restart)" if static else "")
-        if name.lower() in DATADIR_BOUND:
-            title = f"Set {name} (fixed by the existing datadir)"
-        self.push_screen(
-            PromptScreen(title, knob_help(name, facts, current), current or "",
-                         preview=partial(knob_preview, catalog.get(name)) if catalog else None),
-            partial(self._confirm_reach, name, static),
-        )
-
-    def _confirm_reach(self, knob: str, static: bool, value: str | None) -> None:
-        """A reach variable (server.policy) is set only after a dialog that says what it
-        reaches; the change then journals its kind."""
-        if value is None or self.session is None:
-            return
-        risk = risk_of(knob)
-        if not risk.reach:
-            self._apply_typed(knob, static, value, reach=False)
-            return
-        self.push_screen(
-            ConfirmScreen(f"{risk.name} reaches beyond performance",
-                          f"{risk.name} {risk.what}. Setting it to {value} gives the server "
-                          "that reach, as its own OS user. It is journaled as such.",
-                          yes="Set it"),
-            lambda yes: self._apply_typed(knob, static, value, reach=True) if yes else None,
-        )
-
-    def _apply_typed(self, knob: str, static: bool, value: str, *, reach: bool) -> None:
-        if static:
-            self._confirm_static(knob, value, reach=reach)
-        else:
-            self._set_knob(knob, value, reach=reach)
-
-    def _confirm_static(self, knob: str, value: str | None, *, reach: bool = False) -> None:
-        if value is None or self.session is None:
-            return
-        session = self.session
-
-        async def ask() -> None:
-            # The session's plan: its one check of the value, and what the restart does.
-            plan = await self._call(session.preview_change(knob, value))
-            if plan is None:
-                return
-            if plan.pinned:
-                # No restart to confirm: the session refuses it with the reason (journaled).
-                self._set_knob(knob, value, reach=reach)
-                return
-            self.push_screen(
-                ConfirmScreen(f"Restart for {knob} = {value}?",
-                              f"{knob} is static: knobtop writes it to its drop-in file and "
-                              f"{plan.words}. If the server does not come back or the value "
-                              "does not take, the previous file is restored and the server "
-                              "restarted again.", yes="Restart"),
-                lambda yes: self._set_knob(knob, value, restart=True, reach=reach) if yes
-                else None,
-            )
-
-        # Keys typed behind Enter wait for the dialog (the plan is read from the session).
-        self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
-
-    def _set_knob(self, knob: str, value: str | None, *, restart: bool = False,
-                  reach: bool = False) -> None:
-        if value is None or self.session is None:
-            return
-        session = self.session
-
-        async def apply() -> None:
-            if restart:
-                self.notify(f"{knob}: restarting the server ...", timeout=5, markup=False)
-            change = await self._call(session.set_knob(knob, value, restart_ok=restart,
-                                                       reach=(knob,) if reach else ()))
-            if change is not None:
-                self._report(change)
-
-        self.run_worker(apply(), group="knobs")
-
-    def _report(self, change: Change) -> None:
-        what = f"{change.reason}: " if change.reason else ""
-        if change.result == "unchanged":
-            self.notify(f"{what}{change.message}", markup=False)
-        elif change.result == "ok":
-            extra = f"\n{change.message}" if change.message else ""
-            warn = "\n".join(change.warnings)
-            self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
-                        severity="warning" if change.warnings else "information", markup=False)
-        else:
-            self.notify(change.message, title=f"{what}{change.knob} not changed",
-                        severity="error", timeout=12, markup=False)
-
-    def _if_yes(
-        self, work: Callable[[], Coroutine[Any, Any, None]]
-    ) -> Callable[[bool | None], None]:
-        """A dialog callback that starts ``work`` in a worker when the answer is yes."""
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(work(), group="knobs")
-
-        return answered
+        self.knob_edits.edit(name)
 
     def action_undo(self) -> None:
-        session = self.need_session()
-        if session is None:
-            return
-        history = session.state().history
-        if not history:
-            self.notify("nothing to undo")
-            return
-        last = history[-1]
-
-        async def undo() -> None:
-            change = await self._call(session.undo(last))
-            if change is not None:
-                self._report(change)
-
-        async def ask() -> None:
-            plan = await self._call(session.preview_change(last.knob, last.old or ""))
-            if plan is not None:
-                self.push_screen(
-                    ConfirmScreen(f"Undo {last.knob} = {last.new}?",
-                                  f"Back to {last.old}; {last.knob} is static, so knobtop "
-                                  f"{plan.words}.", yes="Undo"),
-                    self._if_yes(undo),
-                )
-
-        if last.method in ("dropin_restart", "ndb_rolling_restart"):
-            self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
-        else:
-            self.run_worker(undo(), group="knobs")
+        self.knob_edits.undo()
 
     def action_revert_baseline(self) -> None:
-        session = self.need_session()
-        if session is not None:
-            # The dialog comes once the knobs are read: keys typed behind b wait for it.
-            self.key_queue.hold_for(self.run_worker(self._ask_revert(session), group="knobs"))
+        self.knob_edits.revert_baseline()
 
-    async def _ask_revert(self, session: SessionPort) -> None:
-        """Read what differs first, so the dialog says what goes back live and what needs
-        the restart (and promises a restart only when a static knob differs)."""
-        diff = await self._call(session.baseline_diff())
-        if diff is None:
-            return
-        if not diff:
-            self.notify("every knob is at the session's baseline: nothing to revert")
-            return
-
-        async def revert(outside: bool = False) -> None:
-            changes = await self._call(session.revert_to_baseline(outside=outside))
-            if changes is None:
-                return
-            failed = [c for c in changes if not c.holds]
-            if failed:
-                for change in failed:
-                    self._report(change)
-            elif not changes:  # only knobs changed outside knobtop differ, and they stay
-                self.notify("none of knobtop's changes to put back; the knobs changed "
-                            "outside knobtop stay as they are")
-            else:
-                self.notify(f"back to baseline: {len(changes)} knob(s) restored")
-
-        details = f"{differences(diff)}\n{session.revert_plan(diff)}"
-        if any(d.outside for d in diff):
-            # Someone else's values go back only if the person says so.
-            def chosen(choice: str | None) -> None:
-                if choice is not None:
-                    self.run_worker(revert(outside=choice == "all"), group="knobs")
-
-            self.push_screen(RevertScreen(
-                f"{details}\nKnobtop's (y) leaves those; All (a) puts the session's baseline "
-                "back for them too."), chosen)
-            return
-        self.push_screen(
-            ConfirmScreen("Revert every knob to the session's baseline?", details,
-                          yes="Revert"),
-            self._if_yes(revert),
-        )
-
-    # -- load -------------------------------------------------------------------
+    # -- load (load_keys.py) ----------------------------------------------------
 
     def action_toggle_load(self) -> None:
-        session = self.need_session()
-        if session is None or self.board is None:
-            return
-        self.run_worker(self._call(session.toggle_load()), group="load")
+        self.load_keys.toggle()
 
     def action_next_workload(self) -> None:
-        session = self.need_session()
-        if session is None:
-            return
-        spec = session.state().load
-        choices = list(WORKLOADS)
-        if spec.workload not in choices:  # the person's own .lua script
-            choices.append(spec.workload)
-
-        def chosen(workload: str | None) -> None:
-            if workload is not None and workload != spec.workload:
-                self._change_load(session, workload=workload)
-
-        # A picker, not a cycle: each step of a cycle would start a new load phase.
-        self.push_screen(ChoiceScreen("load workload", choices, spec.workload), chosen)
+        self.load_keys.next_workload()
 
     def action_threads(self, factor: float) -> None:
-        session = self.need_session()
-        if session is None:
-            return
-        spec = session.state().load
-        threads = max(1, min(1024, round(spec.threads * factor)))
-        if threads == spec.threads:  # a new phase for the same threads would only cut a gap
-            self.notify(f"already at {spec.threads} thread{'s' if spec.threads > 1 else ''} "
-                        f"(threads go from 1 to 1024)", timeout=4)
-            return
-        self._change_load(session, threads=threads)
+        self.load_keys.threads(factor)
 
     def action_ask_threads(self) -> None:
-        session = self.need_session()
-        if session is None:
-            return
-        spec = session.state().load
-
-        def chosen(value: str | None) -> None:
-            if value is None:
-                return
-            if not value.isdigit() or not 1 <= int(value) <= 1024:
-                self.notify(f"threads must be a number from 1 to 1024, not '{value}'",
-                            severity="error", markup=False)
-                return
-            self._change_load(session, threads=int(value))
-
-        self.push_screen(PromptScreen("sysbench threads", "1 to 1024", str(spec.threads)), chosen)
-
-    def _change_load(
-        self, session: SessionPort, workload: str | None = None, threads: int | None = None
-    ) -> None:
-        """Running load restarts as a new phase; stopped load just remembers the choice.
-
-        The session decides which (on its own thread), not this possibly stale view."""
-        running = self.board is not None and self.board.load_running
-
-        async def change() -> None:
-            spec = await self._call(session.change_load(workload, threads))
-            if spec is not None and not running:
-                self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)",
-                            markup=False)
-
-        self.run_worker(change(), group="load")
+        self.load_keys.ask_threads()
 
     def action_prepare(self) -> None:
-        """Create the tables the load needs (when a run said they are missing): sysbench's,
-        or LinkBench's graph."""
-        session = self.need_session()
-        if session is None:
-            return
-        what = session.state().load.tables_text
-        self.notify(f"preparing {what} ...", markup=False)
+        """Create the tables the load needs (when a run said they are missing)."""
+        self.load_keys.prepare()
 
-        async def prepare() -> None:
-            loaded = await self._call(session.prepare_load())
-            if loaded is not None:
-                self.notify(f"{what}: ready" if loaded else f"{what}: already there",
-                            markup=False)
-
-        self.run_worker(prepare(), group="load")
-
-    # -- notes ------------------------------------------------------------------
+    # -- notes (journal_notes.py) -----------------------------------------------
 
     def action_note(self) -> None:
-        session = self.need_session()
-        if session is None:
-            return
-
-        def write(text: str | None) -> None:
-            if text and self.runner is not None:
-                self.runner.call(lambda: session.note(text))
-
-        self.push_screen(PromptScreen("Note for the journal"), write)
+        self.journal_notes.note()
 
     def action_mark(self) -> None:
-        session = self.need_session()
-        if session is None or self.runner is None:
-            return
-        self._marks += 1
-        label = f"mark {self._marks}"
-        self.runner.call(lambda: session.mark(label))
-
-
-
-def differences(diff: list[BaselineDiff]) -> str:
-    """One line per knob: its value now and the baseline it goes back to; a value set
-    outside knobtop says so."""
-    return "\n".join(f"{d.knob}: {show_value(d.knob, d.now)} → "
-                     f"{show_value(d.knob, d.baseline)}"
-                     + ("  (changed outside knobtop)" if d.outside else "") for d in diff)
+        self.journal_notes.mark()
 
 
 def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
@@ -766,36 +487,3 @@ def _says_so(knobs: list[str]) -> str:
     if watched:
         return f" and says so of {', '.join(watched)} (the knob panel's)."
     return " (it says so only of the knob panel's knobs)."
-
-
-def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:
-    """The dialog's help: the value now (exact beside the short form), type, range or
-    choices, default, and what each value means where knobtop knows."""
-    shown = show_value(name, current)
-    parts = [f"now {shown}" + (f" ({current})" if current and shown != current else "")]
-    if facts.get("type"):
-        parts.append(str(facts["type"]).lower())
-    if facts.get("choices"):
-        parts.append("one of " + ", ".join(facts["choices"]))
-    elif facts.get("min") is not None:
-        lo, hi = facts["min"], facts["max"]
-        parts.append(f"{show_bound(lo)} to {show_bound(hi) if hi is not None else '?'}")
-    if facts.get("default") is not None:
-        parts.append(f"default {show_value(name, str(facts['default']))}")
-    lines = [" · ".join(parts)]
-    lines += [f"{value}: {what}" for value, what in MEANINGS.get(name.lower(), {}).items()]
-    return "\n".join(lines)
-
-
-def knob_preview(facts: CatalogFacts, raw: str) -> str:
-    """What Enter applies for the text typed so far, or why the server side would refuse."""
-    if not raw.strip():
-        return "type a value"
-    try:
-        value = str(validate(facts, raw, static_ok=True))
-    except KnobError as exc:
-        return f"not valid: {exc}"
-    shown = show_value(facts.name, value)
-    text = f"applies {facts.name} = {value}" + (f" ({shown})" if shown != value else "")
-    what = meaning(facts.name, value)
-    return text + (f": {what}" if what else "")

@@ -73,6 +73,11 @@ class LiveViewApp(KnobtopBase):
         self._unshown: list[Event] = []
         self._widths_hour = 0  # hours of samples when Rich's width cache was last emptied
 
+    @property
+    def recipe_running(self) -> bool:
+        """Whether a recipe or a tune has the load and the knobs (KnobtopApp runs them)."""
+        return False
+
     # -- the session's calls ----------------------------------------------------
 
     def need_session(self) -> SessionPort | None:
