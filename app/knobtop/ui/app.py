@@ -2,7 +2,7 @@
 events; its keys, the recipe or tune it runs, and its quit.
 
 The view of the event stream is live_view.py's; what the keys do lives beside it, a subject
-each: knob_edits.py, load_keys.py, journal_notes.py, following.py."""
+each: knob_edits.py, load_keys.py, journal_notes.py, quit_flow.py, following.py."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ from knobtop.errors import KnobtopError
 from knobtop.journal.events import Event, Header
 from knobtop.journal.follow import JournalFollower
 from knobtop.server.catalog import Catalog
-from knobtop.server.knobs import SEED_KNOBS
-from knobtop.session.port import BaselineDiff, SessionPort
+from knobtop.session.port import SessionPort
 from knobtop.ui.base import KnobtopBase
 from knobtop.ui.following import start_following
 from knobtop.ui.journal_notes import JournalNotes
-from knobtop.ui.knob_edits import KnobEdits, differences, report_change
+from knobtop.ui.knob_edits import KnobEdits
 from knobtop.ui.knob_picker import KnobProvider
 from knobtop.ui.live_view import PAINT_INTERVAL, LiveViewApp
 from knobtop.ui.load_keys import LoadKeys
 from knobtop.ui.messages import JournalEvent, RecipeNote, RecipeProgress
+from knobtop.ui.quit_flow import QuitFlow
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
 from knobtop.ui.screens.help import HelpScreen
@@ -58,12 +58,13 @@ SESSION_ONLY = frozenset({"toggle_load", "next_workload", "threads", "ask_thread
 
 
 class KnobtopApp(LiveViewApp):
-    """The live screen: a view of the journal event stream (LiveViewApp) with the keys that
-    act on its session, the recipe or tune it runs, and the quit.
+    """The live screen: the view of the journal event stream (LiveViewApp) with the keys
+    that act on its session, the recipe or tune it runs, and the quit.
 
-    Live: ``session`` runs on a SessionThread; its events arrive as
-    JournalEvent messages and keys call it through ``submit``.  Without a
-    session the app shows ``events`` under ``header`` (tests, later replay).
+    Live: ``session`` runs on a SessionThread; its events arrive as JournalEvent messages
+    and the keys call it through their parts (knob_edits, load_keys, journal_notes,
+    quit_flow).  Without a session the app shows ``events`` under ``header`` (tests,
+    replay), or a followed journal (``follow``).
     """
 
     # The screens and widgets whose bindings this app shows (one keymap serves all).
@@ -123,7 +124,7 @@ class KnobtopApp(LiveViewApp):
         self.knob_edits = KnobEdits(self)
         self.load_keys = LoadKeys(self)
         self.journal_notes = JournalNotes(self)
-        self._quitting = False
+        self.quit_flow = QuitFlow(self)
 
     # -- start and stop ---------------------------------------------------------
 
@@ -305,80 +306,25 @@ class KnobtopApp(LiveViewApp):
         """Quit; knobs this session left off its baseline are listed first, to revert
         or keep (the choice is journaled).  The dialog needs the app's loop running, so
         the quit runs as a worker."""
-        if not self._quitting:
-            # The quit dialog comes once the knobs are read: keys typed behind q wait for it.
-            self.key_queue.hold_for(self.run_worker(self._quit(), name="quit", group="quit",
-                                                    exclusive=True))
+        self.quit_flow.start()
 
-    async def _ask_quit(self, session: SessionPort) -> bool:
-        """Revert or keep what differs from the baseline; False when the person stays."""
-        if session.state().restart_in_progress:
-            self._state = "quit: waiting for the restart in progress to finish ..."
-            self.paint(force=True)
-        try:
-            diff = await self._call(session.baseline_diff())
-        except (TimeoutError, KnobtopError, OSError) as exc:
-            self.notify(f"cannot read the knobs to revert them: {exc}", severity="error",
-                        markup=False)
-            diff = None
-        if not diff:  # nothing differs, or the server does not answer (said in a notice)
-            return True
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        lab = session.state().profile == "lab"
-        self.push_screen(QuitScreen(quit_details(session, diff, lab=lab),
-                                    default="revert" if lab else None,
-                                    outside=any(d.outside for d in diff)),
-                         answer.set_result)
-        choice = await answer
-        if choice is None:
-            return False
-        if choice in ("revert", "revert_all"):
-            self._state = "quitting: reverting to the baseline ..."
-            self.paint(force=True)
-            changes = await self._call(
-                session.revert_to_baseline(outside=choice == "revert_all"))
-            for change in changes or []:
-                if not change.holds:
-                    report_change(self, change)
-        assert self.runner is not None
-        await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
-        return True
-
-    async def _quit(self) -> None:
-        self._quitting = True
-        try:
-            if (not self.recipe_running and self.session is not None
-                    and self.runner is not None and self.session.state().journal_path is not None
-                    and not await self._ask_quit(self.session)):
-                return
-            await self._close_and_exit()
-        finally:
-            self._quitting = False
-
-    async def _close_and_exit(self) -> None:
+    async def abort_run(self) -> None:
+        """Abort the recipe or tune that runs, and wait for it: the load stops and the
+        baseline knobs come back before the screen closes."""
         running = self.tuner or self.recipe_runner
         if self.recipe_running and running is not None:
-            # Abort first: the load stops and the baseline knobs come back before closing.
-            self._state = "aborting the recipe: restoring the baseline knobs ..."
-            self.paint(force=True)
+            self.set_state("aborting the recipe: restoring the baseline knobs ...", paint=True)
             running.abort()
             if self._recipe_future is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait({self._recipe_future}, timeout=900)
-        if self.runner is not None:
-            busy = self.session is not None and self.session.state().restart_in_progress
-            self._state = ("stopping (the restart in progress finishes first) ..." if busy
-                           else "stopping ...")
-            self.paint(force=True)
-            await asyncio.to_thread(self.runner.stop, "quit")
-        self.exit(0)
 
     # -- pages ------------------------------------------------------------------
 
     def action_page(self, page: str) -> None:
         """Live, the incident page is sampled only while it is shown."""
         super().action_page(page)
-        if self.session is not None and self.runner is not None and not self._quitting:
+        if self.session is not None and self.runner is not None and not self.quit_flow.quitting:
             on = page == "incident"
             if on and self.live.query_one(IncidentPage).event is None:
                 self.live.query_one(IncidentPage).show(None)
@@ -438,52 +384,3 @@ class KnobtopApp(LiveViewApp):
 
     def action_mark(self) -> None:
         self.journal_notes.mark()
-
-
-def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
-    """The quit dialog's text: what differs, what revert does, what keep leaves."""
-    state = session.state()
-    keep = keep_text(diff, lab=lab, stops=state.server_stops)
-    busy = "\nA restart is in progress: it finishes first." if state.restart_in_progress else ""
-    outside = ("\nRevert all (a) puts the session's baseline back for those too."
-               if any(d.outside for d in diff) else "")
-    return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}{outside}\n{keep}{busy}")
-
-
-def keep_text(diff: list[BaselineDiff], *, lab: bool, stops: bool) -> str:
-    """What Keep really leaves: a sandbox that stops takes the values set live with it (its
-    drop-in file keeps the static ones); a sandbox that stays up keeps them all; the next
-    lab session starts from what was kept and says so for the knobs it watches (the
-    panel's); a profile's server keeps them as they are, the live ones until it restarts."""
-    live = [d.knob for d in diff if d.dynamic]
-    static = [d.knob for d in diff if not d.dynamic]
-    if lab and not stops:
-        return ("Keep leaves them on the sandbox, which stays up: the next session starts "
-                f"from them{_says_so([d.knob for d in diff])}")
-    if lab:
-        said = "Keep: the sandbox stops when this session ends."
-        if live:
-            said += (f" What was set live goes with it ({', '.join(live)}): the next session "
-                     "starts from the sandbox's own values (lab --keep-running keeps it up).")
-        if static:
-            said += (f" Its drop-in file keeps the static ones ({', '.join(static)}): the "
-                     f"next session starts from them{_says_so(static)}")
-        return said
-    parts = [f"what was set live ({', '.join(live)}) until it restarts"] if live else []
-    if static:
-        parts.append(f"the static ones ({', '.join(static)}) after a restart too (knobtop's "
-                     "drop-in file)")
-    return "Keep leaves them on the server as they are now" + (
-        f": {', '.join(parts)}." if parts else ".")
-
-
-def _says_so(knobs: list[str]) -> str:
-    """The end of "the next session starts from them ...": a lab session compares the
-    knobs it watches (the panel's) with where the last one started, and says which
-    differ; of any other knob it says nothing."""
-    watched = [k for k in knobs if k in SEED_KNOBS]
-    if len(watched) == len(knobs):
-        return " and says so."
-    if watched:
-        return f" and says so of {', '.join(watched)} (the knob panel's)."
-    return " (it says so only of the knob panel's knobs)."

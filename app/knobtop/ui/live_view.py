@@ -78,6 +78,9 @@ class LiveViewApp(KnobtopBase):
         """Whether a recipe or a tune has the load and the knobs (KnobtopApp runs them)."""
         return False
 
+    async def abort_run(self) -> None:
+        """Abort the recipe or tune that runs, and wait for it (KnobtopApp runs them)."""
+
     # -- the session's calls ----------------------------------------------------
 
     def need_session(self) -> SessionPort | None:
