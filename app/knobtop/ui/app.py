@@ -302,6 +302,8 @@ class KnobtopApp(LiveViewApp):
             return False
         return not (self.recipe_running and action in RECIPE_OWNS)
 
+    # -- quit (quit_flow.py) ----------------------------------------------------
+
     async def action_quit(self) -> None:
         """Quit; knobs this session left off its baseline are listed first, to revert
         or keep (the choice is journaled).  The dialog needs the app's loop running, so
@@ -334,7 +336,6 @@ class KnobtopApp(LiveViewApp):
             self.live.query_one(IncidentPage).show(
                 None, waiting="no incident snapshot yet: the writer samples one only while "
                 "its incident page (key 4) is shown")
-
 
     # -- knobs (knob_edits.py) --------------------------------------------------
 
