@@ -18,16 +18,9 @@ from harness import paths as repo_paths
 from knobtop.analysis.compare import RATIO_METRICS, Comparison, compare, compare_ranges, fmt_ratio
 from knobtop.analysis.journaldata import load_journal
 from knobtop.analysis.report import fmt_num
-from knobtop.ui.compare_app import (
-    COMPARE_GRAPHS,
-    CompareApp,
-    CompareHeader,
-    CompareScreen,
-    KnobDiffTable,
-    PhasePairTable,
-    side_view,
-    window_points,
-)
+from knobtop.ui.compare_app import COMPARE_GRAPHS, CompareApp, CompareScreen
+from knobtop.ui.compare_sides import side_view, window_points
+from knobtop.ui.compare_widgets import CompareHeader, KnobDiffTable, PhasePairTable
 from knobtop.ui.widgets.metric_graph import (
     EMPTY,
     MARGIN,

@@ -31,8 +31,9 @@ from knobtop.server.link import ConnectionInfo, ServerLink
 from knobtop.server.static import ServerNode
 from knobtop.session.core import Session, SessionConfig
 from knobtop.session.port import BaselineDiff
-from knobtop.ui.app import KnobtopApp, quit_details
+from knobtop.ui.app import KnobtopApp
 from knobtop.ui.knob_picker import describe
+from knobtop.ui.quit_flow import quit_details
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen
 from knobtop.ui.screens.prompt import PromptScreen
 

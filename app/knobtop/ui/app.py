@@ -1,8 +1,8 @@
 """KnobtopApp: the live screen over a session (its port) running on its own thread, or over given
-events."""
-# Over 500 lines: one key binding and one action per thing a person can do on the live
-# screen (knobs, load, recipes, quit, pages); the dialogs and widgets live in screens/ and
-# widgets/. Split it by action group if it grows further.
+events; its keys, the recipe or tune it runs, and its quit.
+
+The view of the event stream is live_view.py's; what the keys do lives beside it, a subject
+each: knob_edits.py, load_keys.py, journal_notes.py, quit_flow.py, following.py."""
 
 from __future__ import annotations
 
@@ -10,53 +10,33 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.binding import Binding
-from textual.css.query import NoMatches
 
 from knobtop.config import UiConfig
 from knobtop.errors import KnobtopError
-from knobtop.journal.events import (
-    Change,
-    End,
-    Error,
-    Event,
-    Header,
-    Incident,
-    Knobs,
-    OutsideChange,
-    Progress,
-    RecipeRun,
-    Trial,
-    target_of,
-)
+from knobtop.journal.events import Event, Header, Progress, Trial
 from knobtop.journal.follow import JournalFollower
-from knobtop.journal.follow_dir import DirectoryFollower
-from knobtop.load.base import WORKLOADS
-from knobtop.metrics.board import MetricBoard
-from knobtop.server.catalog import DATADIR_BOUND, Catalog, CatalogFacts
-from knobtop.server.knobs import SEED_KNOBS, KnobError, validate
-from knobtop.server.knobtext import MEANINGS, meaning, show_bound, show_value
-from knobtop.server.policy import risk_of
-from knobtop.session.port import LOST_SOURCE, BaselineDiff, SessionPort
-from knobtop.session.thread import SessionThread
+from knobtop.server.catalog import Catalog
+from knobtop.session.port import SessionPort
 from knobtop.ui.base import KnobtopBase
+from knobtop.ui.following import start_following
+from knobtop.ui.journal_notes import JournalNotes
+from knobtop.ui.knob_edits import KnobEdits
 from knobtop.ui.knob_picker import KnobProvider
-from knobtop.ui.leanstrips import CELL_WIDTHS_KEPT_FOR, forget_cell_widths
+from knobtop.ui.live_view import PAINT_INTERVAL, LiveViewApp
+from knobtop.ui.load_keys import LoadKeys
 from knobtop.ui.messages import JournalEvent
+from knobtop.ui.quit_flow import QuitFlow
 from knobtop.ui.screens.choice import ChoiceScreen
 from knobtop.ui.screens.confirm import ConfirmScreen, QuitScreen, RevertScreen
 from knobtop.ui.screens.help import HelpScreen
-from knobtop.ui.screens.live import LiveScreen
 from knobtop.ui.screens.prompt import PromptScreen
 from knobtop.ui.widgets.graph_grid import GraphGrid
-from knobtop.ui.widgets.host_panel import HostPanel
 from knobtop.ui.widgets.incident_page import IncidentPage
-from knobtop.ui.widgets.journal_pane import JournalPane
 from knobtop.ui.widgets.knob_panel import KnobPanel
 from knobtop.ui.widgets.recipe_panel import RecipePanel
-from knobtop.ui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen starts without it
     from pathlib import Path
@@ -68,22 +48,22 @@ if TYPE_CHECKING:  # the runner is imported when a recipe runs: the screen start
     from knobtop.recipes.outcome import RunOutcome
     from knobtop.recipes.search import Search
 
-T = TypeVar("T")
 # Actions that would fight a running recipe over the load or the knobs.
 RECIPE_OWNS = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
                          "undo", "revert_baseline", "focus_knobs"})
 # Actions that need a session (a server to change, a journal to write): a follower hides them.
 SESSION_ONLY = frozenset({"toggle_load", "next_workload", "threads", "ask_threads", "prepare",
                           "undo", "revert_baseline", "note", "mark", "abort_recipe", "edit"})
-PAINT_INTERVAL = 0.5  # graphs repaint at most twice a second, whatever the sample rate
 
 
-class KnobtopApp(KnobtopBase):
-    """A view of the journal event stream.
+class KnobtopApp(LiveViewApp):
+    """The live screen: the view of the journal event stream (LiveViewApp) with the keys
+    that act on its session, the recipe or tune it runs, and the quit.
 
-    Live: ``session`` runs on a SessionThread; its events arrive as
-    JournalEvent messages and keys call it through ``submit``.  Without a
-    session the app shows ``events`` under ``header`` (tests, later replay).
+    Live: ``session`` runs on a SessionThread; its events arrive as JournalEvent messages
+    and the keys call it through their parts (knob_edits, load_keys, journal_notes,
+    quit_flow).  Without a session the app shows ``events`` under ``header`` (tests,
+    replay), or a followed journal (``follow``).
     """
 
     # The screens and widgets whose bindings this app shows (one keymap serves all).
@@ -124,7 +104,7 @@ class KnobtopApp(KnobtopBase):
         resume: Path | None = None,
         realtime: bool = False,
     ) -> None:
-        super().__init__(config)
+        super().__init__(config, session=session, header=header, events=events, follow=follow)
         # `knobtop lab`/`connect`/`run --tui`: the screen's threads go ahead of the load (below
         # the session's), so a saturated machine delays neither a sample nor its paint
         self.realtime = realtime
@@ -143,20 +123,11 @@ class KnobtopApp(KnobtopBase):
         self.run_outcome: RunOutcome | None = None  # how the recipe or tune ended
         self._recipe_future: asyncio.Future[Any] | None = None
         self._unsubscribe: Callable[[], None] | None = None  # from the session's events
-        self.session: SessionPort | None = session
         self.start_load = start_load
-        self.runner = SessionThread(session) if session is not None else None
-        self.board: MetricBoard | None = MetricBoard(header) if header is not None else None
-        self._initial = list(events)
-        self.follower = follow
-        self._painted = -1
-        self._marks = 0
-        self._state = ""
-        self._journal_name = ""
-        self._live_ready = False
-        self._unshown: list[Event] = []
-        self._widths_hour = 0  # hours of samples when Rich's width cache was last emptied
-        self._quitting = False
+        self.knob_edits = KnobEdits(self)
+        self.load_keys = LoadKeys(self)
+        self.journal_notes = JournalNotes(self)
+        self.quit_flow = QuitFlow(self)
 
     # -- start and stop ---------------------------------------------------------
 
@@ -164,20 +135,10 @@ class KnobtopApp(KnobtopBase):
         self.apply_config()
         self.push_screen(self.live)
         for event in self._initial:
-            self._apply(event)
+            self.apply_event(event)
         self.set_interval(PAINT_INTERVAL, self.paint)
         if self.follower is not None:
-            self._journal_name = self._followed_name()
-            self.screenshot_dir = self.follower.path.parent
-            self._state = "following"
-            if isinstance(self.follower, DirectoryFollower):
-                self.screenshot_dir = self.follower.directory
-                if self.follower.waiting:
-                    self._state = f"waiting for a journal in {self.follower.directory}"
-            ends = [e for e in self._initial if isinstance(e, End)]
-            if ends and ends[-1] is self._initial[-1]:  # it had ended before we looked
-                self._state = self._ended(ends[-1])
-            self.run_worker(self._follow(), name="follow", exclusive=True)
+            start_following(self, self.follower, self._initial)
         if self.runner is not None and self.session is not None:
             self._unsubscribe = self.session.subscribe(self._from_session)
             self.runner.start()
@@ -199,43 +160,6 @@ class KnobtopApp(KnobtopBase):
                                               severity="warning", markup=False))
 
         realtime_threads(demoted, priority=SCREEN_REALTIME, who="the live screen")
-
-    async def _follow(self) -> None:
-        """Tail the journal another knobtop writes; the view is the same as live."""
-        assert self.follower is not None
-        async for event in self.follower.events():
-            if isinstance(event, Error) and event.source == "follow" and self.follower.header:
-                # The writer started a new journal: its header may lay samples out anew.
-                self.board = MetricBoard(self.follower.header)
-                self._journal_name = self._followed_name()
-                if isinstance(self.follower, DirectoryFollower) and self.follower.switches:
-                    self.notify(event.message, title="following a newer journal",
-                                timeout=10, markup=False)
-            elif self.board is None and self.follower.header is not None:
-                # A folder that held no journal has one now.
-                self.board = MetricBoard(self.follower.header)
-                self._journal_name = self._followed_name()
-            self._apply(event)
-            if isinstance(event, End):
-                # The writer closed its journal: nothing more will come (unless a new one).
-                self._state = self._ended(event)
-                continue
-            lag = self.follower.lag
-            self._state = "following" + (f", {lag:.1f} s behind" if lag is not None else "")
-
-    def _followed_name(self) -> str:
-        """The followed journal's name for the header (the folder's while none is there)."""
-        assert self.follower is not None
-        if isinstance(self.follower, DirectoryFollower) and self.follower.waiting:
-            return f"{self.follower.directory.name}/"
-        return self.follower.path.name
-
-    def _ended(self, end: End) -> str:
-        """The state shown once the followed journal ended (and what happens next)."""
-        state = f"ended: {end.reason}" if end.reason else "ended"
-        if isinstance(self.follower, DirectoryFollower):
-            state += "; waiting for a newer journal"  # short: the file's name must fit
-        return state
 
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
@@ -332,7 +256,7 @@ class KnobtopApp(KnobtopBase):
                     severity="information" if ended.outcome == "end" else "error", timeout=30,
                     markup=False)
 
-    def _run_heard(self, event: Event) -> None:
+    def run_event(self, event: Event) -> None:
         """A run's progress and trials, from the session's events."""
         if isinstance(event, Trial) and self.tune_spec is not None:
             self.trials.append(event)
@@ -383,168 +307,37 @@ class KnobtopApp(KnobtopBase):
             return False
         return not (self.recipe_running and action in RECIPE_OWNS)
 
+    # -- quit (quit_flow.py) ----------------------------------------------------
+
     async def action_quit(self) -> None:
         """Quit; knobs this session left off its baseline are listed first, to revert
         or keep (the choice is journaled).  The dialog needs the app's loop running, so
         the quit runs as a worker."""
-        if not self._quitting:
-            # The quit dialog comes once the knobs are read: keys typed behind q wait for it.
-            self.key_queue.hold_for(self.run_worker(self._quit(), name="quit", group="quit",
-                                                    exclusive=True))
+        self.quit_flow.start()
 
-    async def _ask_quit(self, session: SessionPort) -> bool:
-        """Revert or keep what differs from the baseline; False when the person stays."""
-        if session.state().restart_in_progress:
-            self._state = "quit: waiting for the restart in progress to finish ..."
-            self.paint(force=True)
-        try:
-            diff = await self._call(session.baseline_diff())
-        except (TimeoutError, KnobtopError, OSError) as exc:
-            self.notify(f"cannot read the knobs to revert them: {exc}", severity="error",
-                        markup=False)
-            diff = None
-        if not diff:  # nothing differs, or the server does not answer (said in a notice)
-            return True
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        lab = session.state().profile == "lab"
-        self.push_screen(QuitScreen(quit_details(session, diff, lab=lab),
-                                    default="revert" if lab else None,
-                                    outside=any(d.outside for d in diff)),
-                         answer.set_result)
-        choice = await answer
-        if choice is None:
-            return False
-        if choice in ("revert", "revert_all"):
-            self._state = "quitting: reverting to the baseline ..."
-            self.paint(force=True)
-            changes = await self._call(
-                session.revert_to_baseline(outside=choice == "revert_all"))
-            for change in changes or []:
-                if not change.holds:
-                    self._report(change)
-        assert self.runner is not None
-        await asyncio.wrap_future(self.runner.call(lambda: session.quit_choice(choice, diff)))
-        return True
-
-    async def _quit(self) -> None:
-        self._quitting = True
-        try:
-            if (not self.recipe_running and self.session is not None
-                    and self.runner is not None and self.session.state().journal_path is not None
-                    and not await self._ask_quit(self.session)):
-                return
-            await self._close_and_exit()
-        finally:
-            self._quitting = False
-
-    async def _close_and_exit(self) -> None:
+    async def abort_run(self) -> None:
+        """Abort the recipe or tune that runs, and wait for it: the load stops and the
+        baseline knobs come back before the screen closes; what it measured is kept (its
+        report comes back)."""
         session = self.session
-        if self.recipe_running and session is not None:
-            # Abort first: the load stops and the baseline knobs come back before closing.
-            self._state = "aborting the recipe: restoring the baseline knobs ..."
-            self.paint(force=True)
+        if not self.recipe_running or session is None:
+            return
+        self.set_state("aborting the recipe: restoring the baseline knobs ...", paint=True)
+        with contextlib.suppress(Exception):
+            await self._submit(self._abort_run(session))
+        future = self._recipe_future
+        if future is not None:
             with contextlib.suppress(Exception):
-                await self._submit(self._abort_run(session))
-            future = self._recipe_future
-            if future is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait({future}, timeout=900)
-                if future.done() and not future.cancelled() and future.exception() is None:
-                    self.run_report = future.result()  # what was measured before the quit
-        if self.runner is not None:
-            busy = self.session is not None and self.session.state().restart_in_progress
-            self._state = ("stopping (the restart in progress finishes first) ..." if busy
-                           else "stopping ...")
-            self.paint(force=True)
-            await asyncio.to_thread(self.runner.stop, "quit")
-        self.exit(0)
+                await asyncio.wait({future}, timeout=900)
+            if future.done() and not future.cancelled() and future.exception() is None:
+                self.run_report = future.result()  # what was measured before the quit
 
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
-        assert self.runner is not None
-        return asyncio.wrap_future(self.runner.submit(coro))
-
-    async def _call(self, coro: Coroutine[Any, Any, T]) -> T | None:
-        """Run a session call on its thread; a failure becomes a visible notice."""
-        try:
-            return await self._submit(coro)
-        except KnobtopError as exc:
-            self.notify(str(exc), title="knobtop", severity="error", timeout=8, markup=False)
-            return None
-
-    # -- events -----------------------------------------------------------------
-
-    def on_journal_event(self, message: JournalEvent) -> None:
-        event = message.event
-        if isinstance(event, Error) and event.source == LOST_SOURCE:
-            # The sampler's process is gone: nothing more will come, and no command can
-            # be carried out. The message (which says where the journal is) stays on the
-            # terminal.
-            self.exit_saying(f"knobtop: {event.message}")
-            return
-        if isinstance(event, Error) and event.source == "journal":
-            # Nothing more is recorded: say so where it cannot be missed.
-            self._state = "NOT RECORDING: the journal cannot be written"
-            self.notify(event.message, title="journal", severity="error", timeout=30,
-                        markup=False)
-        if isinstance(event, OutsideChange) and self.session is not None:
-            self.notify(f"{event.knob}: {show_value(event.knob, event.old)} → "
-                        f"{show_value(event.knob, event.new)}", title="changed outside knobtop",
-                        timeout=8, severity="warning", markup=False)
-        if isinstance(event, RecipeRun) and event.action == "start":
-            # Said before the first step (the journal pane lists them under the start too).
-            for warning in event.plan.get("warnings", []):
-                self.notify(str(warning), title=f"{event.name}: warning", severity="warning",
-                            timeout=30, markup=False)
-        if self.run_name:
-            self._run_heard(event)
-        self._apply(event)
-
-    def _apply(self, event: Event) -> None:
-        if self.board is None:
-            header = self.session.state().header if self.session else None
-            if header is None:
-                return
-            self.board = MetricBoard(header)
-        self.board.apply(event)
-        self._unshown.append(event)
-        if self._live_ready:
-            self._show_events()
-
-    def on_live_screen_ready(self, _message: LiveScreen.Ready) -> None:
-        self._live_ready = True
-        self._show_events()
-        self.paint(force=True)
-
-    def _show_events(self) -> None:
-        """Hand events that the panes list to them (even while a dialog is on top)."""
-        try:
-            pane = self.live.query_one(JournalPane)
-            panel = self.live.query_one(KnobPanel)
-        except NoMatches:  # the app is closing: the session's last events come after its panes
-            return
-        events, self._unshown = self._unshown, []
-        for event in events:
-            pane.add_event(event)
-            if target_of(event):
-                continue  # a recipe's further server (issue 19): not the panel's server
-            if isinstance(event, Incident):
-                self.live.query_one(IncidentPage).show(event)
-            elif isinstance(event, Knobs):
-                panel.set_knobs(event.values, event.facts)
-            elif isinstance(event, Change) and event.result == "ok":
-                panel.set_value(event.knob, event.new)
-                for knob, (_old, new) in event.side_effects.items():
-                    panel.set_value(knob, new)
-            elif isinstance(event, OutsideChange):
-                panel.set_value(event.knob, event.new)
-
-    def window_changed(self) -> None:
-        self.paint(force=True)
+    # -- pages ------------------------------------------------------------------
 
     def action_page(self, page: str) -> None:
         """Live, the incident page is sampled only while it is shown."""
         super().action_page(page)
-        if self.session is not None and self.runner is not None and not self._quitting:
+        if self.session is not None and self.runner is not None and not self.quit_flow.quitting:
             on = page == "incident"
             if on and self.live.query_one(IncidentPage).event is None:
                 self.live.query_one(IncidentPage).show(None)
@@ -555,34 +348,7 @@ class KnobtopApp(KnobtopBase):
                 None, waiting="no incident snapshot yet: the writer samples one only while "
                 "its incident page (key 4) is shown")
 
-    def current_board(self) -> MetricBoard | None:
-        return self.board
-
-    def paint(self, force: bool = False) -> None:
-        """Redraw graphs and status from the board if anything changed since last time."""
-        if not self._live_ready:
-            return
-        version = self.board.version if self.board is not None else 0
-        if version == self._painted and not force:
-            return
-        self._painted = version
-        try:
-            grid = self.live.query_one(GraphGrid)
-            bar = self.live.query_one(StatusBar)
-            hosts = self.live.query_one(HostPanel)
-        except NoMatches:  # the app is closing: its paint timer ticked once more
-            return
-        page = grid.page_title if grid.page != "overview" else ""
-        bar.show(self.board, self._journal_name, self._state, page)
-        if self.board is not None:
-            grid.draw(self.board)
-            hosts.show(self.board)
-            hour = self.board.samples // CELL_WIDTHS_KEPT_FOR
-            if hour != self._widths_hour:
-                self._widths_hour = hour
-                forget_cell_widths()
-
-    # -- knobs ------------------------------------------------------------------
+    # -- knobs (knob_edits.py) --------------------------------------------------
 
     def action_focus_knobs(self) -> None:
         self.live.query_one(KnobPanel).focus()
@@ -590,409 +356,43 @@ class KnobtopApp(KnobtopBase):
     @property
     def knob_catalog(self) -> Catalog | None:
         """Every server variable, for the knob picker (built by the session at open)."""
-        return self.session.state().catalog if self.session is not None else None
+        return self.knob_edits.catalog
 
     def on_knob_panel_edit_requested(self, message: KnobPanel.EditRequested) -> None:
         self.edit_knob(message.knob)
 
     def edit_knob(self, name: str) -> None:
         """Ask for a value for ``name``; static knobs also ask to confirm the restart."""
-        if self.session is None:
-            self.notify("this view is read-only", severity="warning")
-            return
-        if self.recipe_running:
-            self.notify("a recipe is running: its arms set the knobs (press a to abort it)",
-                        severity="warning")
-            return
-        catalog = self.knob_catalog
-        panel = self.live.query_one(KnobPanel)
-        if catalog is not None:
-            facts = catalog.get(name).to_json()
-            current = catalog.get(name).value
-        else:
-            facts = panel.facts.get(name, {})
-            current = None
-        if self.board is not None and name in self.board.knob_values:
-            current = self.board.knob_values[name]
-        if not facts.get("present", True):
-            self.notify(f"{name} is absent here: {facts.get('note', '')}", severity="warning",
-                        markup=False)
-            return
-        static = not facts.get("dynamic", True)
-        title = f"Set {name}" + (" (static: needs a restart)" if static else "")
-        if name.lower() in DATADIR_BOUND:
-            title = f"Set {name} (fixed by the existing datadir)"
-        self.push_screen(
-            PromptScreen(title, knob_help(name, facts, current), current or "",
-                         preview=partial(knob_preview, catalog.get(name)) if catalog else None),
-            partial(self._confirm_reach, name, static),
-        )
-
-    def _confirm_reach(self, knob: str, static: bool, value: str | None) -> None:
-        """A reach variable (server.policy) is set only after a dialog that says what it
-        reaches; the change then journals its kind."""
-        if value is None or self.session is None:
-            return
-        risk = risk_of(knob)
-        if not risk.reach:
-            self._apply_typed(knob, static, value, reach=False)
-            return
-        self.push_screen(
-            ConfirmScreen(f"{risk.name} reaches beyond performance",
-                          f"{risk.name} {risk.what}. Setting it to {value} gives the server "
-                          "that reach, as its own OS user. It is journaled as such.",
-                          yes="Set it"),
-            lambda yes: self._apply_typed(knob, static, value, reach=True) if yes else None,
-        )
-
-    def _apply_typed(self, knob: str, static: bool, value: str, *, reach: bool) -> None:
-        if static:
-            self._confirm_static(knob, value, reach=reach)
-        else:
-            self._set_knob(knob, value, reach=reach)
-
-    def _confirm_static(self, knob: str, value: str | None, *, reach: bool = False) -> None:
-        if value is None or self.session is None:
-            return
-        session = self.session
-
-        async def ask() -> None:
-            # The session's plan: its one check of the value, and what the restart does.
-            plan = await self._call(session.preview_change(knob, value))
-            if plan is None:
-                return
-            if plan.pinned:
-                # No restart to confirm: the session refuses it with the reason (journaled).
-                self._set_knob(knob, value, reach=reach)
-                return
-            self.push_screen(
-                ConfirmScreen(f"Restart for {knob} = {value}?",
-                              f"{knob} is static: knobtop writes it to its drop-in file and "
-                              f"{plan.words}. If the server does not come back or the value "
-                              "does not take, the previous file is restored and the server "
-                              "restarted again.", yes="Restart"),
-                lambda yes: self._set_knob(knob, value, restart=True, reach=reach) if yes
-                else None,
-            )
-
-        # Keys typed behind Enter wait for the dialog (the plan is read from the session).
-        self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
-
-    def _set_knob(self, knob: str, value: str | None, *, restart: bool = False,
-                  reach: bool = False) -> None:
-        if value is None or self.session is None:
-            return
-        session = self.session
-
-        async def apply() -> None:
-            if restart:
-                self.notify(f"{knob}: restarting the server ...", timeout=5, markup=False)
-            change = await self._call(session.set_knob(knob, value, restart_ok=restart,
-                                                       reach=(knob,) if reach else ()))
-            if change is not None:
-                self._report(change)
-
-        self.run_worker(apply(), group="knobs")
-
-    def _report(self, change: Change) -> None:
-        what = f"{change.reason}: " if change.reason else ""
-        if change.result == "unchanged":
-            self.notify(f"{what}{change.message}", markup=False)
-        elif change.result == "ok":
-            extra = f"\n{change.message}" if change.message else ""
-            warn = "\n".join(change.warnings)
-            self.notify(f"{what}{change.knob}: {change.old} → {change.new}{extra}\n{warn}".rstrip(),
-                        severity="warning" if change.warnings else "information", markup=False)
-        else:
-            self.notify(change.message, title=f"{what}{change.knob} not changed",
-                        severity="error", timeout=12, markup=False)
-
-    def _if_yes(
-        self, work: Callable[[], Coroutine[Any, Any, None]]
-    ) -> Callable[[bool | None], None]:
-        """A dialog callback that starts ``work`` in a worker when the answer is yes."""
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.run_worker(work(), group="knobs")
-
-        return answered
+        self.knob_edits.edit(name)
 
     def action_undo(self) -> None:
-        session = self._need_session()
-        if session is None:
-            return
-        history = session.state().history
-        if not history:
-            self.notify("nothing to undo")
-            return
-        last = history[-1]
-
-        async def undo() -> None:
-            change = await self._call(session.undo(last))
-            if change is not None:
-                self._report(change)
-
-        async def ask() -> None:
-            plan = await self._call(session.preview_change(last.knob, last.old or ""))
-            if plan is not None:
-                self.push_screen(
-                    ConfirmScreen(f"Undo {last.knob} = {last.new}?",
-                                  f"Back to {last.old}; {last.knob} is static, so knobtop "
-                                  f"{plan.words}.", yes="Undo"),
-                    self._if_yes(undo),
-                )
-
-        if last.method in ("dropin_restart", "ndb_rolling_restart"):
-            self.key_queue.hold_for(self.run_worker(ask(), group="knobs"))
-        else:
-            self.run_worker(undo(), group="knobs")
+        self.knob_edits.undo()
 
     def action_revert_baseline(self) -> None:
-        session = self._need_session()
-        if session is not None:
-            # The dialog comes once the knobs are read: keys typed behind b wait for it.
-            self.key_queue.hold_for(self.run_worker(self._ask_revert(session), group="knobs"))
+        self.knob_edits.revert_baseline()
 
-    async def _ask_revert(self, session: SessionPort) -> None:
-        """Read what differs first, so the dialog says what goes back live and what needs
-        the restart (and promises a restart only when a static knob differs)."""
-        diff = await self._call(session.baseline_diff())
-        if diff is None:
-            return
-        if not diff:
-            self.notify("every knob is at the session's baseline: nothing to revert")
-            return
-
-        async def revert(outside: bool = False) -> None:
-            changes = await self._call(session.revert_to_baseline(outside=outside))
-            if changes is None:
-                return
-            failed = [c for c in changes if not c.holds]
-            if failed:
-                for change in failed:
-                    self._report(change)
-            elif not changes:  # only knobs changed outside knobtop differ, and they stay
-                self.notify("none of knobtop's changes to put back; the knobs changed "
-                            "outside knobtop stay as they are")
-            else:
-                self.notify(f"back to baseline: {len(changes)} knob(s) restored")
-
-        details = f"{differences(diff)}\n{session.revert_plan(diff)}"
-        if any(d.outside for d in diff):
-            # Someone else's values go back only if the person says so.
-            def chosen(choice: str | None) -> None:
-                if choice is not None:
-                    self.run_worker(revert(outside=choice == "all"), group="knobs")
-
-            self.push_screen(RevertScreen(
-                f"{details}\nKnobtop's (y) leaves those; All (a) puts the session's baseline "
-                "back for them too."), chosen)
-            return
-        self.push_screen(
-            ConfirmScreen("Revert every knob to the session's baseline?", details,
-                          yes="Revert"),
-            self._if_yes(revert),
-        )
-
-    # -- load -------------------------------------------------------------------
-
-    def _need_session(self) -> SessionPort | None:
-        if self.session is None:
-            self.notify("this view is read-only", severity="warning")
-        return self.session
+    # -- load (load_keys.py) ----------------------------------------------------
 
     def action_toggle_load(self) -> None:
-        session = self._need_session()
-        if session is None or self.board is None:
-            return
-        self.run_worker(self._call(session.toggle_load()), group="load")
+        self.load_keys.toggle()
 
     def action_next_workload(self) -> None:
-        session = self._need_session()
-        if session is None:
-            return
-        spec = session.state().load
-        choices = list(WORKLOADS)
-        if spec.workload not in choices:  # the person's own .lua script
-            choices.append(spec.workload)
-
-        def chosen(workload: str | None) -> None:
-            if workload is not None and workload != spec.workload:
-                self._change_load(session, workload=workload)
-
-        # A picker, not a cycle: each step of a cycle would start a new load phase.
-        self.push_screen(ChoiceScreen("load workload", choices, spec.workload), chosen)
+        self.load_keys.next_workload()
 
     def action_threads(self, factor: float) -> None:
-        session = self._need_session()
-        if session is None:
-            return
-        spec = session.state().load
-        threads = max(1, min(1024, round(spec.threads * factor)))
-        if threads == spec.threads:  # a new phase for the same threads would only cut a gap
-            self.notify(f"already at {spec.threads} thread{'s' if spec.threads > 1 else ''} "
-                        f"(threads go from 1 to 1024)", timeout=4)
-            return
-        self._change_load(session, threads=threads)
+        self.load_keys.threads(factor)
 
     def action_ask_threads(self) -> None:
-        session = self._need_session()
-        if session is None:
-            return
-        spec = session.state().load
-
-        def chosen(value: str | None) -> None:
-            if value is None:
-                return
-            if not value.isdigit() or not 1 <= int(value) <= 1024:
-                self.notify(f"threads must be a number from 1 to 1024, not '{value}'",
-                            severity="error", markup=False)
-                return
-            self._change_load(session, threads=int(value))
-
-        self.push_screen(PromptScreen("sysbench threads", "1 to 1024", str(spec.threads)), chosen)
-
-    def _change_load(
-        self, session: SessionPort, workload: str | None = None, threads: int | None = None
-    ) -> None:
-        """Running load restarts as a new phase; stopped load just remembers the choice.
-
-        The session decides which (on its own thread), not this possibly stale view."""
-        running = self.board is not None and self.board.load_running
-
-        async def change() -> None:
-            spec = await self._call(session.change_load(workload, threads))
-            if spec is not None and not running:
-                self.notify(f"next load: {spec.workload} x{spec.threads} (press l to start)",
-                            markup=False)
-
-        self.run_worker(change(), group="load")
+        self.load_keys.ask_threads()
 
     def action_prepare(self) -> None:
-        """Create the tables the load needs (when a run said they are missing): sysbench's,
-        or LinkBench's graph."""
-        session = self._need_session()
-        if session is None:
-            return
-        what = session.state().load.tables_text
-        self.notify(f"preparing {what} ...", markup=False)
+        """Create the tables the load needs (when a run said they are missing)."""
+        self.load_keys.prepare()
 
-        async def prepare() -> None:
-            loaded = await self._call(session.prepare_load())
-            if loaded is not None:
-                self.notify(f"{what}: ready" if loaded else f"{what}: already there",
-                            markup=False)
-
-        self.run_worker(prepare(), group="load")
-
-    # -- notes ------------------------------------------------------------------
+    # -- notes (journal_notes.py) -----------------------------------------------
 
     def action_note(self) -> None:
-        session = self._need_session()
-        if session is None:
-            return
-
-        def write(text: str | None) -> None:
-            if text and self.runner is not None:
-                self.runner.call(lambda: session.note(text))
-
-        self.push_screen(PromptScreen("Note for the journal"), write)
+        self.journal_notes.note()
 
     def action_mark(self) -> None:
-        session = self._need_session()
-        if session is None or self.runner is None:
-            return
-        self._marks += 1
-        label = f"mark {self._marks}"
-        self.runner.call(lambda: session.mark(label))
-
-
-def differences(diff: list[BaselineDiff]) -> str:
-    """One line per knob: its value now and the baseline it goes back to; a value set
-    outside knobtop says so."""
-    return "\n".join(f"{d.knob}: {show_value(d.knob, d.now)} → "
-                     f"{show_value(d.knob, d.baseline)}"
-                     + ("  (changed outside knobtop)" if d.outside else "") for d in diff)
-
-
-def quit_details(session: SessionPort, diff: list[BaselineDiff], *, lab: bool) -> str:
-    """The quit dialog's text: what differs, what revert does, what keep leaves."""
-    state = session.state()
-    keep = keep_text(diff, lab=lab, stops=state.server_stops)
-    busy = "\nA restart is in progress: it finishes first." if state.restart_in_progress else ""
-    outside = ("\nRevert all (a) puts the session's baseline back for those too."
-               if any(d.outside for d in diff) else "")
-    return (f"{differences(diff)}\nRevert: {session.revert_plan(diff)}{outside}\n{keep}{busy}")
-
-
-def keep_text(diff: list[BaselineDiff], *, lab: bool, stops: bool) -> str:
-    """What Keep really leaves: a sandbox that stops takes the values set live with it (its
-    drop-in file keeps the static ones); a sandbox that stays up keeps them all; the next
-    lab session starts from what was kept and says so for the knobs it watches (the
-    panel's); a profile's server keeps them as they are, the live ones until it restarts."""
-    live = [d.knob for d in diff if d.dynamic]
-    static = [d.knob for d in diff if not d.dynamic]
-    if lab and not stops:
-        return ("Keep leaves them on the sandbox, which stays up: the next session starts "
-                f"from them{_says_so([d.knob for d in diff])}")
-    if lab:
-        said = "Keep: the sandbox stops when this session ends."
-        if live:
-            said += (f" What was set live goes with it ({', '.join(live)}): the next session "
-                     "starts from the sandbox's own values (lab --keep-running keeps it up).")
-        if static:
-            said += (f" Its drop-in file keeps the static ones ({', '.join(static)}): the "
-                     f"next session starts from them{_says_so(static)}")
-        return said
-    parts = [f"what was set live ({', '.join(live)}) until it restarts"] if live else []
-    if static:
-        parts.append(f"the static ones ({', '.join(static)}) after a restart too (knobtop's "
-                     "drop-in file)")
-    return "Keep leaves them on the server as they are now" + (
-        f": {', '.join(parts)}." if parts else ".")
-
-
-def _says_so(knobs: list[str]) -> str:
-    """The end of "the next session starts from them ...": a lab session compares the
-    knobs it watches (the panel's) with where the last one started, and says which
-    differ; of any other knob it says nothing."""
-    watched = [k for k in knobs if k in SEED_KNOBS]
-    if len(watched) == len(knobs):
-        return " and says so."
-    if watched:
-        return f" and says so of {', '.join(watched)} (the knob panel's)."
-    return " (it says so only of the knob panel's knobs)."
-
-
-def knob_help(name: str, facts: dict[str, Any], current: str | None) -> str:
-    """The dialog's help: the value now (exact beside the short form), type, range or
-    choices, default, and what each value means where knobtop knows."""
-    shown = show_value(name, current)
-    parts = [f"now {shown}" + (f" ({current})" if current and shown != current else "")]
-    if facts.get("type"):
-        parts.append(str(facts["type"]).lower())
-    if facts.get("choices"):
-        parts.append("one of " + ", ".join(facts["choices"]))
-    elif facts.get("min") is not None:
-        lo, hi = facts["min"], facts["max"]
-        parts.append(f"{show_bound(lo)} to {show_bound(hi) if hi is not None else '?'}")
-    if facts.get("default") is not None:
-        parts.append(f"default {show_value(name, str(facts['default']))}")
-    lines = [" · ".join(parts)]
-    lines += [f"{value}: {what}" for value, what in MEANINGS.get(name.lower(), {}).items()]
-    return "\n".join(lines)
-
-
-def knob_preview(facts: CatalogFacts, raw: str) -> str:
-    """What Enter applies for the text typed so far, or why the server side would refuse."""
-    if not raw.strip():
-        return "type a value"
-    try:
-        value = str(validate(facts, raw, static_ok=True))
-    except KnobError as exc:
-        return f"not valid: {exc}"
-    shown = show_value(facts.name, value)
-    text = f"applies {facts.name} = {value}" + (f" ({shown})" if shown != value else "")
-    what = meaning(facts.name, value)
-    return text + (f": {what}" if what else "")
+        self.journal_notes.mark()

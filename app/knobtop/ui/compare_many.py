@@ -24,20 +24,14 @@ from knobtop.analysis.times import fmt_rel
 from knobtop.config import UiConfig
 from knobtop.ui.base import ScreenApp
 from knobtop.ui.compare_app import (
-    A_STYLE,
-    B_STYLE,
     COMPARE_GRAPHS,
     TABLE_KEYS,
-    WARN_STYLE,
     WINDOW_KEYS,
     CompareApp,
-    FramedTable,
-    HeaderBar,
-    SideView,
     WindowedScreen,
-    side_view,
-    window_points,
 )
+from knobtop.ui.compare_sides import SideView, side_view, window_points
+from knobtop.ui.compare_widgets import A_STYLE, B_STYLE, WARN_STYLE, FramedTable, HeaderBar
 from knobtop.ui.widgets.metric_graph import (
     MARKER_GLYPH,
     MAX_SERIES,
