@@ -26,6 +26,7 @@ from knobtop.session.port import SessionPort
 
 if TYPE_CHECKING:  # (they import rich: a recipe's run in the session's process needs none)
     from knobtop.analysis.tune import TuneSpec, Verification
+    from knobtop.recipes.tune import Tuner
 
 
 class ProgressTeller:
@@ -135,7 +136,7 @@ class TuneOrder:
     search: Search
     prior: Sequence[Trial] = ()
     resumed_from: str = ""
-    _tuner: Any = field(default=None, repr=False, compare=False)
+    _tuner: Tuner | None = field(default=None, repr=False, compare=False)
     _aborted: bool = field(default=False, repr=False, compare=False)
 
     async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> TuneReport:
