@@ -12,7 +12,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
 from rich.text import Text
@@ -46,8 +46,10 @@ if TYPE_CHECKING:
     from knobtop.recipes.outcome import RunOutcome
     from knobtop.recipes.search import Search
     from knobtop.session.options import ScheduledChange
-    from knobtop.session.port import SessionPort
+    from knobtop.session.port import RunOrder, SessionPort
     from knobtop.session.targets import Targets
+
+R = TypeVar("R", bound="RunReport | TuneReport")  # a run's report, as its order gives it
 
 
 def labelled(label: str, message: str) -> Text:
@@ -379,6 +381,29 @@ def say_outcome(console: Console, what: str, ended: RunOutcome) -> None:
                                f"{ended.message} ({RESTORED})"), highlight=False)
 
 
+async def run_with_bars(bars: Progress, task: TaskID, what: str, session: SessionPort,
+                        order: RunOrder[R], open_: Callable[[], Awaitable[object]],
+                        close: Callable[[str], Awaitable[None]]
+                        ) -> tuple[int, R | None, list[str]]:
+    """Run ``order`` through the session to its end (run_to_end), its events logged above
+    the bars and its progress in ``task``: the exit code, the run's report (None when it
+    did not run) and the warnings its start said."""
+    report: R | None = None
+
+    async def run() -> R:
+        nonlocal report
+        report = await session.run_recipe(order)
+        return report
+
+    said = subscribe_log(session, bars.console)
+    unsubscribe = session.subscribe(bar_callbacks(bars, task))
+    try:
+        code = await run_to_end(bars.console, what, session, run, open_, close)
+    finally:
+        unsubscribe()
+    return code, report, said
+
+
 async def run_recipe_headless(
     session: SessionPort, recipe: Recipe, console: Console, targets: Targets | None = None
 ) -> tuple[int, Results | None]:
@@ -390,13 +415,6 @@ async def run_recipe_headless(
     from knobtop.analysis.results import results_table
     from knobtop.recipes.orders import RecipeOrder
 
-    report: RunReport | None = None
-
-    async def run() -> RunReport:
-        nonlocal report
-        report = await session.run_recipe(RecipeOrder(recipe, prepare=True))
-        return report
-
     with progress_bars(console, "{task.completed}/{task.total} {task.fields[unit]}",
                        left=True) as bars:
         line = recipe.timeline
@@ -406,15 +424,10 @@ async def run_recipe_headless(
                              unit="steps" if line is None else "checkpoints")
         if recipe.curve is not None:  # its bar counts the values measured
             bars.update(task, total=len(recipe.curve.values), unit="values")
-        said = subscribe_log(session, bars.console)
-        unsubscribe = session.subscribe(bar_callbacks(bars, task))
-        try:
-            code = await run_to_end(
-                bars.console, "recipe", session, run,
-                targets.open if targets is not None else session.open,
-                targets.close if targets is not None else session.close)
-        finally:
-            unsubscribe()
+        code, report, said = await run_with_bars(
+            bars, task, "recipe", session, RecipeOrder(recipe, prepare=True),
+            targets.open if targets is not None else session.open,
+            targets.close if targets is not None else session.close)
     if report is None:
         return code, None
     print_warnings(console, report.warnings, said)
@@ -445,22 +458,11 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
     from knobtop.recipes.tune import read_prior
 
     prior = read_prior(resume, search) if resume is not None else []
-    report: TuneReport | None = None
-
-    async def run() -> TuneReport:
-        nonlocal report
-        report = await session.run_recipe(TuneOrder(search, prior, str(resume or "")))
-        return report
-
     with progress_bars(console, "{task.completed}/{task.total} steps", left=True) as bars:
         task = bars.add_task(search.name, total=None, left="")
-        said = subscribe_log(session, bars.console)
-        unsubscribe = session.subscribe(bar_callbacks(bars, task))
-        try:
-            code = await run_to_end(bars.console, "tune", session, run, session.open,
-                                    session.close)
-        finally:
-            unsubscribe()
+        code, report, said = await run_with_bars(
+            bars, task, "tune", session, TuneOrder(search, prior, str(resume or "")),
+            session.open, session.close)
     if report is None:
         return code
     print_warnings(console, report.warnings, said)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from knobtop.analysis.resultcells import Results
 from knobtop.journal.events import Checkpoint, Progress, Trial
@@ -26,7 +26,6 @@ from knobtop.session.port import SessionPort
 
 if TYPE_CHECKING:  # (they import rich: a recipe's run in the session's process needs none)
     from knobtop.analysis.tune import TuneSpec, Verification
-    from knobtop.recipes.tune import Tuner
 
 
 class ProgressTeller:
@@ -74,29 +73,50 @@ class RunReport:
     checkpoints: list[Checkpoint] = field(default_factory=list)
 
 
+class _Running(Protocol):
+    """A runner or a tuner, as an order drives it."""
+
+    def abort(self) -> None: ...
+
+    async def run(self) -> object: ...
+
+
+class _Order:
+    """What both orders do where they run: keep an abort that comes before the run has
+    started, and map how the run ended (recipes/outcome.py, the one mapping)."""
+
+    _running: _Running | None = None  # (set where it runs; never sent across the socket)
+    _aborted = False
+
+    async def _run_to_end(self, running: _Running) -> RunOutcome:
+        self._running = running
+        if self._aborted:
+            running.abort()
+        try:
+            await running.run()
+        except Exception as exc:  # RunFailed, RunAborted, RecipeError (nothing changed), ...
+            return outcome_of(exc)
+        return FINISHED
+
+    def abort(self) -> None:
+        self._aborted = True
+        if self._running is not None:
+            self._running.abort()
+
+
 @dataclass
-class RecipeOrder:
+class RecipeOrder(_Order):
     """Run ``recipe`` (``prepare``: its tables made first, where they are missing)."""
 
     recipe: Recipe
     prepare: bool = True
-    # Set where it runs (never sent: an order crosses the socket before it runs)
-    _runner: RecipeRunner | None = field(default=None, repr=False, compare=False)
-    _aborted: bool = field(default=False, repr=False, compare=False)
 
     async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> RunReport:
         recipe = self.recipe
         teller = ProgressTeller(port, recipe.name)
-        runner = self._runner = RecipeRunner(
-            port, recipe, on_progress=teller.progress, on_note=teller.note,
-            prepare=self.prepare, targets=dict(targets) or None)
-        if self._aborted:
-            runner.abort()
-        ended = FINISHED
-        try:
-            await runner.run()
-        except Exception as exc:  # RunFailed, RunAborted, RecipeError (nothing changed), ...
-            ended = outcome_of(exc)
+        runner = RecipeRunner(port, recipe, on_progress=teller.progress, on_note=teller.note,
+                              prepare=self.prepare, targets=dict(targets) or None)
+        ended = await self._run_to_end(runner)
         results = runner.results_so_far(ended.outcome, ended.message)
         if recipe.curve is not None:  # a curve: its points are the result
             results.kind = recipe.kind
@@ -104,11 +124,6 @@ class RecipeOrder:
             results.checkpoints = list(runner.checkpoints)
         return RunReport(ended, results, len(runner.results), list(runner.warnings),
                          list(runner.checkpoints))
-
-    def abort(self) -> None:
-        self._aborted = True
-        if self._runner is not None:
-            self._runner.abort()
 
 
 @dataclass
@@ -130,36 +145,22 @@ class TuneReport:
 
 
 @dataclass
-class TuneOrder:
+class TuneOrder(_Order):
     """Run the search ``search`` (``prior``: trials of the journal ``resumed_from``)."""
 
     search: Search
     prior: Sequence[Trial] = ()
     resumed_from: str = ""
-    _tuner: Tuner | None = field(default=None, repr=False, compare=False)
-    _aborted: bool = field(default=False, repr=False, compare=False)
 
     async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> TuneReport:
         from knobtop.recipes.tune import Tuner
 
         teller = ProgressTeller(port, self.search.name)
-        tuner = self._tuner = Tuner(port, self.search, on_progress=teller.progress,
-                                    on_note=teller.note, prior=self.prior,
-                                    resumed_from=self.resumed_from)
-        if self._aborted:
-            tuner.abort()
-        ended = FINISHED
-        try:
-            await tuner.run()
-        except Exception as exc:
-            ended = outcome_of(exc)
+        tuner = Tuner(port, self.search, on_progress=teller.progress, on_note=teller.note,
+                      prior=self.prior, resumed_from=self.resumed_from)
+        ended = await self._run_to_end(tuner)
         return TuneReport(ended, tuner.spec, list(tuner.trials), tuner.outcome.verification,
                           list(tuner.outcome.warnings))
-
-    def abort(self) -> None:
-        self._aborted = True
-        if self._tuner is not None:
-            self._tuner.abort()
 
 
 __all__ = ["ProgressTeller", "RecipeOrder", "RunReport", "TuneOrder", "TuneReport"]

@@ -1,3 +1,7 @@
+# Over 500 lines: the sequencer of a run, whose parts share its abort and failure checks;
+# its checks before the first step (preflight.py), one measured step (step.py), gates
+# (gates.py), window (window.py), arm setter (armset.py), tables (tables.py), added rounds
+# (rounds.py) and kinds (kinds/) are apart.
 """Run a recipe through a SessionPort: arms, thread sweeps, waits, steady state, replicates.
 
 For each step of ``Recipe.schedule()`` the runner
@@ -20,10 +24,6 @@ phase of a step, and one ``step`` event per measured step.  The runner runs wher
 session lives (an order of recipes/orders.py, handed to ``SessionPort.run_recipe``), and
 its progress reaches the front ends as ``progress`` events.
 """
-# Over 500 lines: the sequencer of a run, whose parts share its abort and failure checks;
-# its checks before the first step (preflight.py), one measured step (step.py), gates
-# (gates.py), window (window.py), arm setter (armset.py), tables (tables.py), added rounds
-# (rounds.py) and kinds (kinds/) are apart.
 
 from __future__ import annotations
 

@@ -217,17 +217,23 @@ class KnobtopApp(LiveViewApp):
         the screen is gone."""
         from knobtop.recipes.outcome import outcome_of
 
-        self._recipe_future = self._submit(run)
+        self._recipe_future = future = self._submit(run)
+        future.add_done_callback(self._run_ended)  # (first: before a quit reads the report)
         try:
-            report: RunReport | TuneReport = await self._recipe_future
-            self.run_report = report
+            report: RunReport | TuneReport = await future
         except Exception as exc:  # the session lost, a second run refused
             self.run_outcome = outcome_of(exc)
             self._recipe_future = None  # no run is under way: the keys are the person's
             self.notify(str(exc), title="run failed", severity="error", markup=False)
             return None
-        self.run_outcome = report.outcome
         return report
+
+    def _run_ended(self, future: asyncio.Future[RunReport | TuneReport]) -> None:
+        """Keep the run's report and outcome as soon as it comes back (a quit waits for
+        it, then prints what it measured)."""
+        if not future.cancelled() and future.exception() is None:
+            self.run_report = future.result()
+            self.run_outcome = self.run_report.outcome
 
     async def _run_tune(self, search: Search) -> None:
         """Run a tune where the session lives: the panel shows its trials as they come
@@ -328,9 +334,7 @@ class KnobtopApp(LiveViewApp):
         future = self._recipe_future
         if future is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait({future}, timeout=900)
-            if future.done() and not future.cancelled() and future.exception() is None:
-                self.run_report = future.result()  # what was measured before the quit
+                await asyncio.wait({future}, timeout=900)  # (_run_ended keeps its report)
 
     # -- pages ------------------------------------------------------------------
 
