@@ -14,7 +14,7 @@ five-valued world), multiplies B by ``1 + effect``, and applies the very verdict
 table uses (:func:`~knobtop.analysis.stats.compare_runs`, or
 :func:`~knobtop.analysis.stats.compare_paired` when the design pairs rounds): the exact
 rank test, and the percentile bootstrap CI taken from the bootstrap's exact distribution
-(:func:`median_boot`: what 10,000 resamples estimate, without their noise or cost).
+(:mod:`knobtop.analysis.medianboot`, as the verdicts take it).
 Power is the share of simulated experiments that read "higher".  With ``comparisons`` > 1
 (a table's cells, Holm-corrected) a cell must also reach p <= 0.05 / comparisons, the
 strictest step of Holm's procedure: a conservative bound.
@@ -28,13 +28,13 @@ paired figure is conservative too.
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from knobtop.analysis.medianboot import dist_quantile, median_boot, ratio_quantile
 from knobtop.analysis.noiseci import cv_interval
 from knobtop.analysis.stats import (
     HIGHER,
@@ -179,7 +179,7 @@ def _threshold(a: list[float], b: list[float], paired: bool, alpha: float) -> fl
         walsh = sorted(((logs[i] + logs[j]) / 2 for i in range(len(logs))
                         for j in range(i, len(logs))), reverse=True)
         rank = math.exp(-walsh[crit - 1]) - 1
-        lo = _quantile(median_boot([y / x for x, y in zip(a, b, strict=True)]), _TAIL)
+        lo = dist_quantile(median_boot([y / x for x, y in zip(a, b, strict=True)]), _TAIL)
     else:
         crit = mw_critical_u(len(a), len(b), alpha)
         if crit is None:
@@ -189,91 +189,7 @@ def _threshold(a: list[float], b: list[float], paired: bool, alpha: float) -> fl
     return max(rank, 1 / lo - 1)
 
 
-# --- the bootstrap of a median, exactly ------------------------------------------------------
-# The percentile bootstrap the verdicts draw 10,000 resamples for has a distribution that can
-# be written down: a resample's median is an order statistic (odd n) or the mean of two (even
-# n) of the sample, with binomial probabilities.  Power needs thousands of simulated
-# experiments, each with its CI; the exact distribution makes that cheap (and free of
-# resampling noise).
-
 _TAIL = 0.025  # the 95% CI's lower bound
-
-
-def _binom_cdf(n: int, p: float, k: int) -> float:
-    """P(Binomial(n, p) <= k)."""
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    return math.fsum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1))
-
-
-def median_boot(xs: Sequence[float]) -> list[tuple[float, float]]:
-    """The distribution of the median of a bootstrap resample of ``xs`` (n draws with
-    replacement, as ``statistics.median(random.choices(xs, k=n))``): (value, probability)
-    pairs sorted by value (a value may repeat when the data tie)."""
-    s = sorted(xs)
-    n = len(s)
-    out: list[tuple[float, float]] = []
-    if n % 2:
-        k = n // 2
-        below = 0.0
-        for j in range(1, n + 1):  # P(median <= s_j) = P(Bin(n, j/n) >= k + 1)
-            cdf = 1.0 - _binom_cdf(n, j / n, k)
-            out.append((s[j - 1], cdf - below))
-            below = cdf
-        return out
-    k = n // 2
-    ck = math.comb(n, k)
-    for i in range(1, n + 1):
-        # both middle draws at s_i: fewer than k draws below i, more than k up to i
-        same = (_binom_cdf(n, (i - 1) / n, k - 1) - _binom_cdf(n, i / n, k)
-                + ck * ((i - 1) / n) ** k * ((n - i) / n) ** (n - k))
-        out.append((s[i - 1], same))
-        low = (i / n) ** k - ((i - 1) / n) ** k  # exactly k draws up to i, one at i
-        for j in range(i + 1, n + 1):  # the rest from j on, one at j
-            high = ((n - j + 1) / n) ** (n - k) - ((n - j) / n) ** (n - k)
-            out.append(((s[i - 1] + s[j - 1]) / 2, ck * low * high))
-    out.sort()
-    return out
-
-
-def _quantile(dist: list[tuple[float, float]], q: float) -> float:
-    total = 0.0
-    for value, p in dist:
-        total += p
-        if total >= q - 1e-12:
-            return value
-    return dist[-1][0]
-
-
-def ratio_quantile(a: list[tuple[float, float]], b: list[tuple[float, float]],
-                   q: float) -> float:
-    """The q-quantile of B/A for independent A and B with these distributions (positive
-    values): bisection on r of P(B <= r A) = sum_a P(A = a) P(B <= r a)."""
-    values = [v for v, _ in b]
-    cum: list[float] = []
-    total = 0.0
-    for _, p in b:
-        total += p
-        cum.append(total)
-
-    def cdf(r: float) -> float:
-        acc = 0.0
-        for av, ap in a:
-            i = bisect.bisect_right(values, r * av)
-            if i:
-                acc += ap * cum[i - 1]
-        return acc
-
-    lo, hi = b[0][0] / a[-1][0], b[-1][0] / a[0][0]
-    for _ in range(32):  # to 2^-32 of the span: far below any effect reported
-        mid = (lo + hi) / 2
-        if cdf(mid) >= q - 1e-12:
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 def _thresholds(devs: Sequence[float], n: int, paired: bool, comparisons: int, sims: int,
@@ -399,7 +315,7 @@ def simulate_tables(draw: Callable[[random.Random], float], n: int, *, effect: f
         for (a, b), p_adj in zip(pairs, adjusted, strict=True):
             if p_adj is None or p_adj > 0.05:
                 continue
-            verdict = (compare_paired(a, b, resamples=_RESAMPLES) if by_round else
+            verdict = (compare_paired(a, b) if by_round else
                        compare_runs(a, b, resamples=_RESAMPLES))
             if verdict.label == HIGHER:
                 higher += 1

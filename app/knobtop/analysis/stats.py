@@ -16,7 +16,9 @@ Method (REFERENCE.md section 4, "Statistics"):
   runs normality cannot be checked anyway; Hoefler & Belli (SC'15) advise medians with
   nonparametric confidence intervals.  So: Mann-Whitney U on the per-run values (rank-based, no
   distribution assumed) and a percentile bootstrap CI of the median ratio, resampling each arm
-  independently.
+  independently.  The verdicts read that CI from the bootstrap's exact distribution
+  (:mod:`knobtop.analysis.medianboot`: what endless resamples would find, without their
+  noise or cost); :func:`bootstrap_ratio_ci` draws the resamples, for data with a zero.
 
 Verdict labels are neutral about direction (see :class:`Verdict`): ``"higher"`` means B's median
 is higher than A's, which is good for TPS and bad for latency; the caller knows which.
@@ -50,6 +52,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+from knobtop.analysis.medianboot import median_ci, median_ratio_ci
 
 __all__ = [
     "HIGHER",
@@ -439,7 +443,8 @@ def compare_runs(
 
     Never raises for few or zero runs (that is the "too few runs" label) nor for median(A) = 0
     (label "noise" with ratio None); ValueError for NaN values or level outside (0, 1).
-    See :class:`Verdict` for the labels.
+    See :class:`Verdict` for the labels.  The CI is the bootstrap's exact one for positive
+    values; ``seed`` and ``resamples`` are for data with a zero or below (resampled).
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -458,7 +463,10 @@ def compare_runs(
     _, p = mann_whitney_u(xa, xb)
     if ratio is None:
         return Verdict(None, None, None, p, n_a, n_b, NOISE)
-    lo, hi = bootstrap_ratio_ci(xa, xb, level=level, seed=seed, resamples=resamples)
+    if min(xa) > 0 and min(xb) > 0:  # the bootstrap's own distribution, exactly
+        lo, hi = median_ratio_ci(xa, xb, level)
+    else:  # (a zero or negative value: resamples, each A median of 0 left out)
+        lo, hi = bootstrap_ratio_ci(xa, xb, level=level, seed=seed, resamples=resamples)
     significant = p <= 1.0 - level
     if lo > 1.0 and significant:
         label = HIGHER
@@ -584,8 +592,8 @@ def paired_ratio_ci(a: Sequence[float], b: Sequence[float], *, level: float = 0.
     return _quantile_sorted(meds, alpha), _quantile_sorted(meds, 1.0 - alpha)
 
 
-def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
-                   seed: int = 0, resamples: int = 10_000) -> Verdict:
+def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.95
+                   ) -> Verdict:
     """Arm B against baseline A, run i of each from the same round: the median per-round
     ratio B/A with its bootstrap CI, and the Wilcoxon signed-rank test on the per-round log
     ratios (so a drift that moves both arms of a round cancels).  Labels as
@@ -606,7 +614,7 @@ def compare_paired(a: Sequence[float], b: Sequence[float], *, level: float = 0.9
         return Verdict(None, None, None, None, n, n, NOISE, test=PAIRED_TEST)
     ratio = statistics.median(y / x for x, y in zip(xa, xb, strict=True))
     _, p = wilcoxon_signed_rank([math.log(y / x) for x, y in zip(xa, xb, strict=True)])
-    lo, hi = paired_ratio_ci(xa, xb, level=level, seed=seed, resamples=resamples)
+    lo, hi = median_ci([y / x for x, y in zip(xa, xb, strict=True)], level)
     significant = p <= 1.0 - level
     label = HIGHER if lo > 1.0 and significant else LOWER if hi < 1.0 and significant \
         else NOISE
