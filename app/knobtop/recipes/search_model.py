@@ -1,7 +1,7 @@
 """What a search is (``Search``, its knobs' ``Dimension``s) and its checks against a
-server, apart from the search file's reader (``search.py``): the tune and a resume
-(``resume.py``) use them without the reader, which reads ``[run] kind`` with the kinds'
-registry (an import circle for a kind that needs a search)."""
+server, apart from the search file's reader (``search.py``): the tune kind
+(``kinds/tune.py``) and a resume (``resume.py``) use them without the reader, which reads
+``[run] kind`` with the kinds' registry (an import circle otherwise)."""
 
 from __future__ import annotations
 
@@ -82,9 +82,10 @@ class Search:
                 for d in self.knobs}
 
     def recipe(self, base: Arm) -> Recipe:
-        """The recipe the tune runs through the recipe runner: one arm (the baseline, with
-        the searched knobs' values), measured once at the search's threads; the trials and
-        the verification are steps added as the search goes."""
+        """The recipe the tune runs through the recipe runner, of kind "tune" (its kind,
+        kinds/tune.py, runs it): one arm (the baseline, with the searched knobs' values) at
+        the search's threads; the baseline's runs, the trials and the verification are
+        steps the kind adds as the search goes."""
         return Recipe(
             path=self.path, name=self.name, description=self.description, applies={},
             why="", load=self.load, threads=(self.load.threads,), warmup=self.warmup,
@@ -92,7 +93,7 @@ class Search:
             order="counterbalanced", seed=self.seed, pause=0.0, arms=(base,),
             # LinkBench: each window a run of its own, as in a recipe (issue 20)
             timed=self.load.workload == "linkbench", allow_reach=self.allow_reach,
-            needs=self.needs,
+            needs=self.needs, kind="tune",
         )
 
 
