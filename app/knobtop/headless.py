@@ -455,7 +455,7 @@ async def run_tune_headless(session: SessionPort, search: Search, console: Conso
     verification table; the exit code (0 when it finished)."""
     from knobtop.analysis.tune import trials_table, verification_table
     from knobtop.recipes.orders import TuneOrder
-    from knobtop.recipes.tune import read_prior
+    from knobtop.recipes.resume import read_prior
 
     prior = read_prior(resume, search) if resume is not None else []
     with progress_bars(console, "{task.completed}/{task.total} steps", left=True) as bars:

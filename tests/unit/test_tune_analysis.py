@@ -20,9 +20,10 @@ from knobtop.analysis.tune import (
     violations,
 )
 from knobtop.journal.events import RecipeRun, StepResult, Trial
+from knobtop.recipes.kinds.tune import verification_steps
 from knobtop.recipes.model import Arm
+from knobtop.recipes.resume import prior_trials, spec_of, tune_plan
 from knobtop.recipes.search import SearchError, load_search
-from knobtop.recipes.tune import prior_trials, spec_of, tune_plan, verification_steps
 
 SEARCH = """\
 name = "commit"

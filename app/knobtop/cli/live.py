@@ -366,9 +366,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     from knobtop.analysis.tune import BASE
     from knobtop.recipes.model import Arm
+    from knobtop.recipes.resume import read_prior
     from knobtop.recipes.runner import short_duration
     from knobtop.recipes.search import MAX_TRIALS, load_search
-    from knobtop.recipes.tune import read_prior
 
     console = stderr_console()
     search = load_search(args.search)

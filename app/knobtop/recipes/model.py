@@ -354,7 +354,9 @@ class Recipe:
     arms: tuple[Arm, ...]
     level_order: str = "ascending"
     timeline: Timeline | None = None  # [run] kind = "timeline": one load, actions on it
-    kind: str = "arms"  # [run] kind (recipes/kinds/: how it is read and run)
+    # [run] kind (recipes/kinds/: how it is read and run); "tune": a search's (Search.recipe,
+    # kinds/tune.py), never a file's
+    kind: str = "arms"
     curve: Curve | None = None  # [run] kind = "curve": a knob swept, a probe at each value
     calibrate: int = 0  # rounds of the baseline arm against itself before the arms run
     # Each measured window is a timed run of its own (after the warmup run): the driver's

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.resultcells import Results
 from knobtop.journal.events import Checkpoint, Progress, Trial
@@ -73,22 +73,15 @@ class RunReport:
     checkpoints: list[Checkpoint] = field(default_factory=list)
 
 
-class _Running(Protocol):
-    """A runner or a tuner, as an order drives it."""
-
-    def abort(self) -> None: ...
-
-    async def run(self) -> object: ...
-
-
 class _Order:
     """What both orders do where they run: keep an abort that comes before the run has
-    started, and map how the run ended (recipes/outcome.py, the one mapping)."""
+    started (a tune's: while it prepares), and map how the run ended (recipes/outcome.py,
+    the one mapping)."""
 
-    _running: _Running | None = None  # (set where it runs; never sent across the socket)
+    _running: RecipeRunner | None = None  # (set where it runs; never sent across the socket)
     _aborted = False
 
-    async def _run_to_end(self, running: _Running) -> RunOutcome:
+    async def _run_to_end(self, running: RecipeRunner) -> RunOutcome:
         self._running = running
         if self._aborted:
             running.abort()
@@ -153,14 +146,21 @@ class TuneOrder(_Order):
     resumed_from: str = ""
 
     async def run(self, port: SessionPort, targets: Mapping[str, SessionPort]) -> TuneReport:
-        from knobtop.recipes.tune import Tuner
+        from knobtop.recipes.kinds.tune import Tune
 
+        tune = Tune(self.search, prior=self.prior, resumed_from=self.resumed_from)
+        try:
+            recipe = await tune.prepare(port)  # what it runs; SearchError: nothing changed
+        except Exception as exc:
+            return TuneReport(outcome_of(exc), tune.spec, warnings=list(tune.warnings))
         teller = ProgressTeller(port, self.search.name)
-        tuner = Tuner(port, self.search, on_progress=teller.progress, on_note=teller.note,
-                      prior=self.prior, resumed_from=self.resumed_from)
-        ended = await self._run_to_end(tuner)
-        return TuneReport(ended, tuner.spec, list(tuner.trials), tuner.outcome.verification,
-                          list(tuner.outcome.warnings))
+        runner = RecipeRunner(port, recipe, kind=tune, on_progress=teller.progress,
+                              on_note=teller.note, warnings=tune.warnings)
+        runner.set_total(tune.planned_steps())
+        ended = await self._run_to_end(runner)
+        # the search's warnings, the runner's and what the run met on its way
+        return TuneReport(ended, tune.spec, list(tune.trials), tune.verification,
+                          list(runner.warnings or tune.warnings))
 
 
 __all__ = ["ProgressTeller", "RecipeOrder", "RunReport", "TuneOrder", "TuneReport"]

@@ -73,7 +73,7 @@ from typing import NamedTuple
 
 from knobtop.bundled import bundled_dir
 from knobtop.load.base import LoadError
-from knobtop.recipes.kinds import KINDS
+from knobtop.recipes.kinds import KINDS, NOT_IN_FILES
 from knobtop.recipes.kinds.timeline import ACTION_KEYS, TIMELINE_KEYS
 from knobtop.recipes.model import (
     APPLIES_FLAVORS,
@@ -224,6 +224,12 @@ class _Reader(ArmReader):
         calibrate = self.integer(run, "calibrate", "run", lo=0, hi=MAX_REPLICATES)
         until_ci = self.number(run, "until_ci", "run", lo=0.0, hi=1.0, lo_open=True)
         max_replicates = self.integer(run, "max_replicates", "run", lo=1, hi=MAX_REPLICATES)
+        given = run.get("kind")
+        if isinstance(given, str) and given in NOT_IN_FILES:  # a tune's (kinds/tune.py)
+            raise self.error("run.kind", f"a recipe file is not of kind {given!r}: its "
+                             "steps come as it goes, from a search file",
+                             f"run {NOT_IN_FILES[given]}, or write kind = "
+                             + " or ".join(f'"{k}"' for k in KINDS))
         kind = self.choice(run, "kind", tuple(KINDS),
                            ", or ".join(k.about for k in KINDS.values()))
         timed = bool(self.boolean(run, "timed", "run"))

@@ -15,7 +15,7 @@ import orjson
 from knobtop.analysis.tune import TuneSpec
 from knobtop.errors import KnobtopError
 from knobtop.journal.events import Change, Event, RecipeRun, StepResult, Trial
-from knobtop.recipes.search import Dimension, Search, SearchError
+from knobtop.recipes.search_model import Dimension, Search, SearchError
 
 
 def search_param(dim: Dimension, text: str) -> Any:

@@ -18,6 +18,12 @@ For each step of ``Recipe.schedule()`` the runner
    TPS and stall share, and whether the window itself was flat);
 5. stops the load and pauses.
 
+The recipe's kind (``recipes/kinds/``) drives the run through the runner's services: a
+recipe of arms runs every planned step in order (``run_arm_steps``); a tune
+(``kinds/tune.py``) runs one step at a time (``run_step``), adding each trial's and the
+verification's as it goes (``add_steps``); a one-load kind starts its load and reads its
+checkpoints.
+
 Abort (or any failure) stops the load and puts every knob back to the session's baseline.
 Everything lands in the journal: a ``recipe`` event at start and end, a mark per wait and
 phase of a step, and one ``step`` event per measured step.  The runner runs where the
@@ -55,7 +61,7 @@ from knobtop.load.base import LoadError, LoadSpec
 from knobtop.metrics.board import MetricBoard
 from knobtop.recipes.armset import ArmRefused, ArmSetter
 from knobtop.recipes.gates import Gates
-from knobtop.recipes.kinds import KINDS, start_plan
+from knobtop.recipes.kinds import KINDS, RecipeKind, start_plan
 from knobtop.recipes.model import Recipe, RecipeError, RunAborted, RunFailed, Step, Timeline
 from knobtop.recipes.preflight import check_servers, probe_conditions
 from knobtop.recipes.rounds import next_round
@@ -138,9 +144,7 @@ class RecipeRunner:
         prepare: bool = True,
         on_note: Callable[[str], None] | None = None,
         targets: Mapping[str, SessionPort] | None = None,
-        more_steps: Callable[[], list[Step]] | None = None,
-        on_arm_refused: Callable[[Step, str], None] | None = None,
-        plan_extra: Mapping[str, Any] | None = None,
+        kind: RecipeKind | None = None,
         warnings: Sequence[str] = (),
     ) -> None:
         # The run's own server ("") and each further target's (issue 19); the journal,
@@ -149,22 +153,20 @@ class RecipeRunner:
         self.ports: dict[str, SessionPort] = {**(targets or {}), "": session}
         self._target = ""  # the server of the arm being applied or measured
         self.recipe = recipe
+        self.kind = KINDS[recipe.kind] if kind is None else kind  # (a tune's: given)
         self.on_progress = on_progress
         self.on_note = on_note  # what the run found on its way (calibration, added rounds)
         self.prepare = prepare
-        # A run whose steps are decided as it goes (knobtop tune): asked for more whenever
-        # the steps run out (none: the run ends); an arm whose knobs do not take is told to
-        # on_arm_refused and skipped instead of failing the run.
-        self.more_steps = more_steps
-        self.on_arm_refused = on_arm_refused
-        self.plan_extra = dict(plan_extra or {})  # more for the journal's recipe start
+        self._plan: dict[str, Any] = {}  # the conditions probe's, for the recipe start
         # What the caller found before the run (a search's static knobs): journaled with the
         # recipe's own warnings in the recipe start, before the first step
         self._caller_warnings = list(warnings)
         # Knobs the server changed on its own with an arm (a side effect), and their value
         # before: put back before every step of an arm that does not name them
         self.arms = ArmSetter(recipe)
-        self.steps = _numbered([*recipe.calibration_schedule(), *recipe.schedule()])
+        self.steps = _numbered(self.kind.schedule(recipe))
+        self._next = 0  # the index of the next step to run
+        self._arm: str | None = None  # the arm in place (None: the next step sets its own)
         self.calibration_line = ""  # what the calibration found (journaled as a mark)
         self.progress = Progress(recipe.name, len(self.steps))
         self.results: list[StepResult] = []
@@ -183,7 +185,7 @@ class RecipeRunner:
         self._last_checkpoint = ""
         self.driver = ""  # the load driver of the last phase ("sysbench", "builtin")
         self.step_measure = StepMeasure(self)  # one measured step (step.py)
-        counted = KINDS[recipe.kind].readings(recipe, 0)
+        counted = self.kind.readings(recipe, 0)
         if counted is not None:  # a timeline's checkpoints, a curve's values
             self.progress.total, self.progress.unit = counted[0], counted[1]
         self.checkpoints: list[Checkpoint] = []
@@ -249,7 +251,7 @@ class RecipeRunner:
         p.seconds_left = time_left(nominal, p.total, p.done, self._spent, current)
         if self._timeline_end is not None:
             p.seconds_left = max(0.0, self._timeline_end - time.monotonic())
-        counted = KINDS[self.recipe.kind].readings(self.recipe, len(self.checkpoints))
+        counted = self.kind.readings(self.recipe, len(self.checkpoints))
         if counted is not None:
             p.done = len(self.checkpoints)
             if counted[2] is not None:
@@ -263,6 +265,9 @@ class RecipeRunner:
     def note(self, text: str) -> None:
         """A finding of the run: journaled as a mark, and told to the front end."""
         self.mark(text)
+        self.tell(text)
+
+    def tell(self, text: str) -> None:
         if self.on_note is not None:
             self.on_note(text)
 
@@ -304,9 +309,9 @@ class RecipeRunner:
         state = session.state()
         states = {name: port.state() for name, port in self.ports.items()}
         found = check_servers(self.recipe, self.ports, state, states,
-                              whole=self.more_steps is None)
+                              whole=self.kind.planned)
         self.conditions, found_now = await probe_conditions(self.recipe, self.ports,
-                                                            self.plan_extra,
+                                                            self._plan,
                                                             lab=state.profile == "lab")
         found += found_now
         # Every warning is in the recipe start (journaled, shown by every front end) before
@@ -317,7 +322,7 @@ class RecipeRunner:
         unsubscribe = session.subscribe(self._on_event)
         recipe = self.recipe
         session.record(RecipeRun, action="start", name=recipe.name, plan=start_plan(
-            recipe, len(self.steps), self.warnings, self.plan_extra))
+            recipe, self.kind, len(self.steps), self.warnings, self._plan))
         if recipe.allow_reach:
             session.note(f"reach variables allowed: {', '.join(recipe.allow_reach)} "
                          f"([allow] reach in {recipe.path} and --allow-reach)")
@@ -358,49 +363,56 @@ class RecipeRunner:
         """Prepare the tables, then the run as the recipe's kind drives it (kinds/)."""
         if self.prepare:
             await self.tables.prepare(self)
-        await KINDS[self.recipe.kind].run(self, self.recipe)
+        await self.kind.run(self, self.recipe)
 
     async def run_arm_steps(self) -> None:
-        """Every step in order (and the rounds and steps added as it goes) with its arm in
-        place first."""
-        current: str | None = None
-        done = 0
+        """Every planned step in order (and the rounds added as it goes); an arm that does
+        not take fails the run."""
         while True:
-            if done == len(self.steps):
+            if self._next == len(self.steps):
                 self._more_rounds()
-                if self.more_steps is not None and done == len(self.steps):
-                    self.steps.extend(_numbered(self.more_steps(), len(self.steps)))
-                    self.progress.total = max(self.progress.total, len(self.steps))
-                if done == len(self.steps):
+                if self._next == len(self.steps):
                     break
-            step = self.steps[done]
-            self.check()
-            self.progress.step = step
-            self._step_began = time.monotonic()
-            if step.arm.name != current or self.arms.side:
-                # Before every step while the server has made changes of its own (a
-                # side effect to put back): the step runs on its arm's plan.
-                try:
-                    await self._apply_arm(step)
-                except ArmRefused as exc:
-                    if self.on_arm_refused is None:
-                        raise RunFailed(str(exc)) from exc
-                    self.note(str(exc))
-                    self.on_arm_refused(step, str(exc))
-                    current = None  # what took of it stays: the next arm sets its own
-                    self._step_began = None
-                    self.progress.done += 1
-                    done += 1
-                    continue
-                current = step.arm.name
-            await self.step_measure.run(step)
-            self._spent += time.monotonic() - self._step_began
-            self._step_began = None
-            self.progress.done += 1
-            done += 1
-            if step.calibration and (done == len(self.steps)
-                                     or not self.steps[done].calibration):
+            step = self.steps[self._next]
+            await self.run_step()
+            if step.calibration and (self._next == len(self.steps)
+                                     or not self.steps[self._next].calibration):
                 self._calibrated()
+
+    async def run_step(self, refusable: bool = False) -> StepResult:
+        """The next planned step, its arm put in place first when it differs from the last
+        step's or the server has made changes of its own (a side effect to put back): the
+        step runs on its arm's plan.  An arm that does not take fails the run; ArmRefused
+        instead if ``refusable`` (a tune's trial): the step counts done, skipped (what took
+        of it stays: the next arm sets its own)."""
+        step = self.steps[self._next]
+        self._next += 1
+        self.check()
+        self.progress.step = step
+        self._step_began = began = time.monotonic()
+        if step.arm.name != self._arm or self.arms.side:
+            self._arm = None
+            try:
+                await self._apply_arm(step)
+            except ArmRefused as exc:
+                if not refusable:
+                    raise RunFailed(str(exc)) from exc
+                self._step_began = None
+                self.progress.done += 1
+                raise
+            self._arm = step.arm.name
+        await self.step_measure.run(step)
+        self._spent += time.monotonic() - began
+        self._step_began = None
+        self.progress.done += 1
+        return self.results[-1]
+
+    def add_steps(self, steps: Sequence[Step]) -> None:
+        self.steps.extend(_numbered(list(steps), len(self.steps)))
+        self.progress.total = max(self.progress.total, len(self.steps))
+
+    def set_total(self, steps: int) -> None:
+        self.progress.total = steps
 
     def results_so_far(self, outcome: str = "running", message: str = "") -> Results:
         """The results table of the steps measured so far (all of them after ``run()``)."""
@@ -425,9 +437,7 @@ class RecipeRunner:
         """``until_ci``: one more round while some cell's CI is wider than +-until_ci and
         the rounds are under ``max_replicates``."""
         extra, said = next_round(self.recipe, self.steps, self.results_so_far)
-        if extra:
-            self.steps.extend(_numbered(extra, len(self.steps)))
-            self.progress.total = len(self.steps)
+        self.add_steps(extra)
         if said:
             self.note(said)
 

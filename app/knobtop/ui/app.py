@@ -240,7 +240,7 @@ class KnobtopApp(LiveViewApp):
         (journal events), then the trials and the verification table."""
         assert self.session is not None
         from knobtop.recipes.orders import TuneOrder, TuneReport
-        from knobtop.recipes.tune import read_prior, spec_of
+        from knobtop.recipes.resume import read_prior, spec_of
 
         try:
             prior = read_prior(self.resume, search) if self.resume is not None else []

@@ -1,4 +1,6 @@
-"""Recipe kinds (``[run] kind``): each one file, each a line of this registry."""
+"""Recipe kinds (``[run] kind``): each one file, each a line of this registry (the kinds a
+recipe file selects; the tune's, ``kinds/tune.py``, is built per run by ``knobtop tune``
+and is not here)."""
 
 from __future__ import annotations
 
@@ -19,12 +21,17 @@ KINDS: dict[str, RecipeKind] = {
     "curve": CURVE,
 }
 
+# A kind no recipe file selects, and what the reader's refusal of it says to run instead.
+NOT_IN_FILES = {"tune": "knobtop tune SEARCH.toml (a search file: the knobs, their ranges, "
+                        "an objective and a budget)"}
 
 
-def start_plan(recipe: Recipe, steps: int, warnings: Sequence[str],
+def start_plan(recipe: Recipe, kind: RecipeKind, steps: int, warnings: Sequence[str],
                extra: Mapping[str, Any]) -> dict[str, Any]:
     """The recipe start event's plan: everything the run will do, as journaled (every
-    kind's keys, then the recipe's kind's own)."""
+    kind's keys, then the recipe's kind's own; a tune's after the warnings, where its
+    journals have always had them)."""
+    own = kind.plan(recipe)
     return {
         "path": str(recipe.path), "description": recipe.description.strip(),
         "arms": {a.name: dict(a.knobs) for a in recipe.arms},
@@ -39,12 +46,14 @@ def start_plan(recipe: Recipe, steps: int, warnings: Sequence[str],
         "workload": recipe.load.workload, "instances": recipe.load.instances,
         **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
            if recipe.targets else {}),
-        **KINDS[recipe.kind].plan(recipe),
+        **(own if kind.planned else {}),
         "steps": steps,
         "warnings": list(warnings),
         **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
+        **({} if kind.planned else own),
         **extra,
     }
 
 
-__all__ = ["KINDS", "KindReader", "LoadShape", "RecipeKind", "Sequencer", "start_plan"]
+__all__ = ["KINDS", "NOT_IN_FILES", "KindReader", "LoadShape", "RecipeKind", "Sequencer",
+           "start_plan"]

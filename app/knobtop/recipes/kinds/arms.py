@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from knobtop.recipes.kinds.base import count
+from knobtop.recipes.kinds.base import count, planned_steps
 
 if TYPE_CHECKING:
     from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
-    from knobtop.recipes.model import Arm, Recipe, Timeline
+    from knobtop.recipes.model import Arm, Recipe, Step, Timeline
     from knobtop.tomlcheck import Table
 
 
@@ -23,6 +23,7 @@ class Arms:
     section: str | None = None
     keys: tuple[str, ...] = ()
     one_load: bool = False
+    planned: bool = True
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
              ) -> tuple[tuple[Arm, ...], Timeline | None]:
@@ -30,6 +31,9 @@ class Arms:
 
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         return {}  # the plan's arms, threads and replicates are every kind's keys
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        return planned_steps(recipe)
 
     def shape(self, recipe: Recipe) -> str:
         return (f"{count(len(recipe.arms), 'arm')} x "

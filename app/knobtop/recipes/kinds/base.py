@@ -2,23 +2,35 @@
 
 A kind (``[run] kind = "..."``) is one file in this package and a line in its registry
 (``kinds/__init__.py``).  The reader asks the recipe's kind for its arms (and, for a kind
-that runs one load with checkpoints, its ``Timeline``); the runner writes the kind's part of
-the start event's plan and hands the run to ``run``, which drives the runner's services
-(``Sequencer``): setting knobs, waiting, starting the load, taking checkpoints, and the
-step loop of a recipe of arms.
-"""
+that runs one load with checkpoints, its ``Timeline``); the runner asks it for the steps it
+knows before the run (``schedule``), writes the kind's part of the start event's plan and
+hands the run to ``run``, which drives the runner's services (``Sequencer``): setting
+knobs, waiting, starting the load, taking checkpoints, and steps: every planned step in
+order (``run_arm_steps``), or one step at a time (``run_step``) with the steps it decides
+as it goes (``add_steps``).
 
+A recipe file plans its steps (``planned``).  The tune (``kinds/tune.py``, ``knobtop
+tune``) is the kind whose steps come as it goes, from a search file: the runner drives it
+as any other, but no recipe file selects it (it is not in the registry; the module says
+why).
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from knobtop.journal.events import Checkpoint
+    from knobtop.journal.events import Checkpoint, StepResult
     from knobtop.load.base import LoadSpec
-    from knobtop.recipes.model import Arm, Curve, Recipe, Timeline
+    from knobtop.recipes.model import Arm, Curve, Recipe, Step, Timeline
     from knobtop.session.port import SessionPort
     from knobtop.tomlcheck import FileError, Table
+
+
+def planned_steps(recipe: Recipe) -> list[Step]:
+    """A recipe file's steps: its calibration rounds, then its schedule (none for a kind
+    of one load or a curve)."""
+    return [*recipe.calibration_schedule(), *recipe.schedule()]
 
 
 def count(n: int, thing: str) -> str:
@@ -76,6 +88,7 @@ class Sequencer(Protocol):
     recipe: Recipe
     checkpoints: list[Checkpoint]
     driver: str  # the load driver of the last phase ("sysbench", "builtin")
+    steps: list[Step]  # every step planned or run so far, by index
 
     @property
     def session(self) -> SessionPort: ...
@@ -83,7 +96,11 @@ class Sequencer(Protocol):
     def status(self, state: str, waiting_for: str = "") -> None:
         """What the run is doing now (the progress every front end shows)."""
 
-    def note(self, text: str) -> None: ...
+    def note(self, text: str) -> None:
+        """A finding of the run: journaled as a mark, and told to the front end."""
+
+    def tell(self, text: str) -> None:
+        """A finding told to the front end only (the event it is about is journaled)."""
 
     def check(self) -> None:
         """RunAborted / RunFailed now if the run was aborted or cannot go on."""
@@ -105,7 +122,20 @@ class Sequencer(Protocol):
         """Read the checkpoint at ``at`` seconds into the load (journaled)."""
 
     async def run_arm_steps(self) -> None:
-        """Every step of the schedule in order, each arm set before its steps."""
+        """Every planned step in order (and the rounds added as it goes); an arm that does
+        not take fails the run."""
+
+    async def run_step(self, refusable: bool = False) -> StepResult:
+        """The next planned step, its arm put in place first when it differs from the last
+        step's (or the server changed knobs of its own with it); its result.  An arm that
+        does not take fails the run (RunFailed); ArmRefused instead if ``refusable``: the
+        step counts done, skipped."""
+
+    def add_steps(self, steps: Sequence[Step]) -> None:
+        """``steps`` after the planned ones, numbered on (decided as the run goes)."""
+
+    def set_total(self, steps: int) -> None:
+        """The steps the run plans in all, as its progress counts them."""
 
 
 class RecipeKind(Protocol):
@@ -114,6 +144,9 @@ class RecipeKind(Protocol):
     section: str | None  # its own table in the file (e.g. "timeline"), if it has one
     keys: tuple[str, ...]  # that table's keys (the generated reference lists them)
     one_load: bool  # one load from start to end, with checkpoints (no steps)
+    # A recipe file plans its steps (its checks judge the whole schedule); False: a tune's
+    # come as it goes, from a search file (no recipe file selects it)
+    planned: bool
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
              ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
@@ -122,6 +155,10 @@ class RecipeKind(Protocol):
 
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         """The kind's keys in the start event's plan."""
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        """The steps known before the run (the start event counts them; numbered by the
+        runner)."""
 
     def shape(self, recipe: Recipe) -> str:
         """What a run of it is, on one line (`knobtop run --list`)."""
@@ -135,4 +172,4 @@ class RecipeKind(Protocol):
         """The run, after the tables are prepared; the runner restores the baseline."""
 
 
-__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer", "count"]
+__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer", "count", "planned_steps"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from knobtop.analysis.curve import QUERIES, SECONDS, size_name, zero_line
 from knobtop.journal.events import Checkpoint
-from knobtop.recipes.kinds.base import count
+from knobtop.recipes.kinds.base import count, planned_steps
 from knobtop.recipes.model import Arm, Curve, parse_bytes
 from knobtop.server.probes import (
     PROBE_DATABASE,
@@ -30,7 +30,7 @@ from knobtop.server.probes import (
 
 if TYPE_CHECKING:
     from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
-    from knobtop.recipes.model import Recipe, Timeline
+    from knobtop.recipes.model import Recipe, Step, Timeline
     from knobtop.tomlcheck import Table
 
 PROBE_PARAMS = tuple(dict.fromkeys(p.name for spec in PROBES.values() for p in spec.params))
@@ -45,6 +45,7 @@ class CurveKind:
     section: str | None = "curve"
     keys: tuple[str, ...] = CURVE_KEYS
     one_load: bool = False
+    planned: bool = True
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
              ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
@@ -149,6 +150,9 @@ class CurveKind:
         return {"kind": self.name, "knob": curve.knob, "values": list(curve.values),
                 "probe": curve.probe, "params": curve.probe_params,
                 "counters": list(curve.counters)}
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        return planned_steps(recipe)
 
     def shape(self, recipe: Recipe) -> str:
         c = recipe.curve

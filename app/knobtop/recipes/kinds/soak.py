@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from knobtop.recipes.kinds.base import count
+from knobtop.recipes.kinds.base import count, planned_steps
 from knobtop.recipes.kinds.timeline import one_load_checks, run_one_load
 from knobtop.recipes.model import Arm, Timeline
 
 if TYPE_CHECKING:
     from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
-    from knobtop.recipes.model import Recipe
+    from knobtop.recipes.model import Recipe, Step
     from knobtop.tomlcheck import Table
 
 SOAK_KEYS = ("knobs", "every", "metrics", "window")
@@ -30,6 +30,7 @@ class Soak:
     section: str | None = "soak"
     keys: tuple[str, ...] = SOAK_KEYS
     one_load: bool = True
+    planned: bool = True
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
              ) -> tuple[tuple[Arm, ...], Timeline | None]:
@@ -68,6 +69,9 @@ class Soak:
         assert timeline is not None
         return {"kind": self.name, "checkpoints": list(timeline.checkpoints),
                 "metrics": list(timeline.metrics), "actions": []}
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        return planned_steps(recipe)
 
     def shape(self, recipe: Recipe) -> str:
         assert recipe.timeline is not None

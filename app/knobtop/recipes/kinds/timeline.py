@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from knobtop.recipes.kinds.base import count
+from knobtop.recipes.kinds.base import count, planned_steps
 from knobtop.recipes.model import Action, Arm, Timeline
 from knobtop.recipes.timeline import still_moving
 
 if TYPE_CHECKING:
     from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
-    from knobtop.recipes.model import Recipe
+    from knobtop.recipes.model import Recipe, Step
     from knobtop.tomlcheck import Table
 
 TIMELINE_KEYS = ("start", "checkpoints", "metrics", "window", "action")
@@ -43,6 +43,7 @@ class TimelineKind:
     section: str | None = "timeline"
     keys: tuple[str, ...] = TIMELINE_KEYS
     one_load: bool = True
+    planned: bool = True
 
     def read(self, reader: KindReader, doc: Table, load: LoadShape
              ) -> tuple[tuple[Arm, ...], Timeline | None]:
@@ -104,6 +105,9 @@ class TimelineKind:
                 "metrics": list(timeline.metrics),
                 "actions": [{"at": a.at, "knobs": a.knobs, "keep_load": a.keep_load}
                             for a in timeline.actions]}
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        return planned_steps(recipe)
 
     def shape(self, recipe: Recipe) -> str:
         assert recipe.timeline is not None

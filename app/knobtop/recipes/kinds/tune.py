@@ -1,16 +1,18 @@
-"""``knobtop tune`` (issue 21): a noise-aware search for better knob values.
+"""``knobtop tune`` (issue 21) as a kind: a noise-aware search for better knob values.
 
 A search file (``recipes.search``) names the knobs, the load, an objective, constraints
-and a budget. The tune runs through the recipe runner on an open session, so every trial
-is one measured recipe step (gates, warmup, plateau wait, restart with rollback for
-static knobs, the footprint) and lands in the journal as any step does:
+and a budget. The runner drives the tune as it drives any kind, so every trial is one
+measured recipe step (gates, warmup, plateau wait, restart with rollback for static knobs,
+the footprint) and lands in the journal as any step does; the kind owns the step loop:
 
-1. the baseline (the server's own values of the searched knobs) is measured once: trial 0;
-2. trials: optuna's TPE sampler (seeded) proposes knob values; each is measured and told
-   back with its objective, and with the constraints it broke as constraints (an
-   infeasible trial is never a good score); a ``trial`` event journals each. Values
-   already measured are not proposed again; a choices-only space ends when every
-   combination was measured;
+1. the baseline (the server's own values of the searched knobs) is measured
+   ``BASELINE_RUNS`` times: trial 0, its runs' band the noise trials are seen against;
+2. trials, while the budget lasts: optuna's TPE sampler (seeded) proposes knob values; each
+   is one step, told back with its objective, and with the constraints it broke as
+   constraints (an infeasible trial is never a good score); a ``trial`` event journals
+   each. Values already measured are not proposed again; a choices-only space ends when
+   every combination was measured. A trial whose knobs do not take is a failed trial,
+   not a failed run;
 3. verification: the best ``candidates`` trials that kept the constraints run against the
    baseline in ``replicates`` counterbalanced rounds, and the recipe statistics (ratio of
    medians with its bootstrap CI, the rank test, Holm across the candidates) give each a
@@ -18,17 +20,24 @@ static knobs, the footprint) and lands in the journal as any step does:
    "lower" latency); if none is, the tune says the baseline could not be beaten beyond
    noise.
 
-The runner puts the baseline back at the end, whatever happened. A tune killed part way
-resumes from its journal (``prior`` trials): they are journaled again in the new journal
-as ``resumed`` and told to the sampler, and only new trials are measured.
+Before the runner exists, :meth:`Tune.prepare` checks the search against the server and
+reads the baseline; the runner puts the baseline back at the end, whatever happened. A
+tune killed part way resumes from its journal (``prior`` trials): they are journaled again
+in the new journal as ``resumed`` and told to the sampler, and only new trials are measured.
+
+The tune is not in the registry (``KINDS``): that is the kinds a recipe file selects with
+``[run] kind`` (the reader's choices and the generated reference list it), and a tune comes
+from a search file instead; and a ``Tune`` is one run's (its search, the sampler, the trials
+so far), where a registry line is one instance every recipe of its kind shares.
+``knobtop tune`` (``recipes/orders.py``, ``TuneOrder``) builds one per run and hands it to
+the runner.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,24 +54,27 @@ from knobtop.analysis.tune import (
     violations,
 )
 from knobtop.journal.events import StepResult, Trial
+from knobtop.recipes.armset import ArmRefused
+from knobtop.recipes.kinds.base import count
 from knobtop.recipes.model import Arm, Step
 from knobtop.recipes.resume import (
     interrupted_in,
     leftover_knobs,
-    prior_trials,
-    read_prior,
     search_param,
     spec_of,
     tune_plan,
     values_set,
 )
-from knobtop.recipes.runner import Progress, RecipeRunner
 from knobtop.recipes.schedule import arm_order
-from knobtop.recipes.search import Dimension, Search, SearchError, check_search
-from knobtop.session.port import SessionPort
+from knobtop.recipes.search_model import Dimension, Search, SearchError, check_search
 
 if TYPE_CHECKING:
     import optuna
+
+    from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
+    from knobtop.recipes.model import Curve, Recipe, Timeline
+    from knobtop.session.port import SessionPort
+    from knobtop.tomlcheck import Table
 
 REPEATS = 20  # proposals of an already measured combination before the search ends
 BASELINE_RUNS = 2  # the baseline's runs before the trials (trial 0): their band
@@ -123,59 +135,43 @@ def combinations(search: Search) -> int | None:
     return total
 
 
-@dataclass
-class TuneOutcome:
-    trials: list[Trial] = field(default_factory=list)
-    verification: Verification | None = None
-    warnings: list[str] = field(default_factory=list)
+class Tune:
+    """The tune of one search: a kind per run (its sampler and its trials so far)."""
 
+    name: str = "tune"
+    about: str = "a search for better knob values (knobtop tune, from a search file)"
+    section: str | None = None
+    keys: tuple[str, ...] = ()
+    one_load: bool = False
+    planned: bool = False  # its trials come as it goes
 
-class Tuner:
-    """Runs one search on an open session (on the session's event loop)."""
-
-    def __init__(self, session: SessionPort, search: Search, *,
-                 on_progress: Callable[[Progress], None] | None = None,
-                 on_note: Callable[[str], None] | None = None,
-                 prior: Sequence[Trial] = (), resumed_from: str = "") -> None:
-        self.session = session
+    def __init__(self, search: Search, *, prior: Sequence[Trial] = (),
+                 resumed_from: str = "") -> None:
         self.search = search
         self.spec = spec_of(search)
-        self.on_progress = on_progress
-        self.on_note = on_note
         self.prior = list(prior)
         self.resumed_from = resumed_from
-        self.outcome = TuneOutcome()
-        self.runner: RecipeRunner | None = None
+        self.trials: list[Trial] = []  # this run's, the resumed ones first
+        self.verification: Verification | None = None
+        self.warnings: list[str] = []  # the search's against the server (prepare)
         self._study: optuna.Study | None = None
-        self._pending: tuple[int, optuna.trial.Trial | None, Arm] | None = None
-        self._seen = 0  # the runner's results already recorded as trials
-        self._to_copy: list[Trial] = []  # a resumed journal's trials, not journaled yet
         self._blocks: dict[str, int] = {}  # a knob's step (the server's block size)
-        self._phase = "search"
-        self._base: Arm | None = None
         self._began = 0.0
-        self._prior_seconds = 0.0
-        self._aborted = False
+        walls = [t.wall for t in self.prior]
+        self._prior_seconds = max(walls) - min(walls) if walls else 0.0
 
-    @property
-    def trials(self) -> list[Trial]:
-        return self.outcome.trials
+    # -- before the runner -----------------------------------------------------------------
 
-    def abort(self) -> None:
-        """Stop at the next check (any thread): the load stops, the baseline comes back."""
-        self._aborted = True
-        if self.runner is not None:
-            self.runner.abort()
-
-    async def run(self) -> TuneOutcome:
-        """The search, then the verification; RunAborted / RunFailed after the baseline
-        was restored, SearchError before anything changed."""
-        search, session = self.search, self.session
+    async def prepare(self, session: SessionPort) -> Recipe:
+        """The search against the server (its warnings), the knobs' block sizes, the
+        baseline as the server holds it, the sampler; the recipe the runner runs.
+        SearchError before anything changed."""
+        search = self.search
         catalog = session.state().catalog
         if catalog is None:
             raise SearchError(str(search.path), None, "the session is not open",
                               "open the session before tuning")
-        self.outcome.warnings = check_search(search, catalog)
+        self.warnings = check_search(search, catalog)
         self._blocks = {d.name: catalog.get(d.name).block_size or 1 for d in search.knobs}
         values = await session.global_values(search.knob_names)
         base = {k: v for k, v in values.items() if v is not None}
@@ -193,25 +189,97 @@ class Tuner:
                                  f"{self.resumed_from} (the server had {now}, a value of "
                                  "that tune's trials)")
             base.update(left)
-        self._base = Arm(BASE, base)
         self._study = self._new_study()
-        runner = RecipeRunner(session, search.recipe(self._base), on_progress=self.on_progress,
-                              on_note=self.on_note, more_steps=self._more,
-                              on_arm_refused=self._refused, plan_extra=tune_plan(search),
-                              warnings=self.outcome.warnings)
-        self.runner = runner
-        if self._aborted:
-            runner.abort()
         self._began = time.monotonic()
-        self._resume(runner)
-        runner.progress.total = self._planned_steps()
-        try:
-            await runner.run()
-        finally:  # the search's, the runner's and what the run met on its way
-            self.outcome.warnings = runner.warnings or self.outcome.warnings
-        return self.outcome
+        return search.recipe(Arm(BASE, base))
 
-    # -- the sampler ---------------------------------------------------------------------
+    def planned_steps(self) -> int:
+        """The steps the tune plans in all: the baseline's runs (unless resumed), the
+        trials left of the budget (10 more than done when it is minutes only), the
+        verification."""
+        search, known = self.search, [*self.prior, *self.trials]
+        trials = search.trials if search.trials is not None else len(known) + 10
+        fresh = max(0, trials - sum(1 for t in known if t.number > 0))
+        base = 0 if any(t.number == 0 for t in known) else BASELINE_RUNS
+        return base + fresh + (search.candidates + 1) * search.replicates
+
+    # -- the kind --------------------------------------------------------------------------
+
+    def read(self, reader: KindReader, doc: Table, load: LoadShape
+             ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
+        raise reader.error("run.kind", "a tune is not read from a recipe file",
+                           "run knobtop tune SEARCH.toml")
+
+    def plan(self, recipe: Recipe) -> dict[str, Any]:
+        return tune_plan(self.search)
+
+    def schedule(self, recipe: Recipe) -> list[Step]:
+        """The baseline's runs (a resumed tune's were measured by the journal it
+        resumes)."""
+        if self.prior:
+            return []
+        return [Step(r - 1, r, recipe.baseline, self.search.threads)
+                for r in range(1, BASELINE_RUNS + 1)]
+
+    def shape(self, recipe: Recipe) -> str:
+        s = self.search
+        return (f"tune: {count(len(s.knobs), 'knob')}, then {s.candidates} x "
+                f"{count(s.replicates, 'round')} of verification")
+
+    def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
+        return None  # its steps
+
+    async def run(self, runner: Sequencer, recipe: Recipe) -> None:
+        """The baseline's runs, the trials while the budget lasts, the verification."""
+        base = recipe.baseline
+        runs = [await self._measure(runner, 0, None, base) for _ in list(runner.steps)]
+        self._copy_prior(runner)
+        for result in runs:
+            if result is not None:
+                self._record(runner, (0, None, base), "done", result)
+        while (asked := self._ask() if self._budget_left() else None) is not None:
+            trial, knobs = asked
+            number = max((t.number for t in self.trials), default=0) + 1
+            arm = Arm(arm_name(number), knobs)
+            runner.add_steps([Step(0, 1, arm, self.search.threads)])
+            result = await self._measure(runner, number, trial, arm)
+            if result is not None:
+                self._record(runner, (number, trial, arm), "done", result)
+        await self._verify(runner, base)
+
+    async def _measure(self, runner: Sequencer, number: int,
+                       asked: optuna.trial.Trial | None, arm: Arm) -> StepResult | None:
+        """The next step, a trial's; its arm refused: noted, the trial failed, None."""
+        try:
+            return await runner.run_step(refusable=True)
+        except ArmRefused as exc:
+            runner.note(str(exc))
+            self._record(runner, (number, asked, arm), "failed", None, str(exc))
+            return None
+
+    async def _verify(self, runner: Sequencer, base: Arm) -> None:
+        candidates = best_trials(self.spec, self.trials, self.search.candidates)
+        if not candidates:
+            runner.note("tune: no trial kept the constraints and was measured: nothing to "
+                        "verify")
+            return
+        arms = [Arm(arm_name(t.number), dict(t.knobs)) for t in candidates]
+        runner.note(f"tune: verification of {', '.join(a.name for a in arms)} against "
+                    f"{BASE}, {self.search.replicates} counterbalanced rounds")
+        steps = verification_steps(self.search, base, arms)
+        runner.add_steps(steps)
+        runner.set_total(len(runner.steps))
+        results: list[StepResult] = []
+        for _ in steps:
+            try:
+                results.append(await runner.run_step(refusable=True))
+            except ArmRefused as exc:  # the round goes on without it
+                runner.note(str(exc))
+        self.verification = verification_of(self.spec, self.trials, results)
+        if self.verification is not None:
+            runner.note(self.verification.line())
+
+    # -- the sampler -----------------------------------------------------------------------
 
     def _new_study(self) -> optuna.Study:
         import optuna
@@ -241,36 +309,20 @@ class Tuner:
             distributions=_distributions(self.search),
             constraints=(violations(self.spec, trial.values) or None) if ok else None))
 
-    def _resume(self, runner: RecipeRunner) -> None:
-        if not self.prior:
-            # The baseline twice: the band of its runs is the noise trials are seen against.
-            base = runner.steps[0].arm
-            runner.steps = [Step(r - 1, r, base, self.search.threads)
-                            for r in range(1, BASELINE_RUNS + 1)]
-            self._pending = (0, None, base)
-            return
-        runner.steps = []  # the baseline was measured by the journal resumed
-        walls = [t.wall for t in self.prior]
-        self._prior_seconds = max(walls) - min(walls) if walls else 0.0
-        self._to_copy = list(self.prior)  # journaled once the run has started (_more)
-
-    def _copy_prior(self) -> None:
+    def _copy_prior(self, runner: Sequencer) -> None:
         """The resumed journal's trials, into this journal after its recipe start (where
         the report reads a tune's trials), and to the sampler."""
-        for t in self._to_copy:
+        for t in self.prior:
             fields = {f: getattr(t, f) for f in ("tune", "number", "arm", "knobs",
                                                  "objective", "values", "feasible",
                                                  "violated", "steady", "step", "state",
                                                  "message")}
             fields["from_journal"] = t.from_journal or self.resumed_from
-            self._keep(self.session.record(Trial, **fields, resumed=True))
-        if self._to_copy and self.on_note is not None:
-            self.on_note(f"resumed {len(self._to_copy)} trials from {self.resumed_from}")
-        self._to_copy = []
-
-    def _keep(self, trial: Trial) -> None:
-        self.trials.append(trial)
-        self._tell_known(trial)
+            trial = runner.session.record(Trial, **fields, resumed=True)
+            self.trials.append(trial)
+            self._tell_known(trial)
+        if self.prior:
+            runner.tell(f"resumed {len(self.prior)} trials from {self.resumed_from}")
 
     def _budget_left(self) -> bool:
         search = self.search
@@ -279,13 +331,6 @@ class Tuner:
             return False
         spent = time.monotonic() - self._began + self._prior_seconds
         return search.minutes is None or spent < search.minutes * 60
-
-    def _planned_steps(self) -> int:
-        search, known = self.search, [*self.prior, *self.trials]
-        trials = search.trials if search.trials is not None else len(known) + 10
-        fresh = max(0, trials - sum(1 for t in known if t.number > 0))
-        base = 0 if any(t.number == 0 for t in known) else BASELINE_RUNS
-        return base + fresh + (search.candidates + 1) * search.replicates
 
     def _ask(self) -> tuple[optuna.trial.Trial, dict[str, str]] | None:
         """The sampler's next proposal not measured yet (None: none left)."""
@@ -306,22 +351,21 @@ class Tuner:
             self._study.tell(trial, state=optuna.trial.TrialState.FAIL)  # not run again
         return None
 
-    # -- the runner's hooks ----------------------------------------------------------------
-
-    def _record(self, state: str, step: StepResult | None, message: str = "") -> None:
+    def _record(self, runner: Sequencer,
+                pending: tuple[int, optuna.trial.Trial | None, Arm], state: str,
+                step: StepResult | None, message: str = "") -> None:
+        """A trial's ``trial`` event (the baseline's runs: each trial 0, asked None), told
+        to the sampler and, measured, to the front end."""
         import optuna
 
-        assert self._pending is not None
-        number, asked, arm = self._pending
-        if number != 0:  # the baseline's runs all record as trial 0
-            self._pending = None
-        search, spec = self.search, self.spec
+        number, asked, arm = pending
+        spec = self.spec
         values = measured(step) if step is not None else {}
         objective = objective_of(spec, values) if step is not None else None
         broken = violations(spec, values) if step is not None else {}
         violated = [k for k, v in broken.items() if v > 0]
-        trial = self.session.record(
-            Trial, tune=search.name, number=number, arm=arm.name, knobs=dict(arm.knobs),
+        trial = runner.session.record(
+            Trial, tune=self.search.name, number=number, arm=arm.name, knobs=dict(arm.knobs),
             objective=None if objective is None else round(objective, 3),
             values={k: None if v is None else round(v, 3) for k, v in values.items()},
             feasible=state == "done" and not violated, violated=violated,
@@ -331,11 +375,11 @@ class Tuner:
         if asked is None:  # the baseline
             self._tell_known(trial)
             band = baseline_band(self.trials)
-            if self.on_note is not None and objective is not None and band is not None:
-                self.on_note(f"baseline run: {spec.what} {objective_text(spec, objective)} "
-                             f"(runs so far {objective_text(spec, band[0])}-"
-                             f"{objective_text(spec, band[1])}: the noise band trials are "
-                             "seen against)")
+            if objective is not None and band is not None:
+                runner.tell(f"baseline run: {spec.what} {objective_text(spec, objective)} "
+                            f"(runs so far {objective_text(spec, band[0])}-"
+                            f"{objective_text(spec, band[1])}: the noise band trials are "
+                            "seen against)")
             return
         assert self._study is not None
         if state != "done" or objective is None:
@@ -345,66 +389,11 @@ class Tuner:
             asked.set_constraint(key, amount)
         self._study.tell(asked, objective)
         best = best_trials(spec, self.trials, 1)
-        if self.on_note is not None:
-            kept = "" if not violated else f" (broke {', '.join(violated)})"
-            lead = (f"; best so far {best[0].arm} {objective_text(spec, best[0].objective)}"
-                    if best else "")
-            self.on_note(f"trial {number}: {spec.what} {objective_text(spec, objective)}"
-                         f"{kept}{lead}")
-
-    def _refused(self, step: Step, message: str) -> None:
-        if self._pending is not None and self._pending[2].name == step.arm.name:
-            self._record("failed", None, message)
-
-    def _more(self) -> list[Step]:
-        runner = self.runner
-        assert runner is not None and self._base is not None
-        self._copy_prior()
-        if self._pending is not None:  # the pending trial's steps were the last measured
-            name = self._pending[2].name
-            mine = [r for r in runner.results[self._seen:] if r.arm == name]
-            if self._pending[0] == 0:
-                for result in mine:
-                    self._record("done", result)
-                self._pending = None
-            elif mine:
-                self._record("done", mine[-1])
-            else:
-                self._record("failed", None, "not measured")
-        self._seen = len(runner.results)
-        if self._phase == "search":
-            asked = self._ask() if self._budget_left() else None
-            if asked is not None:
-                trial, knobs = asked
-                number = max((t.number for t in self.trials), default=0) + 1
-                arm = Arm(arm_name(number), knobs)
-                self._pending = (number, trial, arm)
-                return [Step(0, 1, arm, self.search.threads)]
-            self._phase = "verify"
-            candidates = best_trials(self.spec, self.trials, self.search.candidates)
-            if not candidates:
-                self._say("tune: no trial kept the constraints and was measured: nothing "
-                          "to verify")
-                return []
-            arms = [Arm(arm_name(t.number), dict(t.knobs)) for t in candidates]
-            self._say(f"tune: verification of {', '.join(a.name for a in arms)} against "
-                      f"{BASE}, {self.search.replicates} counterbalanced rounds")
-            steps = verification_steps(self.search, self._base, arms)
-            runner.progress.total = runner.progress.done + len(steps)
-            return steps
-        if self._phase == "verify":
-            self._phase = "done"
-            verification = verification_of(self.spec, self.trials, runner.results)
-            self.outcome.verification = verification
-            if verification is not None:
-                self._say(verification.line())
-        return []
-
-    def _say(self, text: str) -> None:
-        self.session.mark(text)
-        if self.on_note is not None:
-            self.on_note(text)
+        kept = "" if not violated else f" (broke {', '.join(violated)})"
+        lead = (f"; best so far {best[0].arm} {objective_text(spec, best[0].objective)}"
+                if best else "")
+        runner.tell(f"trial {number}: {spec.what} {objective_text(spec, objective)}"
+                    f"{kept}{lead}")
 
 
-__all__ = ["TuneOutcome", "Tuner", "prior_trials", "read_prior", "spec_of", "tune_plan",
-           "verification_steps"]
+__all__ = ["BASELINE_RUNS", "Tune", "combinations", "verification_steps"]
