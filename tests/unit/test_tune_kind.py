@@ -89,12 +89,12 @@ def test_a_resumed_tune_knows_no_step_before_it_starts(tmp_path: Path,
     assert tune.planned_steps() == 6 + 3 * 5
 
 
-def test_a_tunes_start_plan_has_its_keys_after_the_warnings(search: Search) -> None:
+def test_a_tunes_start_plan_has_its_keys(search: Search) -> None:
     tune = Tune(search)
     recipe = search.recipe(Arm(BASE, BASE_KNOBS))
     plan = start_plan(recipe, tune, BASELINE_RUNS, ["w"], {"conditions": {}})
-    # where a tune's journals have always had them (before the conditions probe's)
-    assert list(plan)[-5:] == ["steps", "warnings", "kind", "tune", "conditions"]
+    # where every kind's are (the conditions probe's come last)
+    assert list(plan)[-5:] == ["kind", "tune", "steps", "warnings", "conditions"]
     assert {k: plan[k] for k in ("kind", "tune")} == tune_plan(search)
     assert plan["arms"] == {BASE: BASE_KNOBS} and plan["steps"] == BASELINE_RUNS
 

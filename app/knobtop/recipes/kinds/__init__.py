@@ -29,9 +29,7 @@ NOT_IN_FILES = {"tune": "knobtop tune SEARCH.toml (a search file: the knobs, the
 def start_plan(recipe: Recipe, kind: RecipeKind, steps: int, warnings: Sequence[str],
                extra: Mapping[str, Any]) -> dict[str, Any]:
     """The recipe start event's plan: everything the run will do, as journaled (every
-    kind's keys, then the recipe's kind's own; a tune's after the warnings, where its
-    journals have always had them)."""
-    own = kind.plan(recipe)
+    kind's keys, then the recipe's kind's own)."""
     return {
         "path": str(recipe.path), "description": recipe.description.strip(),
         "arms": {a.name: dict(a.knobs) for a in recipe.arms},
@@ -46,11 +44,10 @@ def start_plan(recipe: Recipe, kind: RecipeKind, steps: int, warnings: Sequence[
         "workload": recipe.load.workload, "instances": recipe.load.instances,
         **({"arm_target": {a.name: a.target for a in recipe.arms if a.target}}
            if recipe.targets else {}),
-        **(own if kind.planned else {}),
+        **kind.plan(recipe),
         "steps": steps,
         "warnings": list(warnings),
         **({"allow_reach": list(recipe.allow_reach)} if recipe.allow_reach else {}),
-        **({} if kind.planned else own),
         **extra,
     }
 
