@@ -86,6 +86,27 @@ async def test_recipe_results_scroll_to_every_arm(size: tuple[int, int]) -> None
             assert panel.scroll_y > 0
 
 
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+async def test_the_results_summary_line_is_not_folded_at_the_tables_width(
+        size: tuple[int, int]) -> None:
+    """A table of one thread count is narrower than its run's summary line: the panel shows
+    the line whole above the table (a table's own title folds at the table's width)."""
+    steps = [StepResult(t=10.0 + i, wall=0.0, recipe="a-recipe-with-a-long-name", index=i,
+                        replicate=i // 2 + 1, arm=arm, threads=8, start=0.0, end=1.0,
+                        tps=1000.0 + 10 * i, p95=2.5) for i, arm in enumerate(["a", "b"] * 2)]
+    results = build("a-recipe-with-a-long-name", ["a", "b"], [8], steps, "end", "", 4)
+    line = "recipe a-recipe-with-a-long-name: 4/4 steps, finished"
+    app = live_app()
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: app.live.query_one(KnobPanel).row_count > 0)
+        panel = app.live.query_one(RecipePanel)
+        panel.show_results(results)
+        await pilot.pause()
+        shown = widget_text(panel)
+        assert any(line in row for row in shown), shown
+        assert any("8 threads" in row for row in shown), shown
+
+
 def test_results_table_prints_arm_names_as_written() -> None:
     console = Console(width=100, record=True, color_system=None)
     console.print(results_table(three_arm_results()))  # type: ignore[arg-type]

@@ -18,6 +18,19 @@ if TYPE_CHECKING:  # the runner and the results import the server's SQL side: no
     from knobtop.journal.events import Progress, Trial
 
 
+def title_apart(renderable: RenderableType) -> list[RenderableType]:
+    """A table's title as a line of its own above it: Rich wraps a title at its table's
+    width, and a table of one thread count would fold the run's summary line ("recipe
+    sort-buffer: 6/6 steps, finished") over three lines of the panel."""
+    from rich.table import Table
+
+    if not isinstance(renderable, Table) or renderable.title is None:
+        return [renderable]
+    title = renderable.title
+    renderable.title = None
+    return [title if isinstance(title, Text) else Text(str(title)), renderable]
+
+
 class RecipePanel(RichLog):
     """Scrolls (the wheel; or Shift+Tab to it from the knobs, then the arrows, PgUp/PgDn,
     Home/End) when the results table is taller than the panel: every arm can be reached."""
@@ -125,7 +138,7 @@ class RecipePanel(RichLog):
                     else f"tune {outcome}: {message}", style="bold")
         parts: list[RenderableType] = [head]
         if verification is not None:
-            parts.append(verification_table(verification))
+            parts += title_apart(verification_table(verification))
         parts += [trials_chart(spec, trials, width=width, height=5), trials_table(spec, trials)]
         self._show(Group(*parts))
         self.screen.add_class("-recipe-results")
@@ -135,5 +148,5 @@ class RecipePanel(RichLog):
 
         self.add_class("-active")
         self.border_subtitle = "scroll: wheel, or Shift+Tab then ↑↓"
-        self._show(Group(run_renderable(results)))
+        self._show(Group(*title_apart(run_renderable(results))))
         self.screen.add_class("-recipe-results")  # a narrow screen gives them the graphs' room
