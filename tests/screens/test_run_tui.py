@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 ARMS = ("256K", "2M", "8M")
 RECIPE = """\
-name = "tiny-sort"
+name = "tiny-sort-buffers-in-three-arms"
 description = "three sort buffers, seconds each"
 
 [load]
@@ -71,6 +71,9 @@ def test_run_tui_results_scroll_to_every_arm_and_print_on_exit(
                            timeout=300, what="the recipe's results in the panel")
     assert not [row for row in screen if cell_len(row) > 80], screen
     rows = panel_rows(screen)
+    # the run's summary line whole on one row, though wider than its one-column table
+    summary = "recipe tiny-sort-buffers-in-three-arms: 3/3 steps, finished"
+    assert any(summary in row for row in rows), "\n".join(rows)
     # 80x24 has no room for the whole table: the last arm is below the panel's edge ...
     assert arm_row(ARMS[0], rows) and not arm_row(ARMS[-1], rows), "\n".join(rows)
     # ... until the panel is focused (Shift+Tab from the knobs) and scrolled to its end.
