@@ -33,6 +33,7 @@ from knobtop.load.base import LoadSpec
 from knobtop.load.prepare import prepare_tables
 from knobtop.load.sysbench import Sysbench
 from knobtop.profiles import Profile, load_profile
+from knobtop.server import relink
 from knobtop.server.link import ServerLink
 from knobtop.server.static import (
     RestartApplier,
@@ -337,6 +338,28 @@ def drop_session(srv: SshServer, lab: Sandbox, tmp_path: Path, name: str
 
 def journaled(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()[1:]]
+
+
+async def test_a_link_whose_far_end_just_died_is_found_dropped_before_a_change_says_done(
+    drop_sshd: SshServer, lab: Sandbox, tmp_path: Path
+) -> None:
+    """The connection's sshd killed and nothing gone over the link since (no turn of the
+    event loop: the client has not read the end yet): a static change deciding "done" or
+    "roll back" asks the link once, so it finds the drop and accounts for what is in force
+    (CI once saw the restart-session case above say done, the drop unseen: no reconcile). A
+    link that holds stays up, and asking it counts no drop."""
+    session, target = drop_session(drop_sshd, lab, tmp_path, "probe")
+    node = session.config.nodes[0]
+    try:
+        await target.run(["true"], limit=30.0)
+        drops = relink.drops_of(node)
+        assert not await relink.link_dropped(node, drops, 30.0)
+        assert (relink.drops_of(node), target.connected) == (drops, True)
+        assert kill_session(drop_sshd)
+        assert target.connected  # the client has not seen it yet
+        assert await relink.link_dropped(node, drops, 30.0)
+    finally:
+        await target.close()
 
 
 @pytest.mark.parametrize(("after", "how"), [("write_dropin", "sshd"), ("restart", "session")])

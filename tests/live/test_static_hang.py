@@ -96,12 +96,13 @@ def test_phase_limit_covers_every_step_of_a_phase(wait: float, query: float,
                                                   connect: float) -> None:
     """One node's change may legitimately spend: the drop-in's stat (a query limit), its
     chown (another), the restart and wait (``wait_timeout``), the verify connect and the
-    verify query. Only a hang may reach ``phase_limit`` (before: wait + one query + 5 s,
-    which a slow but working stat, chown and verify could pass)."""
+    verify query, and the link's check after them. Only a hang may reach ``phase_limit``
+    (before: wait + one query + 5 s, which a slow but working stat, chown and verify could
+    pass)."""
     applier = RestartApplier(nodes=[], on_step=lambda _step: None, wait_timeout=wait,
                              restart_timeout=wait, query_timeout=query,
                              connect_timeout=connect)
-    steps = [query, query, wait, connect, query]
+    steps = [query, query, wait, connect, query, query]
     assert applier.phase_limit > sum(steps)
     assert applier.time_limit == applier.phase_limit  # no nodes: one rollback at most
 

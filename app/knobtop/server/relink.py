@@ -43,10 +43,26 @@ class Applier(Protocol):
                        settings: Mapping[str, str | None], reason: str) -> None: ...
 
 
-def link_dropped(node: ServerNode, drops: int) -> bool:
-    """Did the node's SSH link drop since ``drops`` was read (``SshHost.drops``)?"""
+def _seen_to_drop(node: ServerNode, drops: int) -> bool:
     return getattr(node.host, "drops", 0) != drops or getattr(node.host, "connected", True) \
         is False
+
+
+async def link_dropped(node: ServerNode, drops: int, limit: float) -> bool:
+    """Did the node's SSH link drop since ``drops`` was read (``SshHost.drops``)? A link not
+    seen to drop is asked once (``true``, within ``limit``): a connection whose far end died a
+    moment ago (its sshd killed as the restart command answered) is only noticed when
+    something goes over it, and a change must not say done, or roll back blind, over a link
+    it has not heard from since. A node without a link (a local one) never drops."""
+    if not hasattr(node.host, "drops"):
+        return False
+    if _seen_to_drop(node, drops):
+        return True
+    try:
+        result = await node.host.run(["true"], limit=limit)
+    except HostError:
+        return True
+    return result.returncode != 0 or _seen_to_drop(node, drops)
 
 
 def drops_of(node: ServerNode) -> int:

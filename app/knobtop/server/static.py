@@ -67,7 +67,8 @@ class RestartApplier:
         """The most one node's change (drop-in, restart, wait, verify) or its rollback takes:
         the sum of what its steps may legitimately spend, so only a hang hits it."""
         return (
-            3 * self.query_timeout  # the drop-in's stat, its chown, the verify query
+            4 * self.query_timeout  # the drop-in's stat, its chown, the verify query, and
+            # the link's check after (server/relink.py's link_dropped)
             + self.wait_timeout  # the restart command and the wait until healthy
             + self.connect_timeout  # the verify connect
             + SETTLE  # reading and writing the drop-in, bookkeeping
@@ -133,7 +134,8 @@ class RestartApplier:
         except StaticChangeError as exc:
             # The drop-in was not replaced, unless the link dropped during the write: the
             # new file may be in place with its answer lost, so that is found out first.
-            if stage == "read" or (stage == "write" and not relink.link_dropped(node, drops)):
+            if stage == "read" or (stage == "write" and not await relink.link_dropped(
+                    node, drops, self.query_timeout)):
                 raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
             reason = str(exc)
         except TimeoutError:
@@ -144,11 +146,12 @@ class RestartApplier:
             # Cut off mid-write or later: put the old file back whatever got done.
             reason = (f"{node.name}: the change did not finish within {self.phase_limit:g} s "
                       "(restart, wait and verify)")
+        dropped = await relink.link_dropped(node, drops, self.query_timeout)
         if stage == "done":
-            if relink.link_dropped(node, drops):  # every step said ok, over a link that went
+            if dropped:  # every step said ok, over a link that went
                 await self._relinked(node, previous, owner, settings, "")
             return
-        if relink.link_dropped(node, drops):
+        if dropped:
             # What is in force is found out first: a restart may have happened or not.
             await self._relinked(node, previous, owner, settings, reason)
             return
