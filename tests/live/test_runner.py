@@ -192,13 +192,16 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
     """Issue 17's live "done when": the A/A recipe on the lab, shortened. Calibration runs
     the baseline alone first and prints a detectable effect; the two identical arms read
     noise; --until-ci 0.001 (+-0.1%, narrower than two real runs ever agree) adds rounds
-    up to --max-replicates and says it stopped there."""
+    up to --max-replicates and says it stopped there. Five runs per arm, not four: two
+    identical arms read "higher" or "lower" only when every run of one is above every run
+    of the other, which chance alone does 2 times in C(8, 4) = 70 at four (a CI once in
+    35), 2 in 252 at five."""
     journal = tmp_path / "aa.knobtop.jsonl"
     run = subprocess.run(
         [sys.executable, "-m", "knobtop.cli", "run", "aa-noise", "--lab", "--dir",
          str(tmp_path / "lab"), "--journal", str(journal), "--replicates", "2",
          "--duration", "2", "--warmup", "0", "--threads", "2", "--pause", "0",
-         "--calibrate", "3", "--until-ci", "0.001", "--max-replicates", "4"],
+         "--calibrate", "3", "--until-ci", "0.001", "--max-replicates", "5"],
         capture_output=True, text=True, timeout=600,
     )
     out = run.stdout + run.stderr
@@ -208,7 +211,7 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
     steps = [e for e in events if isinstance(e, StepResult)]
     assert [s.calibration for s in steps[:3]] == [True] * 3
     assert not any(s.calibration for s in steps[3:])
-    assert len(steps) == 3 + 2 * 4  # rounds 3 and 4 were added, no fifth
+    assert len(steps) == 3 + 2 * 5  # rounds 3, 4 and 5 were added, no sixth
     for s in steps:  # the per-step measures of part 5, from the real window
         assert s.avg_tps is not None and s.avg_tps > 0 and s.tps is not None
         assert s.stall is not None and 0 <= s.stall <= 1 and s.pct == 95
@@ -242,12 +245,12 @@ def test_an_a_a_run_calibrates_reads_noise_and_adds_rounds_until_the_ci_is_narro
         assert re.search(r"\d+ runs per arm: \+\d+%", line), (runs, line)
     assert line in out  # headless printed it before the arms ran
     added = [m for m in marks if m.startswith("round ")]
-    assert added == [f"round {r} added: the CI is wider than +-0.1% in A2 x2" for r in (3, 4)]
-    assert "max_replicates (4) reached; CI still wider than +-0.1% in A2 x2" in marks
+    assert added == [f"round {r} added: the CI is wider than +-0.1% in A2 x2" for r in (3, 4, 5)]
+    assert "max_replicates (5) reached; CI still wider than +-0.1% in A2 x2" in marks
     assert all(m in out for m in added)
     results = collect(events)[0]
     cell = results.cells[("A2", 2)]
-    assert len(cell.runs) == 4 and len(results.calibration[2]) == 3
+    assert len(cell.runs) == 5 and len(results.calibration[2]) == 3
     assert cell.verdict is not None and cell.verdict.label == NOISE
     assert cell.verdict.lo is not None and cell.verdict.hi is not None
     report = subprocess.run([sys.executable, "-m", "knobtop.cli", "report", str(journal)],
