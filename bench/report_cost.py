@@ -13,9 +13,12 @@ a journal reads every line; the next ones read what was kept): that first run's 
 given too, as ``cold``: the first report of a journal never folded (copied from another
 machine, or its session killed).  A journal a session recorded has its fold kept as the
 session closes (knobtop.analysis.keepfold): ``recorded`` times that keeper (run in the
-background) and the first report after it.  Peak RSS is the kernel's (``wait4``) for
-the process itself, forked by a bare interpreter.  Every process starts as an installed
-knobtop does (bytecode compiled first, bench/common.py compile_knobtop).
+background) and the first report after it.  A session keeps it every 10 minutes while it
+records, too: ``killed`` is the first report of a journal whose session was killed 10
+minutes after its last keeping (the report folds those minutes itself).  Peak RSS is the
+kernel's (``wait4``) for the process itself, forked by a bare interpreter.  Every process
+starts as an installed knobtop does (bytecode compiled first, bench/common.py
+compile_knobtop).
 
 Run:  .venv/bin/python bench/report_cost.py [--runs 5] [--json]
 """
@@ -146,6 +149,31 @@ def recorded_first_report(journal: Path, tmp: Path) -> dict[str, Any]:
     return {"keeper": took, "first": first[0], "first_rss": first[1]}
 
 
+def killed_first_report(journal: Path, tmp: Path) -> dict[str, Any]:
+    """The first report of a journal as a killed session leaves it: its fold kept by the
+    session's last keeping while it recorded (knobtop.analysis.keepfold, the very call, on
+    the journal as it was then: ``keep_fold_every`` seconds before its end), and the lines
+    written after that, which the report folds itself."""
+    from knobtop.analysis.keepfold import spawn
+    from knobtop.session.core import SessionConfig
+
+    every = SessionConfig.keep_fold_every
+    data = journal.read_bytes()
+    cut = len(data)
+    for _ in range(int(2 * every)):  # a sample and a load report a second
+        cut = data.rindex(b"\n", 0, cut - 1) + 1
+    killed = tmp / "killed.knobtop.jsonl"
+    killed.write_bytes(data[:cut])
+    keeper = spawn(killed)
+    assert keeper is not None
+    if keeper.wait(timeout=600) != 0:
+        raise RuntimeError(f"the fold keeper of {killed} exited {keeper.returncode}")
+    with killed.open("ab") as fh:
+        fh.write(data[cut:])
+    first = one_run(knobtop("report", str(killed)))
+    return {"first": first[0], "first_rss": first[1], "after": every}
+
+
 def run(runs: int, tmp: Path) -> dict[str, Any]:
     journals = {h: tmp / f"{h}h.knobtop.jsonl" for h in HOURS}
     for h, path in journals.items():
@@ -160,6 +188,7 @@ def run(runs: int, tmp: Path) -> dict[str, Any]:
     # JSON keys are strings: the hours as text
     res["report"] = {str(h): measure(knobtop("report", str(journals[h])), runs) for h in HOURS}
     res["recorded"] = recorded_first_report(journals[24], tmp)
+    res["killed"] = killed_first_report(journals[24], tmp)
     res["csv"] = {str(h): measure(knobtop("report", "--format", "csv", str(journals[h])), runs)
                   for h in (1, 24)}
     res["compare"] = measure(knobtop("compare", str(journals[24]), str(other), "--format",
@@ -192,6 +221,9 @@ def main() -> int:
     rec = res["recorded"]
     print(f"report 24 h recorded by a session (its fold kept as it closed, in "
           f"{rec['keeper']:.2f} s in the background): first report {rec['first']:.3f} s")
+    killed = res["killed"]
+    print(f"report 24 h of a session killed {killed['after'] / 60:.0f} min after it last kept "
+          f"its fold: first report {killed['first']:.3f} s")
     print(f"compare two 24 h: {res['compare']['seconds']:.3f} s, "
           f"{res['compare']['rss'] / 1e6:.0f} MB; first {res['compare']['cold']:.3f} s")
     print(f"compare --merge of three recipe journals: {res['merge']['seconds']:.3f} s")

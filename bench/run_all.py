@@ -474,17 +474,19 @@ def report_rows(rc: dict[str, Any]) -> list[Row]:
     def spread(cell: dict[str, Any]) -> str:
         return f"{cell['spread'][0]:.2f}-{cell['spread'][1]:.2f}"
 
-    rec = rc["recorded"]
+    rec, killed = rc["recorded"], rc["killed"]
     out = [Row("3h", "`knobtop report` of a 1 / 6 / 24 h journal (whole process, median; "
                "its fold kept: by the session as it closed, or by the first report)",
                f"{secs['1']:.3f} / {secs['6']:.3f} / {secs['24']:.3f} s (runs "
                f"{spread(rep['1'])} / {spread(rep['6'])} / {spread(rep['24'])}); first "
                f"report of the 24 h journal as its session left it {rec['first']:.2f} s "
-               f"(the session's fold keeper: {rec['keeper']:.1f} s in the background); "
-               f"of a journal never folded {rep['1']['cold']:.2f} / "
-               f"{rep['6']['cold']:.2f} / {rep['24']['cold']:.2f} s",
+               f"(the session's fold keeper: {rec['keeper']:.1f} s in the background), as "
+               f"a session killed {killed['after'] / 60:.0f} min after it last kept its fold "
+               f"left it {killed['first']:.2f} s; of a journal never folded "
+               f"{rep['1']['cold']:.2f} / {rep['6']['cold']:.2f} / {rep['24']['cold']:.2f} s",
                "<= 0.15 s (1 h), <= 1.0 s (24 h)",
-               verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0 and rec["first"] <= 1.0))]
+               verdict(secs["1"] <= 0.15 and secs["24"] <= 1.0 and rec["first"] <= 1.0
+                       and killed["first"] <= 1.0))]
     rss = rep["24"]["rss"]
     cold_rss = rep["24"]["cold_rss"]
     out.append(Row("3i", "`knobtop report` of a 24 h journal: peak RSS",
@@ -787,7 +789,9 @@ oltp_point_select, 8 threads, 4 tables x 10000 rows, over the unix socket.
   That first run of a report or comparison reads every line and keeps the journal's fold
   (`knobtop.analysis.reportcache`, journals of 1 MiB and more); the runs counted read the
   fold back (checked against the journal's size and SHA-256) and the other lines: the
-  rows give the first run's figures beside them.
+  rows give the first run's figures beside them.  3h also gives the first report of the
+  24-hour journal as a killed session leaves it: its fold kept by the session's last
+  keeping while it recorded, 10 minutes before its end (the report folds those minutes).
   3h: `knobtop report` of each; 3i: its peak RSS on the 24-hour one; 3j: 3h's seconds per
   hour of journal, the 24-hour one's against the 6-hour one's (a report costs no more per
   hour of a longer journal); 3k: `report --format csv` of the 24-hour journal, time to its

@@ -211,7 +211,8 @@ async def test_a_closing_session_keeps_its_journals_report_fold(
                                  timeout=20)
     finally:
         await session.close()
-    keeper = session.fold_keeper
+    assert session.fold_keeper is not None
+    keeper = session.fold_keeper.proc
     assert keeper is not None
     assert await asyncio.to_thread(keeper.wait, 60) == 0
     path = config.journal_path
@@ -221,4 +222,51 @@ async def test_a_closing_session_keeps_its_journals_report_fold(
     kept.close()
     via_kept, fresh = load_journal(path, cache=cache), load_journal(path, cache=None)
     assert len(fresh.rows) >= 2 and repr(via_kept.rows) == repr(fresh.rows)
+    assert repr(via_kept.knobs_end) == repr(fresh.knobs_end)
+
+
+async def test_a_recording_session_keeps_its_fold_now_and_then(
+    mariadb_info: ConnectionInfo, tmp_path: Path, collector: EventCollector,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While it records, the session keeps its journal's fold every ``keep_fold_every``
+    seconds (here 1): a report of the journal as it grows (a soak, or what a killed session
+    leaves) reads the kept fold and folds only the lines after it, and gives what reading
+    every line gives."""
+    from knobtop.analysis.journaldata import load_journal
+    from knobtop.analysis.reportcache import ReportCache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("KNOBTOP_REPORT_CACHE", raising=False)
+    config = SessionConfig(profile="test", connection=mariadb_info,
+                           journal_path=tmp_path / "s.knobtop.jsonl", load=SMALL,
+                           keep_fold_bytes=0, keep_fold_every=1.0)
+    path = config.journal_path
+    cache = ReportCache(tmp_path / "xdg" / "knobtop" / "reports", min_bytes=0)
+    session = Session(config, LocalHost(), None)
+    session.listeners.append(collector)
+    await session.open()
+    try:
+        sizes = []
+        keeping = session.fold_keeper
+        assert keeping is not None
+        for _ in range(2):  # the first keeping, then the next one, the journal grown
+            before = keeping.proc
+            await collector.wait_for(
+                lambda ev, b=before: keeping.proc not in (None, b), timeout=20)
+            keeper = keeping.proc
+            assert keeper is not None
+            assert await asyncio.to_thread(keeper.wait, 60) == 0
+            kept = cache.open(path, path.stat().st_size)
+            assert kept is not None
+            kept.close()
+            sizes.append(kept.size)
+        assert 0 < sizes[0] < sizes[1]
+        samples = sum(e.kind == "sample" for e in collector.events)
+        via_kept = load_journal(path, cache=cache)  # the kept fold, then the lines after
+        fresh = load_journal(path, cache=None)  # (written on since: a row or two more)
+    finally:
+        await session.close()
+    assert len(via_kept.rows) >= samples  # a row per sample
+    assert repr(fresh.rows[:len(via_kept.rows)]) == repr(via_kept.rows)
     assert repr(via_kept.knobs_end) == repr(fresh.knobs_end)

@@ -16,6 +16,7 @@ from knobtop.analysis.journaldata import JournalData, load_journal
 from knobtop.analysis.report import csv_report, markdown_report
 from knobtop.analysis.reportcache import ReportCache, default_dir
 from knobtop.journal import JournalFormatError
+from test_report_fast import edited, no_end, odd_journal, two_phases
 
 DATA = repo_paths.DATA / "journals"
 RECORDED = sorted(DATA.glob("*.knobtop.jsonl"))
@@ -77,11 +78,12 @@ def used(cache: ReportCache, path: Path) -> bool:
 
 
 def test_a_journal_changed_since_is_read_again(tmp_path: Path) -> None:
+    """Cut short, edited in place, its last line torn: the kept fold is not used. (A
+    journal only appended to is read from its kept fold on: the test after this one.)"""
     path = tmp_path / "j.knobtop.jsonl"
     original = RECORDED[0].read_bytes()
     cache = cache_at(tmp_path)
-    for change in (lambda b: b + b"\n",  # appended to (a blank line)
-                   lambda b: b[: b.rindex(b"\n", 0, len(b) - 1) + 1],  # cut short
+    for change in (lambda b: b[: b.rindex(b"\n", 0, len(b) - 1) + 1],  # cut short
                    lambda b: b.replace(b'"tps":', b'"tps": ', 1)[:len(b)],  # same size
                    lambda b: b[:-1]):  # the last line torn
         path.write_bytes(original)
@@ -92,6 +94,101 @@ def test_a_journal_changed_since_is_read_again(tmp_path: Path) -> None:
         fresh = load_journal(path, cache=None)
         same_data(load_journal(path, cache=cache), fresh)
         assert used(cache, path)  # kept again, for the new bytes
+
+
+FIELDS = ("rows", "loads", "phases", "changes", "outside", "restarts", "notes", "marks",
+          "errors", "end", "first_t", "last_t", "knobs_start", "knobs_end", "skipped_unknown",
+          "other_targets", "target_knobs", "unknown_types", "torn_tail", "recipe_events")
+
+
+def grown_journal(tmp_path: Path, name: str) -> Path:
+    """Journals that exercise every part of the fold's state at a cut: a load report no
+    sample took yet, a phase running (on one client and on two, whose per-client reports
+    are left out), a further server's samples, a deriver's odd samples, a torn last line."""
+    if name in RECORDED_NAMES:
+        return DATA / name
+    if name == "torn":
+        torn = tmp_path / "torn.knobtop.jsonl"
+        torn.write_bytes(RECORDED[0].read_bytes() + b'{"ev":"sample","t":99')
+        return torn
+    path = tmp_path / f"{name}.knobtop.jsonl"
+    made = {"hostile": hostile_journal, "odd": odd_journal,
+            "no-end": lambda p: edited(tmp_path, p.name, no_end),
+            "two-phases": lambda p: edited(tmp_path, p.name, two_phases)}
+    return made[name](path)  # type: ignore[no-any-return]
+
+
+RECORDED_NAMES = [p.name for p in RECORDED]
+
+
+@pytest.mark.parametrize("name", [*RECORDED_NAMES, "hostile", "odd", "no-end", "two-phases",
+                                  "torn"])
+def test_a_journal_that_grew_is_read_from_its_kept_fold_on(tmp_path: Path, name: str) -> None:
+    """A report of a journal still being written (a soak, a session that went on) keeps
+    the fold of the whole lines it read; the next report, of the journal grown since, reads
+    that fold and folds only the lines after it, and gives what reading it all gives. Cut
+    at every line and inside lines (a torn last line then), of journals whose fold has
+    every kind of state at the cut; ranges too. (The keeper's cache, which keeps every fold
+    that covers more: a report's keeps it once it is worth it, the test after this one.)"""
+    cache = ReportCache(tmp_path / "cache", min_bytes=0, eager=True)
+    grown = tmp_path / "grown.knobtop.jsonl"
+    source = grown_journal(tmp_path, name)
+    full = source.read_bytes()
+    grown.write_bytes(full)
+    fresh = load_journal(grown, cache=None)
+    header = full.index(b"\n") + 1
+    ends = [i + 1 for i, c in enumerate(full) if c == 0x0A]
+    for cut in sorted({*ends, *(e + 7 for e in ends[:-1:5]), len(full)}):
+        grown.write_bytes(full[:cut])
+        load_journal(grown, cache=cache)  # keeps the fold of its whole lines
+        with grown.open("ab") as fh:  # the session writes on
+            fh.write(full[cut:])
+        kept = cache.open(grown, len(full))
+        assert kept is not None, (name, cut)
+        kept.close()
+        assert kept.size == max(e for e in ends if e <= cut) >= header  # whole lines
+        again = load_journal(grown, cache=cache)
+        for field in FIELDS:
+            assert repr(getattr(again, field)) == repr(getattr(fresh, field)), (
+                name, cut, field)
+        kept = cache.open(grown, len(full))  # kept again, to the journal's end
+        assert kept is not None and kept.size == ends[-1]
+        kept.close()
+    same_data(load_journal(grown, cache=cache), fresh)
+    middle = ends[len(ends) // 2]
+    times = [r.t for r in fresh.rows]
+    for t_from, t_to in ((times[2], times[-2]), (None, times[len(times) // 2]),
+                         (times[len(times) // 2], None)):
+        grown.write_bytes(full[:middle])
+        load_journal(grown, cache=cache)
+        with grown.open("ab") as fh:
+            fh.write(full[middle:])
+        got = load_journal(grown, t_from=t_from, t_to=t_to, cache=cache)
+        same_data(got, load_journal(grown, t_from=t_from, t_to=t_to, cache=None))
+
+
+def test_a_report_keeps_a_grown_fold_again_once_it_grew_by_an_eighth(tmp_path: Path) -> None:
+    """Rewriting a long journal's kept fold costs about what folding an eighth of it does:
+    a report of a journal grown by less reads the kept fold and folds the new lines
+    itself, leaving the kept fold as it was; grown by an eighth or more, it keeps the fold
+    again, to the end. Either way the report is the journal's."""
+    cache = cache_at(tmp_path)
+    full = RECORDED[0].read_bytes()
+    ends = [i + 1 for i, c in enumerate(full) if c == 0x0A]
+    first = ends[len(ends) // 2]
+    small = next(e for e in ends if e > first)  # one line more
+    big = next(e for e in ends if e - first >= first // 8)
+    path = tmp_path / "j.knobtop.jsonl"
+    path.write_bytes(full[:first])
+    load_journal(path, cache=cache)
+    for upto, kept_to in ((small, first), (big, big)):
+        path.write_bytes(full[:upto])
+        fresh = load_journal(path, cache=None)
+        same_data(load_journal(path, cache=cache), fresh)
+        kept = cache.open(path, upto)
+        assert kept is not None and kept.size == kept_to
+        kept.close()
+        same_data(load_journal(path, cache=cache), fresh)
 
 
 def test_a_changed_line_is_found_bad_as_ever(tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import operator
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from knobtop.analysis.journalfold import _Loader
 from knobtop.analysis.journalrows import (
@@ -34,7 +36,6 @@ from knobtop.analysis.reportcache import (
     Kept,
     ReportCache,
     default_dir,
-    digest,
 )
 from knobtop.journal import (
     Event,
@@ -44,6 +45,7 @@ from knobtop.journal import (
     Phase,
     Sample,
 )
+from knobtop.journal.reader import Hasher
 
 _T = operator.itemgetter(0)
 
@@ -89,31 +91,43 @@ def _load(path: Path, t_from: float | None, t_to: float | None,
     if cache is DEFAULT_CACHE:
         where = default_dir()
         cache = ReportCache(where) if where is not None else None
-    before = path.stat()
-    size = before.st_size
+    size = path.stat().st_size
     kept = cache.open(path, size) if cache is not None else None
+    keeping = cache is not None and size >= cache.min_bytes and t_from is None and t_to is None
+    start: tuple[int, int] | None = None
+    hasher: Any = None  # (a hashlib object)
     if kept is not None:
         try:
             _from_kept(reader, loader, kept)
+            if kept.size < size:
+                start = _go_on(reader, loader, kept)
         except BadKept:  # (values of the wrong type: the journal then)
             return _load(path, t_from, t_to, None)
         finally:
             kept.close()
-        loader.finish()
-        return data
-    if cache is not None and size >= cache.min_bytes and t_from is None and t_to is None:
-        loader.keep = Kept()  # (a range's fold is kept by no one)
-    for _row in fold(reader, loader):
+        if kept.size == size:  # the journal has not grown since
+            loader.finish()
+            return data
+        hasher = kept.hasher
+        if keeping:  # (a range's fold is kept by no one)
+            loader.keep = Kept(dropped=list(kept.dropped), other_targets=kept.other_targets,
+                               lines=list(kept.lines), last_sample=kept.last_sample)
+    elif keeping:
+        loader.keep, hasher = Kept(), hashlib.sha256()
+    for _row in fold(reader, loader, start, hasher if loader.keep is not None else None):
         pass
+    covered = kept.size if kept is not None else 0
+    if cache is not None and loader.keep is not None and cache.worth_keeping(
+            covered, reader.whole):
+        # The fold's state at the end of the whole lines (a torn one after them is not
+        # folded): the next report of this journal, grown or not, goes on from there.
+        loader.keep.line_no = reader.lines
+        pending = loader.pending_load
+        loader.keep.pending = None if pending is None else list(pending)
+        cache.write(path, reader.whole, hasher.hexdigest(), loader.keep,
+                    ((data.rows, ROW_FIELDS), (data.loads, _LOAD_FIELDS)))
     loader.finish()
     data.torn_tail = reader.stats.torn_tail
-    if cache is not None and loader.keep is not None and reader.consumed == size:
-        after = path.stat()  # the bytes hashed are the bytes folded: the file unchanged
-        if (after.st_size, after.st_mtime_ns, after.st_ino) == (
-                size, before.st_mtime_ns, before.st_ino):
-            loader.keep.torn_tail = data.torn_tail
-            cache.write(path, size, digest(path, size), loader.keep,
-                        ((data.rows, ROW_FIELDS), (data.loads, _LOAD_FIELDS)))
     return data
 
 
@@ -138,7 +152,6 @@ def _from_kept(reader: JournalReader, loader: _Loader, kept: Kept) -> None:
             c for c in chunk if inside(c[0]))))
     loader._seen_all(kept.dropped)
     data.other_targets = kept.other_targets
-    data.torn_tail = kept.torn_tail
     with reader.path.open("rb") as fh:
         for offset, line_no in kept.lines:
             fh.seek(offset)
@@ -151,19 +164,45 @@ def _from_kept(reader: JournalReader, loader: _Loader, kept: Kept) -> None:
                     f"({exc})") from None
 
 
-def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
+def _go_on(reader: JournalReader, loader: _Loader, kept: Kept) -> tuple[int, int]:
+    """The fold put where it stood at the end of the kept bytes (after _from_kept, whose
+    phase lines clear a load report no sample took yet): that load report back, and the
+    last sample stepped through the deriver again (the next one's rates are from it).
+    Where the lines after the kept ones start: (offset, number of the line before)."""
+    if kept.pending is not None:
+        loader.pending_load = LoadPoint._make(kept.pending)
+    if kept.last_sample is not None:
+        offset, line_no = kept.last_sample
+        lines = JournalReader(reader.path).quick(start=(offset, line_no - 1))
+        try:
+            _, item = next(lines, (0, None))
+        except JournalFormatError:
+            raise BadKept("the kept fold's last sample") from None
+        finally:
+            lines.close()
+        if type(item) is not dict or item.get("ev") != "sample":
+            raise BadKept("the kept fold's last sample")
+        loader.go_on_from(item)
+    return kept.size, kept.line_no
+
+
+def fold(reader: JournalReader, loader: _Loader, start: tuple[int, int] | None = None,
+         hasher: Hasher | None = None) -> Iterator[Row]:
     """Feed every event of the journal to ``loader``, yielding each row as it is added (the
     CSV report writes them as they come).  Samples and load reports come checked but not
     built into events (JournalReader.quick); a value of the wrong type the checks let
-    through (a host's CPU list shorter than its fields) is named by file and line."""
+    through (a host's CPU list shorter than its fields) is named by file and line.
+    ``start`` and ``hasher``: as JournalReader.quick's."""
     rows = loader.data.rows
     keep = loader.keep
-    for line_no, item in reader.quick():
+    last: list[int] | None = None
+    for line_no, item in reader.quick(start, hasher):
         before = len(rows)
         try:
             if type(item) is dict:
                 if item["ev"] == "sample":
-                    loader.feed_sample(item)
+                    if loader.feed_sample(item):
+                        last = [reader.line_start, line_no]
                 else:
                     loader.feed_load(item)
             else:
@@ -181,6 +220,8 @@ def fold(reader: JournalReader, loader: _Loader) -> Iterator[Row]:
             ) from None
         if len(rows) > before:
             yield rows[-1]
+    if keep is not None and last is not None:
+        keep.last_sample = last
 
 
 def phase_spans(path: Path, t_from: float | None = None, t_to: float | None = None

@@ -5,6 +5,7 @@ exactly as the live screen derives them).  analysis.journaldata feeds it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -36,6 +37,10 @@ from knobtop.journal.events import JsonDict, target_of
 
 if TYPE_CHECKING:
     from knobtop.metrics.derive import BriefDeriver, Snapshot
+
+
+#: What the deriver's step raises on a malformed sample (derive then says what is wrong).
+_MALFORMED = (TypeError, ValueError, IndexError, KeyError, AttributeError, ArithmeticError)
 
 
 def _apply_change(knobs: KnobValues, change: Change) -> None:
@@ -78,13 +83,24 @@ class _Loader:
 
         return BriefDeriver(self.data.header.counters, self.data.header.host_fields)
 
-    def feed_sample(self, d: JsonDict) -> None:
+    def feed_sample(self, d: JsonDict) -> bool:
         """``feed`` of a sample line's checked JSON object (JournalReader.quick): the
-        same fold without building the Sample."""
-        if not self._other_target(d):
-            t = d["t"]
-            self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
-                             self._seen(t))
+        same fold without building the Sample; False for a further server's sample (not
+        folded)."""
+        if self._other_target(d):
+            return False
+        t = d["t"]
+        self._raw_sample(t, d["wall"], d["v"], d.get("host") or {}, d.get("re", False),
+                         self._seen(t))
+        return True
+
+    def go_on_from(self, d: JsonDict) -> None:
+        """The fold's state after the sample ``d`` (a kept fold's last): the deriver and the
+        previous sample as folding it left them, nothing added (its row is kept)."""
+        t, v, host, re = d["t"], d["v"], d.get("host") or {}, d.get("re", False)
+        self.prev_raw = (t, v, host, re)
+        with contextlib.suppress(*_MALFORMED):  # (the row it made was kept: derive said why)
+            self.deriver.step(t, v, host, re)
 
     def feed_load(self, d: JsonDict) -> None:
         """``feed`` of a load line's checked JSON object, without building the Load."""
@@ -198,7 +214,7 @@ class _Loader:
         deriver = self.deriver
         try:
             tps, qps, hit, dirty, history, age, cpu, running = deriver.step(t, v, host, re)
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ArithmeticError):
+        except _MALFORMED:
             # A malformed sample: derive itself says what is wrong (or, if it finds
             # nothing, its values stand).
             from knobtop.metrics.derive import BRIEF_ROW, derive

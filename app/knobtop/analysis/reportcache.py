@@ -7,9 +7,13 @@ phase leaves out, and where every other line starts (a change, a phase, a recipe
 The next report of the same bytes reads those rows back and decodes only the other lines,
 through the same checks as ever.
 
-Never trusted blindly: the kept file names the journal's size and SHA-256 over all of it,
-and the next report uses it only when both still match (a journal written to since, cut
-short or edited is read again, and kept again).  The kept file itself carries an HMAC under
+Never trusted blindly: the kept file names the size and SHA-256 of the bytes it was kept
+from (the journal's whole lines then), and the next report uses it only when the journal
+still starts with exactly those bytes (a journal cut short or edited is read again, and kept
+again).  A journal that only grew since (a soak still recording, a session that went on)
+is read from the kept fold up to there, and line by line only from there on: what the fold
+needs to go on (the last sample, for the rates of the next one; a load report not yet
+matched to a sample) is kept with it.  The kept file itself carries an HMAC under
 a key only this user can read (``key`` in the cache directory, 0600), so a kept file changed
 by anyone or anything, or planted there, is never used: it is read again from the journal.
 Its contents are type-checked as they are read back, too.
@@ -38,7 +42,7 @@ import orjson
 
 from knobtop.safefile import NotOwnFile, open_own, read_own
 
-VERSION = 1
+VERSION = 2
 #: load_journal's default: the cache in default_dir() (None: no cache)
 DEFAULT_CACHE: Any = object()
 ENV = "KNOBTOP_REPORT_CACHE"
@@ -61,18 +65,26 @@ class Kept:
     """One journal's fold as load_journal keeps it, but for its rows and load reports:
     ``dropped`` (times of the load reports a several-client phase leaves out),
     ``other_targets`` among the samples and load reports, ``lines`` ([offset, line number]
-    of every other line), ``torn_tail``.  Opened from the cache, ``each_row`` and
-    ``each_load`` then read the rows (each Row's 12 fields) and load reports ([t, tps, p95])
-    from the kept file, CHUNK a line, a line at a time (a day's rows held as lists at once
-    would add a third to a report's memory)."""
+    of every other line); and where the fold stood at the end of the bytes it covers, to go
+    on from there: ``line_no`` (the number of the last line), ``last_sample`` ([offset, line
+    number] of the last sample folded), ``pending`` (a load report's [t, tps, p95] that no
+    sample took yet).  Opened from the cache, ``row_chunks`` and ``load_chunks`` then read
+    the rows (each Row's 12 fields) and load reports ([t, tps, p95]) from the kept file,
+    CHUNK a line, a line at a time (a day's rows held as lists at once would add a third to
+    a report's memory); ``size`` is the bytes it covers, ``hasher`` their SHA-256 so far
+    (to go on hashing what is read after them)."""
 
     dropped: list[float] = field(default_factory=list)
     other_targets: int = 0
     lines: list[list[int]] = field(default_factory=list)
-    torn_tail: bool = False
+    line_no: int = 1
+    last_sample: list[int] | None = None
+    pending: list[float] | None = None
     fh: BinaryIO | None = None
     row_lines: int = 0
     load_lines: int = 0
+    size: int = 0
+    hasher: Any = None
 
     def _chunks(self, n: int) -> Iterator[list[Any]]:
         assert self.fh is not None
@@ -129,23 +141,35 @@ def default_dir() -> Path | None:
     return Path(base) / "knobtop" / "reports"
 
 
-def digest(path: Path, size: int) -> str:
-    """SHA-256 of the first ``size`` bytes of ``path``."""
+def digest(path: Path, size: int) -> Any:
+    """The SHA-256 (a hashlib object) of the first ``size`` bytes of ``path``."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         left = size
         while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
             h.update(chunk)
             left -= len(chunk)
-    return h.hexdigest()
+    return h
 
 
 class ReportCache:
     """The kept folds of journals, in ``directory``."""
 
-    def __init__(self, directory: Path, min_bytes: int = MIN_BYTES) -> None:
+    def __init__(self, directory: Path, min_bytes: int = MIN_BYTES, *,
+                 eager: bool = False) -> None:
         self.directory = directory
         self.min_bytes = min_bytes
+        self.eager = eager  # the keeper's (analysis.keepfold): every fold that covers more
+
+    def worth_keeping(self, covered: int, whole: int) -> bool:
+        """Whether the fold of a journal's first ``whole`` bytes is kept in place of the one
+        kept of its first ``covered`` (0: none): always for the keeper; for a report, once
+        what it folded after the kept fold is an eighth of that or more.  Writing a day's
+        fold costs about what folding three hours of journal does, so a report of a journal
+        grown by less folds the new lines itself (the session's next keeping keeps them)."""
+        if whole < self.min_bytes or whole <= covered:
+            return False
+        return self.eager or whole - covered >= covered // 8
 
     def _file(self, journal: Path) -> Path:
         name = hashlib.sha256(os.fsencode(journal.resolve())).hexdigest()[:40]
@@ -178,10 +202,11 @@ class ReportCache:
         return key if len(key) == 32 else None
 
     def open(self, journal: Path, size: int) -> Kept | None:
-        """The kept fold of ``journal`` if it was kept from exactly these ``size`` bytes
-        (same SHA-256) and the kept file is intact (its HMAC, checked over the whole file
-        before anything in it is used; read again from the same open file, which a newer
-        kept file renamed into place does not change); else None.  Close it when done."""
+        """The kept fold of ``journal``, now ``size`` bytes long, if it was kept from
+        exactly its first bytes (all of them, or fewer: the journal grew since; same
+        SHA-256) and the kept file is intact (its HMAC, checked over the whole file before
+        anything in it is used; read again from the same open file, which a newer kept file
+        renamed into place does not change); else None.  Close it when done."""
         if size < self.min_bytes:
             return None
         key = self._key(create=False)
@@ -208,23 +233,29 @@ class ReportCache:
             return None
         fh.seek(len(said) + 1)
         head = orjson.loads(fh.readline())
-        if (type(head) is not dict or head.get("v") != VERSION or head.get("size") != size
-                or head.get("sha256") != digest(journal, size)):
+        if type(head) is not dict or head.get("v") != VERSION:
+            return None
+        covers = head.get("size")
+        if type(covers) is not int or not self.min_bytes <= covers <= size:
+            return None
+        hasher = digest(journal, covers)
+        if head.get("sha256") != hasher.hexdigest():
             return None
         kept = _checked(orjson.loads(fh.readline()))
         rows, loads = head.get("row_lines"), head.get("load_lines")
         if kept is None or type(rows) is not int or type(loads) is not int:
             return None
         kept.fh, kept.row_lines, kept.load_lines = fh, rows, loads
+        kept.size, kept.hasher = covers, hasher
         return kept
 
     def write(self, journal: Path, size: int, sha256: str, kept: Kept,
               tables: tuple[tuple[Sequence[Any], Sequence[str]], ...]) -> None:
-        """Keep ``kept`` and the whole journal's rows and load reports (``tables``: the
-        objects and the names of their fields, Row's 12 then LoadPoint's 3) for the
-        ``size`` bytes of ``journal`` whose SHA-256 is ``sha256`` (best effort: a cache
-        that cannot be written leaves the report as it is).  The oldest kept files beyond
-        KEEP_FILES are removed."""
+        """Keep ``kept`` and the rows and load reports of the journal's first ``size``
+        bytes, whose SHA-256 is ``sha256`` (``tables``: the objects and the names of their
+        fields, Row's 12 then LoadPoint's 3; best effort: a cache that cannot be written
+        leaves the report as it is).  The oldest kept files beyond KEEP_FILES are
+        removed."""
         if size < self.min_bytes:
             return
         key = self._key(create=True)
@@ -235,7 +266,9 @@ class ReportCache:
         head = [orjson.dumps({"v": VERSION, "size": size, "sha256": sha256,
                               "row_lines": n_rows, "load_lines": n_loads}) + b"\n",
                 orjson.dumps({"dropped": kept.dropped, "other_targets": kept.other_targets,
-                              "lines": kept.lines, "torn_tail": kept.torn_tail}) + b"\n"]
+                              "lines": kept.lines, "line_no": kept.line_no,
+                              "last_sample": kept.last_sample, "pending": kept.pending})
+                + b"\n"]
         lines = itertools.chain(head, (
             orjson.dumps([[getattr(r, f) for f in fields] for r in items[i:i + CHUNK]])
             + b"\n"
@@ -281,11 +314,19 @@ def _checked(body: Any) -> Kept | None:
     if type(body) is not dict:
         return None
     dropped, lines = body.get("dropped"), body.get("lines")
-    other, torn = body.get("other_targets"), body.get("torn_tail")
+    other, line_no = body.get("other_targets"), body.get("line_no")
+    last, pending = body.get("last_sample"), body.get("pending")
     if not (type(dropped) is list and type(lines) is list and type(other) is int
-            and type(torn) is bool and _NUM.issuperset(map(type, dropped))):
+            and type(line_no) is int and _NUM.issuperset(map(type, dropped))):
         return None
-    for line in lines:
-        if type(line) is not list or len(line) != 2 or any(type(x) is not int for x in line):
-            return None
-    return Kept(dropped=dropped, other_targets=other, lines=lines, torn_tail=torn)
+    if not all(map(_offset_and_line, lines)) or not (last is None or _offset_and_line(last)):
+        return None
+    if pending is not None and not (type(pending) is list and len(pending) == 3
+                                    and _NUM.issuperset(map(type, pending))):
+        return None
+    return Kept(dropped=dropped, other_targets=other, lines=lines, line_no=line_no,
+                last_sample=last, pending=pending)
+
+
+def _offset_and_line(item: Any) -> bool:
+    return type(item) is list and len(item) == 2 and all(type(x) is int for x in item)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import orjson
 
@@ -20,6 +21,12 @@ from knobtop.journal.events import (
     header_from_dict,
 )
 from knobtop.printable import printable, printable_json
+
+
+class Hasher(Protocol):
+    """What quick() uses of a hashlib object."""
+
+    def update(self, data: bytes, /) -> None: ...
 
 
 class JournalFormatError(KnobtopError, ValueError):
@@ -51,7 +58,9 @@ class JournalReader:
         self.path = path
         self.stats = ReadStats()
         self._header: Header | None = None
-        self.consumed = self.line_start = 0  # quick(): bytes read, start of the last line
+        # quick(): bytes read, where the last line starts, bytes in whole lines, their count
+        self.consumed = self.line_start = self.whole = 0
+        self.lines = 1
 
     @property
     def header(self) -> Header:
@@ -114,27 +123,44 @@ class JournalReader:
         except EventDecodeError as exc:
             raise JournalFormatError(self.path, line_no, str(exc)) from None
 
-    def quick(self) -> Iterator[tuple[int, Event | JsonDict]]:
+    def quick(self, start: tuple[int, int] | None = None, hasher: Hasher | None = None
+              ) -> Generator[tuple[int, Event | JsonDict], None, None]:
         """(line number, event) as ``events()`` reads them, except that a sample or load
         line comes as its JSON object, not built into an event, once every field of it has
         passed the checks ``event_from_dict`` makes (``sample_ok``/``load_ok``): a report
         of a day's journal reads 172,800 of them.  Any other line, and one that fails a
         check, goes through ``event_from_dict`` as ever, so a wrong one is refused with
-        the same message naming the file and line."""
+        the same message naming the file and line.
+
+        ``start``: (offset, number of the line before it) to begin at a line further on
+        (the header is read all the same).  ``hasher`` (a hashlib object) is fed every whole
+        line read, the header's too when reading from the start: what a kept fold covers
+        is exactly the bytes folded, however the file grows meanwhile.  Once read to the
+        end, ``whole`` is where the whole lines end (a torn one after them is not read),
+        and ``lines`` the last one's number."""
         with self.path.open("rb") as fh:
             first = fh.readline()
             self._header = self._decode_header(first)
             line_no = 1
+            self.consumed = len(first)  # bytes read; where the line yielded starts
+            if start is not None:
+                fh.seek(start[0])
+                self.consumed, line_no = start
+            elif hasher is not None and first.endswith(b"\n"):
+                hasher.update(first)
+            self.whole, self.lines = self.consumed, line_no
             stats = self.stats
             loads = orjson.loads
-            self.consumed = len(first)  # bytes read; where the line yielded starts
             for line in fh:
                 line_no += 1
                 self.line_start = self.consumed
                 self.consumed += len(line)
                 if not line.endswith(b"\n"):
                     stats.torn_tail = True  # only the last line can lack it: a cut-off write
+                    self.whole, self.lines = self.line_start, line_no - 1
                     return
+                if hasher is not None:
+                    hasher.update(line)
                 if line.isspace():
                     continue
                 try:
@@ -155,6 +181,7 @@ class JournalReader:
                 if isinstance(event, Unknown):
                     stats.unknown_types += 1
                 yield line_no, event
+            self.whole, self.lines = self.consumed, line_no
 
     def __iter__(self) -> Iterator[Event]:
         return self.events()

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Concatenate
+from typing import TYPE_CHECKING, Concatenate
 
 from knobtop import __version__
 from knobtop.conditions import Conditions
@@ -70,6 +69,9 @@ from knobtop.session.recorder import Recorder
 from knobtop.session.runs import RunSlot, told
 from knobtop.session.sampler import RestartState, Sampler, host_facts
 
+if TYPE_CHECKING:
+    from knobtop.analysis.keepfold import FoldKeeper
+
 MIN_INTERVAL = 0.1
 
 
@@ -89,8 +91,11 @@ class SessionConfig:
     cleanup_on_close: bool = False  # drop the sysbench tables when the session ends
     statements: bool = True  # the incident page reads statement texts (--no-statements)
     # A journal this long or longer gets its report fold kept as the session ends
-    # (analysis/keepfold.py); None: never.
+    # (analysis/keepfold.py), and every ``keep_fold_every`` seconds while it records (a
+    # report of it then, or of what a killed session left, folds only the lines after);
+    # None: never.
     keep_fold_bytes: int | None = 1 << 20
+    keep_fold_every: float = 600.0
     # A lab sandbox's storage emulation (lab_storage): said in the journal's header, and the
     # conditions probe runs under it too (it measures what the server's calls meet).
     storage: Storage | None = None
@@ -131,7 +136,7 @@ class Session:
         self._client_on_target = len(self.clients) < len(clients)
         self.via = via
         self.version: ServerVersion | None = None
-        self.fold_keeper: subprocess.Popen[bytes] | None = None  # keeps the report's fold
+        self.fold_keeper: FoldKeeper | None = None  # keeps the report's fold (begin)
         # The previous session's journal name and starting knobs (the lab sets it): at
         # open, a server that differs from them is said and journaled.
         self.previous_baseline: tuple[str, dict[str, str | None]] | None = None
@@ -297,6 +302,13 @@ class Session:
             said = previous_baseline_note(*self.previous_baseline, self.knobs.baseline)
             if said:
                 self.note(said)
+        if self.config.keep_fold_bytes is not None:
+            from knobtop.analysis.keepfold import FoldKeeper
+
+            self.fold_keeper = FoldKeeper(self.config.journal_path,
+                                          self.config.keep_fold_bytes,
+                                          self.config.keep_fold_every)
+            self.recorder.subscribe(self.fold_keeper.on_event)
         self.sampler.start()
         self.drift.start()
         return header
@@ -332,7 +344,8 @@ class Session:
                         self.emit(End(t=self.now(), wall=self.wall(), reason=reason,
                                       samples=self.sampler.samples))
                     self.recorder.close()
-                    self._keep_fold()
+                    if self.fold_keeper is not None and self.recorder.failure is None:
+                        self.fold_keeper.keep_now()  # to the end, in the background
             finally:
                 await self.sampler.link.close()
                 await self.knobs.link.close()
@@ -343,16 +356,6 @@ class Session:
                 for h in closing.values():
                     with contextlib.suppress(Exception):
                         await h.close()
-
-    def _keep_fold(self) -> None:
-        """Start keeping the finished journal's report fold, in the background: the first
-        report of a long recording then reads it instead of every line."""
-        if self.config.keep_fold_bytes is None or self.recorder.failure is not None:
-            return
-        from knobtop.analysis.keepfold import spawn
-
-        with contextlib.suppress(OSError):
-            self.fold_keeper = spawn(self.config.journal_path, self.config.keep_fold_bytes)
 
     # -- commands: the incident page, notes
 
