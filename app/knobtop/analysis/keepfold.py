@@ -1,4 +1,4 @@
-"""The report fold of a journal, kept as its recording ends (issue 41).
+"""The report fold of a journal, kept while it records and as it ends (issue 41).
 
 The first report of a day's journal folds 172,800 lines (about two seconds); the next ones
 read what that first one kept (reportcache).  A session starts this module in a process of
