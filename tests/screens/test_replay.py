@@ -299,6 +299,32 @@ async def test_replay_reproduces_the_live_screen_at_the_same_moment(
     assert got == expected
 
 
+async def test_a_tick_that_lands_while_the_screen_goes_paints_nothing(tmp_path: Path) -> None:
+    """The replay's clock ticks on a timer of its own, which may land while the app takes
+    its screen down on exit, widget by widget (CI once saw the status bar gone and the
+    graphs not yet, and the replay crashed on the way out). A tick with a widget gone
+    paints nothing and the replay goes on; once the app is closing, it paints nothing
+    either."""
+    replay = replay_for(copy_journal(tmp_path))
+    app = ReplayApp(replay)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.frame is not None)
+            await app.live.query_one(StatusBar).remove()
+            replay.playing = True  # each tick moves the cursor: each one paints
+            cursor = replay.cursor
+            await until(pilot, lambda: replay.cursor > cursor + 1)  # ticks came and went
+            assert app.is_running
+            shown = app._shown
+            app._running = False  # as the app's shutdown sets it, before screens go
+            replay.seek_to(replay.cursor + 5)
+            app.paint(force=True)
+            assert app._shown == shown  # nothing painted
+            app._running = True
+    finally:
+        replay.index.close()
+
+
 async def test_keys_play_seek_jump_and_note(tmp_path: Path) -> None:
     replay = replay_for(copy_journal(tmp_path))
     app = ReplayApp(replay)

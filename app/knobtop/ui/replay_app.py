@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from knobtop.analysis.replay import MARKER_KINDS, SPEEDS, Frame, Replay, clock_text
 from knobtop.config import UiConfig
@@ -159,24 +160,30 @@ class ReplayApp(KnobtopBase):
         if key == self._shown and not force:
             return
         live = self.live
-        grids = live.query(GraphGrid)
-        if not grids:  # a timer's tick landed while the app takes its screen down on exit
+        # A timer's tick may land while the app takes its screen down on exit, its widgets
+        # going one by one (CI once saw the status bar gone and the graphs still there).
+        if not self.is_running:
+            return
+        try:
+            grid, bar = live.query_one(GraphGrid), live.query_one(StatusBar)
+            hosts, knobs = live.query_one(HostPanel), live.query_one(KnobPanel)
+            journal = live.query_one(JournalPane)
+        except NoMatches:
             return
         self._shown = key
-        grid = grids.first()
         r.window = grid.window  # the frame reads what the graphs show
         frame = self.frame = r.frame()
         page = grid.page_title if grid.page != "overview" else ""
-        live.query_one(StatusBar).show(frame.board, r.index.path.name, self.state_text(), page)
+        bar.show(frame.board, r.index.path.name, self.state_text(), page)
         grid.draw(frame.board)
-        live.query_one(HostPanel).show(frame.board)
+        hosts.show(frame.board)
         if frame.knobs != self._knobs:
             self._knobs = dict(frame.knobs)
-            live.query_one(KnobPanel).set_knobs(frame.knobs, frame.facts)
+            knobs.set_knobs(frame.knobs, frame.facts)
         pane = (tuple((e.t, e.kind) for e in frame.listed), frame.current)
         if pane != self._pane:
             self._pane = pane
-            live.query_one(JournalPane).show_list(frame.listed, frame.current)
+            journal.show_list(frame.listed, frame.current)
         if grid.page == "incident":
             self._show_incident(r.cursor)
 
