@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from knobtop.recipes.kinds.arms import ARMS
-from knobtop.recipes.kinds.base import KindReader, LoadShape, RecipeKind, Sequencer
+from knobtop.recipes.kinds.base import FileKind, KindReader, LoadShape, RecipeKind, Sequencer
 from knobtop.recipes.kinds.curve import CURVE
 from knobtop.recipes.kinds.soak import SOAK
 from knobtop.recipes.kinds.timeline import TIMELINE
 from knobtop.recipes.model import Recipe
 
-KINDS: dict[str, RecipeKind] = {
+KINDS: dict[str, FileKind] = {
     "arms": ARMS,
     "timeline": TIMELINE,
     "soak": SOAK,
@@ -52,5 +52,5 @@ def start_plan(recipe: Recipe, kind: RecipeKind, steps: int, warnings: Sequence[
     }
 
 
-__all__ = ["KINDS", "NOT_IN_FILES", "KindReader", "LoadShape", "RecipeKind", "Sequencer",
-           "start_plan"]
+__all__ = ["KINDS", "NOT_IN_FILES", "FileKind", "KindReader", "LoadShape", "RecipeKind",
+           "Sequencer", "start_plan"]

@@ -11,7 +11,8 @@ as it goes (``add_steps``).
 
 A recipe file plans its steps (``planned``).  The tune (``kinds/tune.py``, ``knobtop
 tune``) is the kind whose steps come as it goes, from a search file: the runner drives it
-as any other, but no recipe file selects it (it is not in the registry; the module says
+as any other (``RecipeKind``), but no recipe file selects it, so it is no ``FileKind`` (the
+registry's, which a recipe file is read with) and is not in the registry (the module says
 why).
 """
 from __future__ import annotations
@@ -139,19 +140,13 @@ class Sequencer(Protocol):
 
 
 class RecipeKind(Protocol):
+    """What the runner drives: every kind, the tune's too."""
+
     name: str  # [run] kind = NAME
-    about: str  # what it is, in a few words (the kind key's choices say it)
-    section: str | None  # its own table in the file (e.g. "timeline"), if it has one
-    keys: tuple[str, ...]  # that table's keys (the generated reference lists them)
     one_load: bool  # one load from start to end, with checkpoints (no steps)
     # A recipe file plans its steps (its checks judge the whole schedule); False: a tune's
     # come as it goes, from a search file (no recipe file selects it)
     planned: bool
-
-    def read(self, reader: KindReader, doc: Table, load: LoadShape
-             ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
-        """The recipe's arms and, for a one-load kind, its timeline (a curve: its
-        Curve)."""
 
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         """The kind's keys in the start event's plan."""
@@ -159,9 +154,6 @@ class RecipeKind(Protocol):
     def schedule(self, recipe: Recipe) -> list[Step]:
         """The steps known before the run (the start event counts them; numbered by the
         runner)."""
-
-    def shape(self, recipe: Recipe) -> str:
-        """What a run of it is, on one line (`knobtop run --list`)."""
 
     def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
         """For a kind whose progress counts readings, not steps: how many it takes, what
@@ -172,4 +164,22 @@ class RecipeKind(Protocol):
         """The run, after the tables are prepared; the runner restores the baseline."""
 
 
-__all__ = ["KindReader", "LoadShape", "RecipeKind", "Sequencer", "count", "planned_steps"]
+class FileKind(RecipeKind, Protocol):
+    """A kind a recipe file selects (``[run] kind``, the registry's): how its file is
+    read, and what a run of it is in a line."""
+
+    about: str  # what it is, in a few words (the kind key's choices say it)
+    section: str | None  # its own table in the file (e.g. "timeline"), if it has one
+    keys: tuple[str, ...]  # that table's keys (the generated reference lists them)
+
+    def read(self, reader: KindReader, doc: Table, load: LoadShape
+             ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
+        """The recipe's arms and, for a one-load kind, its timeline (a curve: its
+        Curve)."""
+
+    def shape(self, recipe: Recipe) -> str:
+        """What a run of it is, on one line (`knobtop run --list`)."""
+
+
+__all__ = ["FileKind", "KindReader", "LoadShape", "RecipeKind", "Sequencer", "count",
+           "planned_steps"]

@@ -55,7 +55,6 @@ from knobtop.analysis.tune import (
 )
 from knobtop.journal.events import StepResult, Trial
 from knobtop.recipes.armset import ArmRefused
-from knobtop.recipes.kinds.base import count
 from knobtop.recipes.model import Arm, Step
 from knobtop.recipes.resume import (
     interrupted_in,
@@ -71,10 +70,9 @@ from knobtop.recipes.search_model import Dimension, Search, SearchError, check_s
 if TYPE_CHECKING:
     import optuna
 
-    from knobtop.recipes.kinds.base import KindReader, LoadShape, Sequencer
-    from knobtop.recipes.model import Curve, Recipe, Timeline
+    from knobtop.recipes.kinds.base import Sequencer
+    from knobtop.recipes.model import Recipe
     from knobtop.session.port import SessionPort
-    from knobtop.tomlcheck import Table
 
 REPEATS = 20  # proposals of an already measured combination before the search ends
 BASELINE_RUNS = 2  # the baseline's runs before the trials (trial 0): their band
@@ -139,9 +137,6 @@ class Tune:
     """The tune of one search: a kind per run (its sampler and its trials so far)."""
 
     name: str = "tune"
-    about: str = "a search for better knob values (knobtop tune, from a search file)"
-    section: str | None = None
-    keys: tuple[str, ...] = ()
     one_load: bool = False
     planned: bool = False  # its trials come as it goes
 
@@ -205,11 +200,6 @@ class Tune:
 
     # -- the kind --------------------------------------------------------------------------
 
-    def read(self, reader: KindReader, doc: Table, load: LoadShape
-             ) -> tuple[tuple[Arm, ...], Timeline | Curve | None]:
-        raise reader.error("run.kind", "a tune is not read from a recipe file",
-                           "run knobtop tune SEARCH.toml")
-
     def plan(self, recipe: Recipe) -> dict[str, Any]:
         return tune_plan(self.search)
 
@@ -220,11 +210,6 @@ class Tune:
             return []
         return [Step(r - 1, r, recipe.baseline, self.search.threads)
                 for r in range(1, BASELINE_RUNS + 1)]
-
-    def shape(self, recipe: Recipe) -> str:
-        s = self.search
-        return (f"tune: {count(len(s.knobs), 'knob')}, then {s.candidates} x "
-                f"{count(s.replicates, 'round')} of verification")
 
     def readings(self, recipe: Recipe, done: int) -> tuple[int, str, float | None] | None:
         return None  # its steps
