@@ -108,6 +108,7 @@ class RestartApplier:
         if not node.host.local and node.error_log is None and node.name not in self._error_logs:
             self._error_logs[node.name] = await self._find_error_log(node)
         stage, reason = "read", ""
+        dropped: bool | None = None  # the link found gone (asked once: relink.link_dropped)
         previous: str | None = None
         owner: FileOwner | None = None
         try:
@@ -134,8 +135,9 @@ class RestartApplier:
         except StaticChangeError as exc:
             # The drop-in was not replaced, unless the link dropped during the write: the
             # new file may be in place with its answer lost, so that is found out first.
-            if stage == "read" or (stage == "write" and not await relink.link_dropped(
-                    node, drops, self.query_timeout)):
+            if stage == "write":
+                dropped = await relink.link_dropped(node, drops, self.query_timeout)
+            if stage == "read" or (stage == "write" and not dropped):
                 raise StaticChangeError(f"{exc}; nothing was changed", rolled_back=True) from None
             reason = str(exc)
         except TimeoutError:
@@ -146,7 +148,8 @@ class RestartApplier:
             # Cut off mid-write or later: put the old file back whatever got done.
             reason = (f"{node.name}: the change did not finish within {self.phase_limit:g} s "
                       "(restart, wait and verify)")
-        dropped = await relink.link_dropped(node, drops, self.query_timeout)
+        if dropped is None:
+            dropped = await relink.link_dropped(node, drops, self.query_timeout)
         if stage == "done":
             if dropped:  # every step said ok, over a link that went
                 await self._relinked(node, previous, owner, settings, "")
